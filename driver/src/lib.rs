@@ -1,1 +1,19 @@
-//! placeholder
+//! `bnxt`: a user-space driver for the Broadcom BCM57608 (PCI 14e4:1760) and its RoCE v2 engine.
+//!
+//! It re-creates the OCaml library Rig_bnxt's contract in Rust: [`Nic::open`] takes a NIC's PCI
+//! function, resets it, turns PCIe relaxed ordering off, brings its firmware up over HWRM the way
+//! Linux's bnxt_en does, and gives it context memory and its identity on the fabric;
+//! [`Nic::close`] undoes all of it.
+//!
+//! The driver reaches the device only through the [`pci::PciFunction`] seam, so the same code runs
+//! against the in-process model, a model behind a vfio-user socket, or a real card through VFIO.
+#![deny(missing_docs)]
+
+pub mod dma;
+pub mod error;
+pub mod pci;
+
+pub use error::Error;
+pub use pci::{Clock, Machine, PciError, PciFunction};
+pub mod nic;
+pub use nic::{Identity, Limits, Nic, buses, count, name_of};

@@ -1,0 +1,146 @@
+//! Memory the device reaches by DMA.
+//!
+//! A [`DmaBuffer`] is a span of memory with a bus address. The device may read or write it at any
+//! time (that is what DMA is), so the driver never holds a Rust reference into it: every access
+//! copies in or out through raw-pointer operations, as `vm-memory`'s volatile slices do.
+
+use std::any::Any;
+use std::fmt;
+use std::ptr::NonNull;
+
+/// Page size of DMA allocations.
+pub const PAGE_SIZE: usize = 4096;
+
+/// A span of DMA memory: where the device sees it (`iova`) and where this process sees it.
+pub struct DmaBuffer {
+    ptr: NonNull<u8>,
+    len: usize,
+    iova: u64,
+    // Owns the memory and its device mapping; dropping it unmaps and frees them.
+    _owner: Box<dyn Any + Send + Sync>,
+}
+
+// SAFETY: the buffer is a pointer into memory owned by `_owner` (itself Send + Sync); all
+// accesses go through raw-pointer copies that take no references, so sharing the handle between
+// threads cannot create aliasing Rust references. Concurrent writers race as hardware DMA does.
+unsafe impl Send for DmaBuffer {}
+// SAFETY: as for Send: `&DmaBuffer` only permits raw-pointer copies in and out.
+unsafe impl Sync for DmaBuffer {}
+
+impl fmt::Debug for DmaBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DmaBuffer").field("iova", &format_args!("{:#x}", self.iova)).field("len", &self.len).finish()
+    }
+}
+
+impl DmaBuffer {
+    /// Wrap memory a backend allocated and mapped for the device.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be valid for reads and writes of `len` bytes for as long as `owner` lives, and
+    /// no Rust reference to those bytes may exist while the buffer does (other processes and the
+    /// device may access them, as DMA does). `owner` is dropped with the buffer and must release
+    /// the memory and its device mapping then, not before.
+    pub unsafe fn from_raw(ptr: NonNull<u8>, len: usize, iova: u64, owner: Box<dyn Any + Send + Sync>) -> DmaBuffer {
+        DmaBuffer { ptr, len, iova, _owner: owner }
+    }
+
+    /// The bus address the device uses for byte 0.
+    pub fn iova(&self) -> u64 {
+        self.iova
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn check(&self, offset: usize, len: usize) {
+        let end = offset.checked_add(len);
+        assert!(
+            end.is_some_and(|e| e <= self.len),
+            "DMA access of {len} bytes at offset {offset} is outside a buffer of {} bytes",
+            self.len
+        );
+    }
+
+    /// Copy bytes out of the buffer starting at `offset`.
+    pub fn read(&self, offset: usize, out: &mut [u8]) {
+        self.check(offset, out.len());
+        // SAFETY: the range is inside the buffer (checked above), which `from_raw`'s contract
+        // keeps valid; `out` is a distinct Rust allocation, so the ranges do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(offset), out.as_mut_ptr(), out.len()) }
+    }
+
+    /// Copy bytes into the buffer starting at `offset`.
+    pub fn write(&self, offset: usize, data: &[u8]) {
+        self.check(offset, data.len());
+        // SAFETY: as in `read`, with the roles of the two ranges swapped.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.as_ptr().add(offset), data.len()) }
+    }
+
+    /// Set `len` bytes from `offset` to zero.
+    pub fn zero(&self, offset: usize, len: usize) {
+        self.check(offset, len);
+        // SAFETY: the range is inside the buffer (checked above).
+        unsafe { std::ptr::write_bytes(self.ptr.as_ptr().add(offset), 0, len) }
+    }
+
+    /// Load one byte with a volatile read, for polling a byte the device writes (a valid bit).
+    pub fn read_volatile_u8(&self, offset: usize) -> u8 {
+        self.check(offset, 1);
+        // SAFETY: the byte is inside the buffer (checked above); a volatile read of a u8 has no
+        // alignment requirement and is not elided, so a device write is eventually seen.
+        unsafe { std::ptr::read_volatile(self.ptr.as_ptr().add(offset)) }
+    }
+
+    /// Store one byte with a volatile write.
+    pub fn write_volatile_u8(&self, offset: usize, value: u8) {
+        self.check(offset, 1);
+        // SAFETY: as in `read_volatile_u8`.
+        unsafe { std::ptr::write_volatile(self.ptr.as_ptr().add(offset), value) }
+    }
+
+    /// Load a little-endian u16 at `offset`.
+    pub fn read_u16(&self, offset: usize) -> u16 {
+        let mut b = [0u8; 2];
+        self.read(offset, &mut b);
+        u16::from_le_bytes(b)
+    }
+
+    /// Load a little-endian u32 at `offset`.
+    pub fn read_u32(&self, offset: usize) -> u32 {
+        let mut b = [0u8; 4];
+        self.read(offset, &mut b);
+        u32::from_le_bytes(b)
+    }
+
+    /// Load a little-endian u64 at `offset`.
+    pub fn read_u64(&self, offset: usize) -> u64 {
+        let mut b = [0u8; 8];
+        self.read(offset, &mut b);
+        u64::from_le_bytes(b)
+    }
+
+    /// Store a little-endian u32 at `offset`.
+    pub fn write_u32(&self, offset: usize, value: u32) {
+        self.write(offset, &value.to_le_bytes())
+    }
+
+    /// Store a little-endian u64 at `offset`.
+    pub fn write_u64(&self, offset: usize, value: u64) {
+        self.write(offset, &value.to_le_bytes())
+    }
+
+    /// Bus address of byte `offset`.
+    pub fn iova_at(&self, offset: usize) -> u64 {
+        self.check(offset, 0);
+        self.iova + offset as u64
+    }
+}

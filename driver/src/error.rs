@@ -1,0 +1,69 @@
+//! The driver's errors. Each names the NIC it happened on first, as the contract asks.
+
+use std::time::Duration;
+
+use bnxt_hsi::hwrm::ErrorCode;
+
+use crate::pci::PciError;
+
+/// Why a call on a NIC failed.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum Error {
+    /// The PCI function or machine refused something (listing, taking, config space, DMA memory).
+    #[error("{nic}: {source}")]
+    Pci {
+        /// The NIC's name.
+        nic: String,
+        /// What the backend said.
+        source: PciError,
+    },
+    /// The firmware refused a request.
+    #[error("{nic}: {request} refused by the firmware: {code} (error code 0x{value:04x})", value = code.value())]
+    Refused {
+        /// The NIC's name.
+        nic: String,
+        /// The request's name (`FUNC_DRV_RGTR`).
+        request: String,
+        /// The error code it answered.
+        code: ErrorCode,
+    },
+    /// The firmware did not answer a request in time. The NIC is wedged until close.
+    #[error("{nic}: {request}: no answer from the firmware within {} ms; the NIC is wedged until close", timeout.as_millis())]
+    Timeout {
+        /// The NIC's name.
+        nic: String,
+        /// The request's name.
+        request: String,
+        /// How long the driver waited.
+        timeout: Duration,
+    },
+    /// An earlier request went unanswered, so this one was not sent.
+    #[error("{nic}: {request} not sent: the NIC is wedged since {wedged_by} went unanswered")]
+    Wedged {
+        /// The NIC's name.
+        nic: String,
+        /// The request that was not sent.
+        request: String,
+        /// The request that timed out.
+        wedged_by: String,
+    },
+    /// The firmware answered, but not as the interface says it must (short response, bad
+    /// capability, not ready).
+    #[error("{nic}: {what}")]
+    Firmware {
+        /// The NIC's name.
+        nic: String,
+        /// What was wrong.
+        what: String,
+    },
+    /// A limit set at open (queue pairs, regions) would be exceeded.
+    #[error("{nic}: {what}: limit of {limit} reached")]
+    Limit {
+        /// The NIC's name.
+        nic: String,
+        /// What ran out.
+        what: String,
+        /// The limit.
+        limit: u64,
+    },
+}

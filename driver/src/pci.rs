@@ -1,0 +1,191 @@
+//! The seam between the driver and a PCI function: [`PciFunction`], [`Machine`] and [`Clock`].
+//!
+//! A backend implements these for one kind of target: the in-process model, a vfio-user socket,
+//! or the kernel's VFIO for a real BCM57608. The driver above them is the same code for all.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::dma::DmaBuffer;
+
+/// Why a backend could not do what the driver asked of a PCI function or machine.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum PciError {
+    /// The machine's PCI functions could not be listed.
+    #[error("cannot list PCI functions: {0}")]
+    List(String),
+    /// There is no NIC with this index.
+    #[error("no NIC {index} (the machine has {count})")]
+    NoSuchNic {
+        /// The index asked for.
+        index: usize,
+        /// How many NICs the machine has.
+        count: usize,
+    },
+    /// Another holder (this process or another) already holds the function.
+    #[error("{bus} is held by {holder}")]
+    Busy {
+        /// The function's bus address.
+        bus: String,
+        /// Who holds it, as far as the backend can tell.
+        holder: String,
+    },
+    /// The function could not be taken (opened, mapped) for a reason the backend names.
+    #[error("cannot take {bus}: {reason}")]
+    Take {
+        /// The function's bus address.
+        bus: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// A config-space access failed.
+    #[error("config space access at 0x{offset:03x} ({len} bytes) failed: {reason}")]
+    Config {
+        /// Offset of the access.
+        offset: u16,
+        /// Length of the access.
+        len: usize,
+        /// What went wrong.
+        reason: String,
+    },
+    /// DMA memory could not be allocated or mapped.
+    #[error("cannot allocate {len} bytes of DMA memory: {reason}")]
+    Dma {
+        /// Bytes asked for.
+        len: usize,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The function-level reset failed.
+    #[error("function-level reset failed: {0}")]
+    Reset(String),
+}
+
+/// A clock: the real one on hardware, the model's virtual one in-process.
+///
+/// On a virtual clock `sleep` advances virtual time (running the model up to it) and returns at
+/// once, so a 40-second firmware timeout costs no wall time.
+pub trait Clock: Send + Sync {
+    /// Time since an arbitrary, fixed origin.
+    fn now(&self) -> Duration;
+    /// Let `d` pass.
+    fn sleep(&self, d: Duration);
+}
+
+/// What a driver needs from one PCI function, and nothing more.
+///
+/// BAR accesses never fail (as on hardware: a dead device reads all-ones); config-space accesses
+/// and DMA allocation may. All methods take `&self`: a backend serialises what must be serialised.
+pub trait PciFunction: Send + Sync {
+    /// The function's bus address (`0000:41:00.0`).
+    fn bus(&self) -> &str;
+    /// Read `data.len()` bytes (1, 2 or 4, naturally aligned) of config space at `offset`.
+    fn config_read(&self, offset: u16, data: &mut [u8]) -> Result<(), PciError>;
+    /// Write `data` (1, 2 or 4 bytes, naturally aligned) to config space at `offset`.
+    fn config_write(&self, offset: u16, data: &[u8]) -> Result<(), PciError>;
+    /// Load 32 bits from BAR `bar` at `offset`.
+    fn bar_read32(&self, bar: u8, offset: u64) -> u32;
+    /// Store 32 bits to BAR `bar` at `offset`.
+    fn bar_write32(&self, bar: u8, offset: u64, value: u32);
+    /// Store 64 bits to BAR `bar` at `offset` as one access (doorbells need this).
+    fn bar_write64(&self, bar: u8, offset: u64, value: u64);
+    /// Allocate `len` bytes (rounded up to whole 4-KB pages) of zeroed memory the device can
+    /// reach by DMA, page aligned, with its bus address. Freed (and unmapped from the device)
+    /// when the returned buffer is dropped.
+    fn alloc_dma(&self, len: usize) -> Result<DmaBuffer, PciError>;
+    /// Reset the function (PCIe function-level reset) and wait until it may be used again.
+    fn reset(&self) -> Result<(), PciError>;
+    /// The clock the driver times its waits by.
+    fn clock(&self) -> &dyn Clock;
+}
+
+/// A machine's set of BCM57608 functions.
+pub trait Machine: Send + Sync {
+    /// The bus addresses of the machine's BCM57608 functions, in bus order.
+    fn buses(&self) -> Result<Vec<String>, PciError>;
+    /// Take the function at `bus` for this process's exclusive use. It is released when the
+    /// returned value (and every clone of it) is dropped.
+    fn take(&self, bus: &str) -> Result<Arc<dyn PciFunction>, PciError>;
+}
+
+/// Config-space helpers over any [`PciFunction`].
+pub trait ConfigExt {
+    /// Read a 16-bit config register.
+    fn config_read16(&self, offset: u16) -> Result<u16, PciError>;
+    /// Write a 16-bit config register.
+    fn config_write16(&self, offset: u16, value: u16) -> Result<(), PciError>;
+    /// Read an 8-bit config register.
+    fn config_read8(&self, offset: u16) -> Result<u8, PciError>;
+    /// Read a 32-bit config register.
+    fn config_read32(&self, offset: u16) -> Result<u32, PciError>;
+    /// Find a standard capability by id in the capability list; its config-space offset.
+    fn find_capability(&self, id: u8) -> Result<Option<u16>, PciError>;
+}
+
+impl<T: PciFunction + ?Sized> ConfigExt for T {
+    fn config_read16(&self, offset: u16) -> Result<u16, PciError> {
+        let mut b = [0u8; 2];
+        self.config_read(offset, &mut b)?;
+        Ok(u16::from_le_bytes(b))
+    }
+    fn config_write16(&self, offset: u16, value: u16) -> Result<(), PciError> {
+        self.config_write(offset, &value.to_le_bytes())
+    }
+    fn config_read8(&self, offset: u16) -> Result<u8, PciError> {
+        let mut b = [0u8; 1];
+        self.config_read(offset, &mut b)?;
+        Ok(b[0])
+    }
+    fn config_read32(&self, offset: u16) -> Result<u32, PciError> {
+        let mut b = [0u8; 4];
+        self.config_read(offset, &mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+    fn find_capability(&self, id: u8) -> Result<Option<u16>, PciError> {
+        const STATUS: u16 = 0x06;
+        const STATUS_CAP_LIST: u16 = 0x10;
+        const CAP_PTR: u16 = 0x34;
+        if self.config_read16(STATUS)? & STATUS_CAP_LIST == 0 {
+            return Ok(None);
+        }
+        let mut ptr = u16::from(self.config_read8(CAP_PTR)? & 0xfc);
+        // A list longer than the 48 dwords of standard config space is malformed: stop.
+        for _ in 0..48 {
+            if ptr < 0x40 {
+                return Ok(None);
+            }
+            if self.config_read8(ptr)? == id {
+                return Ok(Some(ptr));
+            }
+            ptr = u16::from(self.config_read8(ptr + 1)? & 0xfc);
+        }
+        Ok(None)
+    }
+}
+
+/// Standard config-space registers and capability ids the driver uses (Linux
+/// include/uapi/linux/pci_regs.h).
+pub mod regs {
+    /// Command register.
+    pub const COMMAND: u16 = 0x04;
+    /// Command: memory space enable.
+    pub const COMMAND_MEMORY: u16 = 0x0002;
+    /// Command: bus master enable.
+    pub const COMMAND_MASTER: u16 = 0x0004;
+    /// Capability id of the PCI Express capability.
+    pub const CAP_ID_EXP: u8 = 0x10;
+    /// Capability id of MSI-X.
+    pub const CAP_ID_MSIX: u8 = 0x11;
+    /// Capability id of power management.
+    pub const CAP_ID_PM: u8 = 0x01;
+    /// Device Control register, offset within the PCIe capability (`PCI_EXP_DEVCTL`).
+    pub const EXP_DEVCTL: u16 = 0x08;
+    /// Device Control: relaxed ordering enable (`PCI_EXP_DEVCTL_RELAX_EN`).
+    pub const EXP_DEVCTL_RELAX_EN: u16 = 0x0010;
+    /// Device Control: initiate function-level reset (`PCI_EXP_DEVCTL_BCR_FLR`).
+    pub const EXP_DEVCTL_BCR_FLR: u16 = 0x8000;
+    /// Device Capabilities register, offset within the PCIe capability (`PCI_EXP_DEVCAP`).
+    pub const EXP_DEVCAP: u16 = 0x04;
+    /// Device Capabilities: function-level reset supported (`PCI_EXP_DEVCAP_FLR`).
+    pub const EXP_DEVCAP_FLR: u32 = 0x1000_0000;
+}

@@ -1,0 +1,290 @@
+//! The model's only way to touch host memory: DMA through mappings it was given.
+//!
+//! A host (the in-process target, or the vfio-user server for QEMU) maps spans of its memory at
+//! bus addresses with [`Iommu::map`]. Every read or write the model makes goes through
+//! [`HostMemory`], which checks that the whole access falls inside one mapping; anything else is
+//! refused with a [`DmaError`] and never touches memory.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Memory a host lends the model for DMA.
+///
+/// # Safety
+///
+/// Implementors promise that `as_ptr()` is valid for reads and writes of `len()` bytes for as
+/// long as the value lives, that it stays at the same address, and that no Rust reference to
+/// those bytes is held while the model may access them (the model copies in and out with raw
+/// pointer operations, as a device does with DMA).
+pub unsafe trait DmaBacking: Send + Sync {
+    /// First byte of the memory.
+    fn as_ptr(&self) -> *mut u8;
+    /// Length in bytes.
+    fn len(&self) -> usize;
+    /// Whether the memory is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Why a DMA access was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DmaError {
+    /// No mapping covers the whole access.
+    #[error("DMA {kind} of {len} bytes at 0x{addr:x} is outside every mapping")]
+    Unmapped {
+        /// "read" or "write".
+        kind: &'static str,
+        /// Bus address of the access.
+        addr: u64,
+        /// Length of the access.
+        len: usize,
+    },
+    /// The function's bus-master enable is off, so it may not start DMA.
+    #[error("DMA {kind} of {len} bytes at 0x{addr:x} with bus mastering off")]
+    BusMasterOff {
+        /// "read" or "write".
+        kind: &'static str,
+        /// Bus address of the access.
+        addr: u64,
+        /// Length of the access.
+        len: usize,
+    },
+}
+
+/// Why a mapping was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MapError {
+    /// The new mapping overlaps an existing one.
+    #[error("mapping 0x{addr:x}+0x{len:x} overlaps the mapping at 0x{existing:x}")]
+    Overlap {
+        /// Bus address asked for.
+        addr: u64,
+        /// Length asked for.
+        len: u64,
+        /// Start of the mapping it overlaps.
+        existing: u64,
+    },
+    /// The mapping is empty or wraps around the address space.
+    #[error("mapping 0x{addr:x}+0x{len:x} is empty or wraps")]
+    Bad {
+        /// Bus address asked for.
+        addr: u64,
+        /// Length asked for.
+        len: u64,
+    },
+    /// Nothing is mapped at that address.
+    #[error("nothing is mapped at 0x{addr:x}")]
+    NotMapped {
+        /// Bus address asked for.
+        addr: u64,
+    },
+}
+
+/// DMA access to host memory, as the model sees it.
+pub trait HostMemory {
+    /// Copy `out.len()` bytes from bus address `addr`.
+    fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), DmaError>;
+    /// Copy `data` to bus address `addr`.
+    fn write(&self, addr: u64, data: &[u8]) -> Result<(), DmaError>;
+
+    /// Read a little-endian u64.
+    fn read_u64(&self, addr: u64) -> Result<u64, DmaError> {
+        let mut b = [0u8; 8];
+        self.read(addr, &mut b)?;
+        Ok(u64::from_le_bytes(b))
+    }
+}
+
+struct Mapping {
+    len: u64,
+    backing: Arc<dyn DmaBacking>,
+    offset: usize,
+}
+
+/// One function's I/O address space: the host memory mapped for it, by bus address.
+#[derive(Default)]
+pub struct Iommu {
+    maps: BTreeMap<u64, Mapping>,
+}
+
+impl Iommu {
+    /// An empty address space.
+    pub fn new() -> Iommu {
+        Iommu::default()
+    }
+
+    /// Map `len` bytes of `backing`, starting `offset` bytes into it, at bus address `addr`.
+    pub fn map(&mut self, addr: u64, backing: Arc<dyn DmaBacking>, offset: usize, len: u64) -> Result<(), MapError> {
+        let end = addr.checked_add(len).filter(|_| len > 0).ok_or(MapError::Bad { addr, len })?;
+        let fits = (offset as u64).checked_add(len).is_some_and(|e| e <= backing.len() as u64);
+        if !fits {
+            return Err(MapError::Bad { addr, len });
+        }
+        if let Some((&start, m)) = self.maps.range(..end).next_back() {
+            if start + m.len > addr {
+                return Err(MapError::Overlap { addr, len, existing: start });
+            }
+        }
+        self.maps.insert(addr, Mapping { len, backing, offset });
+        Ok(())
+    }
+
+    /// Remove the mapping that starts at `addr`.
+    pub fn unmap(&mut self, addr: u64) -> Result<(), MapError> {
+        self.maps.remove(&addr).map(|_| ()).ok_or(MapError::NotMapped { addr })
+    }
+
+    /// Remove every mapping that lies wholly inside `[addr, addr + len)`; how many were removed.
+    pub fn unmap_range(&mut self, addr: u64, len: u64) -> usize {
+        let end = addr.saturating_add(len);
+        let doomed: Vec<u64> =
+            self.maps.range(addr..end).filter(|(s, m)| s.saturating_add(m.len) <= end).map(|(s, _)| *s).collect();
+        for s in &doomed {
+            self.maps.remove(s);
+        }
+        doomed.len()
+    }
+
+    /// Remove every mapping.
+    pub fn clear(&mut self) {
+        self.maps.clear();
+    }
+
+    /// Number of mappings.
+    pub fn len(&self) -> usize {
+        self.maps.len()
+    }
+
+    /// Whether nothing is mapped.
+    pub fn is_empty(&self) -> bool {
+        self.maps.is_empty()
+    }
+
+    /// Pointer to `len` bytes at `addr` if one mapping covers them all.
+    fn locate(&self, addr: u64, len: usize) -> Option<*mut u8> {
+        let (&start, m) = self.maps.range(..=addr).next_back()?;
+        let end = addr.checked_add(len as u64)?;
+        if end > start + m.len {
+            return None;
+        }
+        let within = m.offset + (addr - start) as usize;
+        // SAFETY: `within + len <= m.offset + m.len <= backing.len()` (checked at map time and
+        // above), so the pointer stays inside the backing's allocation.
+        Some(unsafe { m.backing.as_ptr().add(within) })
+    }
+
+    /// A view of this address space that refuses every access when `bus_master` is false.
+    pub fn view(&self, bus_master: bool) -> IommuView<'_> {
+        IommuView { iommu: self, bus_master }
+    }
+}
+
+/// [`HostMemory`] over an [`Iommu`], gated by the function's bus-master enable.
+pub struct IommuView<'a> {
+    iommu: &'a Iommu,
+    bus_master: bool,
+}
+
+impl HostMemory for IommuView<'_> {
+    fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), DmaError> {
+        if !self.bus_master {
+            return Err(DmaError::BusMasterOff { kind: "read", addr, len: out.len() });
+        }
+        let src = self.iommu.locate(addr, out.len()).ok_or(DmaError::Unmapped { kind: "read", addr, len: out.len() })?;
+        // SAFETY: `locate` checked that `out.len()` bytes at `src` lie inside one mapping, whose
+        // backing (`DmaBacking` contract) is valid and referenced by no Rust reference; `out` is
+        // the model's own buffer, so the two do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) };
+        Ok(())
+    }
+
+    fn write(&self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
+        if !self.bus_master {
+            return Err(DmaError::BusMasterOff { kind: "write", addr, len: data.len() });
+        }
+        let dst = self.iommu.locate(addr, data.len()).ok_or(DmaError::Unmapped { kind: "write", addr, len: data.len() })?;
+        // SAFETY: as in `read`, with source and destination swapped.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
+        Ok(())
+    }
+}
+
+/// Page-aligned, zeroed heap memory usable as a [`DmaBacking`] (the in-process target's DMA
+/// memory, and tests').
+pub struct HeapBacking {
+    ptr: std::ptr::NonNull<u8>,
+    layout: std::alloc::Layout,
+}
+
+// SAFETY: the allocation is owned exclusively by this value and only accessed through raw
+// pointers by its users (DmaBacking contract), so moving or sharing the handle is sound.
+unsafe impl Send for HeapBacking {}
+// SAFETY: see Send.
+unsafe impl Sync for HeapBacking {}
+
+impl HeapBacking {
+    /// Allocate `len` zeroed bytes (at least one page), aligned to 4096.
+    pub fn new(len: usize) -> HeapBacking {
+        let len = len.max(1).next_multiple_of(4096);
+        let layout = std::alloc::Layout::from_size_align(len, 4096).expect("DMA allocation size overflows");
+        // SAFETY: `layout` has a non-zero size.
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = std::ptr::NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        HeapBacking { ptr, layout }
+    }
+}
+
+impl Drop for HeapBacking {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with exactly this layout, freed once.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+// SAFETY: the pointer is valid for `layout.size()` bytes until drop and never moves; the type
+// itself hands out no references to the bytes.
+unsafe impl DmaBacking for HeapBacking {
+    fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+    fn len(&self) -> usize {
+        self.layout.size()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accesses_inside_a_mapping_reach_memory_and_others_are_refused() {
+        let mut iommu = Iommu::new();
+        let mem = Arc::new(HeapBacking::new(8192));
+        iommu.map(0x10_0000, mem.clone(), 0, 8192).unwrap();
+        let view = iommu.view(true);
+        view.write(0x10_0ffe, &[1, 2, 3, 4]).unwrap();
+        let mut out = [0u8; 4];
+        view.read(0x10_0ffe, &mut out).unwrap();
+        assert_eq!(out, [1, 2, 3, 4]);
+        assert!(matches!(view.read(0x10_1ffe, &mut out), Err(DmaError::Unmapped { .. })));
+        assert!(matches!(view.write(0x0f_fffe, &[0; 4]), Err(DmaError::Unmapped { .. })));
+        assert!(matches!(iommu.view(false).read(0x10_0000, &mut out), Err(DmaError::BusMasterOff { .. })));
+    }
+
+    #[test]
+    fn overlapping_and_bad_mappings_are_refused() {
+        let mut iommu = Iommu::new();
+        let mem = Arc::new(HeapBacking::new(8192));
+        iommu.map(0x2000, mem.clone(), 0, 0x2000).unwrap();
+        assert!(matches!(iommu.map(0x3000, mem.clone(), 0, 0x1000), Err(MapError::Overlap { .. })));
+        assert!(matches!(iommu.map(0x1000, mem.clone(), 0, 0x1001), Err(MapError::Overlap { .. })));
+        assert!(matches!(iommu.map(0x9000, mem.clone(), 4096, 8192), Err(MapError::Bad { .. })));
+        assert!(matches!(iommu.map(u64::MAX - 10, mem.clone(), 0, 4096), Err(MapError::Bad { .. })));
+        iommu.map(0x4000, mem, 0, 0x1000).unwrap();
+        assert_eq!(iommu.len(), 2);
+        iommu.unmap(0x2000).unwrap();
+        assert_eq!(iommu.unmap_range(0, 0x10000), 1);
+        assert!(iommu.is_empty());
+    }
+}
