@@ -13,3 +13,4 @@
 
 pub mod faults;
 pub mod host_memory;
+pub mod net;

@@ -1,0 +1,229 @@
+//! Reliable-connected BTH opcodes and the headers each implies.
+//!
+//! IBA Vol 1 §9.2.1 (OpCode field: bits 7-5 the transport, 000 = RC; bits 4-0 the operation) and
+//! §9.3 (which extended headers follow the BTH for each operation); cross-checked with Linux
+//! include/rdma/ib_pack.h (`IB_OPCODE_RC_*`) and drivers/infiniband/sw/rxe/rxe_opcode.c
+//! (`rxe_opcode[]`: header masks per opcode).
+
+use super::error::{Layer, WireError};
+
+/// An RC opcode the model sends and receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Opcode {
+    /// SEND First.
+    SendFirst = 0x00,
+    /// SEND Middle.
+    SendMiddle = 0x01,
+    /// SEND Last.
+    SendLast = 0x02,
+    /// SEND Last with Immediate.
+    SendLastImm = 0x03,
+    /// SEND Only.
+    SendOnly = 0x04,
+    /// SEND Only with Immediate.
+    SendOnlyImm = 0x05,
+    /// RDMA WRITE First.
+    WriteFirst = 0x06,
+    /// RDMA WRITE Middle.
+    WriteMiddle = 0x07,
+    /// RDMA WRITE Last.
+    WriteLast = 0x08,
+    /// RDMA WRITE Last with Immediate.
+    WriteLastImm = 0x09,
+    /// RDMA WRITE Only.
+    WriteOnly = 0x0a,
+    /// RDMA WRITE Only with Immediate.
+    WriteOnlyImm = 0x0b,
+    /// RDMA READ Request.
+    ReadRequest = 0x0c,
+    /// RDMA READ response First.
+    ReadResponseFirst = 0x0d,
+    /// RDMA READ response Middle.
+    ReadResponseMiddle = 0x0e,
+    /// RDMA READ response Last.
+    ReadResponseLast = 0x0f,
+    /// RDMA READ response Only.
+    ReadResponseOnly = 0x10,
+    /// Acknowledge.
+    Acknowledge = 0x11,
+}
+
+/// Every opcode in [`Opcode`], in numeric order.
+pub const ALL_OPCODES: [Opcode; 18] = [
+    Opcode::SendFirst,
+    Opcode::SendMiddle,
+    Opcode::SendLast,
+    Opcode::SendLastImm,
+    Opcode::SendOnly,
+    Opcode::SendOnlyImm,
+    Opcode::WriteFirst,
+    Opcode::WriteMiddle,
+    Opcode::WriteLast,
+    Opcode::WriteLastImm,
+    Opcode::WriteOnly,
+    Opcode::WriteOnlyImm,
+    Opcode::ReadRequest,
+    Opcode::ReadResponseFirst,
+    Opcode::ReadResponseMiddle,
+    Opcode::ReadResponseLast,
+    Opcode::ReadResponseOnly,
+    Opcode::Acknowledge,
+];
+
+impl Opcode {
+    /// The opcode byte.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The name the specification and Wireshark use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Opcode::SendFirst => "RC Send First",
+            Opcode::SendMiddle => "RC Send Middle",
+            Opcode::SendLast => "RC Send Last",
+            Opcode::SendLastImm => "RC Send Last Immediate",
+            Opcode::SendOnly => "RC Send Only",
+            Opcode::SendOnlyImm => "RC Send Only Immediate",
+            Opcode::WriteFirst => "RC RDMA Write First",
+            Opcode::WriteMiddle => "RC RDMA Write Middle",
+            Opcode::WriteLast => "RC RDMA Write Last",
+            Opcode::WriteLastImm => "RC RDMA Write Last Immediate",
+            Opcode::WriteOnly => "RC RDMA Write Only",
+            Opcode::WriteOnlyImm => "RC RDMA Write Only Immediate",
+            Opcode::ReadRequest => "RC RDMA Read Request",
+            Opcode::ReadResponseFirst => "RC RDMA Read Response First",
+            Opcode::ReadResponseMiddle => "RC RDMA Read Response Middle",
+            Opcode::ReadResponseLast => "RC RDMA Read Response Last",
+            Opcode::ReadResponseOnly => "RC RDMA Read Response Only",
+            Opcode::Acknowledge => "RC Acknowledge",
+        }
+    }
+
+    /// Whether a RETH follows the BTH: RDMA WRITE First/Only and RDMA READ Request (§9.3.3).
+    pub fn has_reth(self) -> bool {
+        matches!(self, Opcode::WriteFirst | Opcode::WriteOnly | Opcode::WriteOnlyImm | Opcode::ReadRequest)
+    }
+
+    /// Whether an AETH follows: Acknowledge and RDMA READ response First/Last/Only (§9.3.5).
+    pub fn has_aeth(self) -> bool {
+        matches!(
+            self,
+            Opcode::Acknowledge | Opcode::ReadResponseFirst | Opcode::ReadResponseLast | Opcode::ReadResponseOnly
+        )
+    }
+
+    /// Whether immediate data follows (after the RETH, if any) (§9.3.7).
+    pub fn has_immdt(self) -> bool {
+        matches!(self, Opcode::SendLastImm | Opcode::SendOnlyImm | Opcode::WriteLastImm | Opcode::WriteOnlyImm)
+    }
+
+    /// Whether the packet may carry payload (READ requests and ACKs carry none).
+    pub fn has_payload(self) -> bool {
+        !matches!(self, Opcode::ReadRequest | Opcode::Acknowledge)
+    }
+
+    /// Bytes of extended headers after the BTH.
+    pub fn ext_headers_len(self) -> usize {
+        usize::from(self.has_reth()) * super::ext::RETH_LEN
+            + usize::from(self.has_aeth()) * super::ext::AETH_LEN
+            + usize::from(self.has_immdt()) * super::ext::IMMDT_LEN
+    }
+
+    /// Whether a requester sends it (everything but READ responses and ACKs).
+    pub fn is_request(self) -> bool {
+        self <= Opcode::ReadRequest
+    }
+
+    /// Whether it starts a message (First or Only, or a READ request).
+    pub fn is_first(self) -> bool {
+        matches!(
+            self,
+            Opcode::SendFirst
+                | Opcode::SendOnly
+                | Opcode::SendOnlyImm
+                | Opcode::WriteFirst
+                | Opcode::WriteOnly
+                | Opcode::WriteOnlyImm
+                | Opcode::ReadRequest
+                | Opcode::ReadResponseFirst
+                | Opcode::ReadResponseOnly
+        )
+    }
+
+    /// Whether it ends a message (Last or Only, or a READ request).
+    pub fn is_last(self) -> bool {
+        matches!(
+            self,
+            Opcode::SendLast
+                | Opcode::SendLastImm
+                | Opcode::SendOnly
+                | Opcode::SendOnlyImm
+                | Opcode::WriteLast
+                | Opcode::WriteLastImm
+                | Opcode::WriteOnly
+                | Opcode::WriteOnlyImm
+                | Opcode::ReadRequest
+                | Opcode::ReadResponseLast
+                | Opcode::ReadResponseOnly
+        )
+    }
+}
+
+impl TryFrom<u8> for Opcode {
+    type Error = WireError;
+
+    fn try_from(code: u8) -> Result<Self, WireError> {
+        ALL_OPCODES.get(usize::from(code)).copied().ok_or(WireError::Unsupported {
+            layer: Layer::Bth,
+            field: "opcode",
+            value: code.into(),
+            why: "not an RC opcode the model handles (SEND, RDMA WRITE, RDMA READ, Acknowledge)",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip_and_others_are_refused() {
+        for (i, op) in ALL_OPCODES.iter().enumerate() {
+            assert_eq!(usize::from(op.code()), i);
+            assert_eq!(Opcode::try_from(op.code()).unwrap(), *op);
+        }
+        for code in [0x12u8, 0x13, 0x16, 0x24, 0x64, 0x81, 0xff] {
+            assert!(matches!(Opcode::try_from(code), Err(WireError::Unsupported { field: "opcode", .. })));
+        }
+    }
+
+    #[test]
+    fn header_sets_match_the_rxe_opcode_table() {
+        // (opcode, RETH, AETH, ImmDt, payload) from rxe_opcode.c's masks.
+        let table = [
+            (Opcode::SendFirst, false, false, false, true),
+            (Opcode::SendLastImm, false, false, true, true),
+            (Opcode::WriteFirst, true, false, false, true),
+            (Opcode::WriteMiddle, false, false, false, true),
+            (Opcode::WriteLastImm, false, false, true, true),
+            (Opcode::WriteOnlyImm, true, false, true, true),
+            (Opcode::ReadRequest, true, false, false, false),
+            (Opcode::ReadResponseFirst, false, true, false, true),
+            (Opcode::ReadResponseMiddle, false, false, false, true),
+            (Opcode::ReadResponseOnly, false, true, false, true),
+            (Opcode::Acknowledge, false, true, false, false),
+        ];
+        for (op, reth, aeth, imm, payload) in table {
+            assert_eq!(
+                (op.has_reth(), op.has_aeth(), op.has_immdt(), op.has_payload()),
+                (reth, aeth, imm, payload),
+                "{op:?}"
+            );
+        }
+        assert_eq!(Opcode::WriteOnlyImm.ext_headers_len(), 20);
+        assert_eq!(Opcode::Acknowledge.ext_headers_len(), 4);
+        assert!(Opcode::ReadRequest.is_request() && !Opcode::ReadResponseOnly.is_request());
+    }
+}
