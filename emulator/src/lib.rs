@@ -14,3 +14,4 @@
 pub mod faults;
 pub mod host_memory;
 pub mod net;
+pub mod world;
