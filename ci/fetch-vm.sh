@@ -1,0 +1,132 @@
+#!/bin/bash
+# Fetches what the QEMU guest tests need into $BNXT_VM_CACHE (default <repo>/.cache/vm), from Debian's
+# package registry, without touching the system's apt sources, apt state or dpkg database:
+#   - QEMU 11 (Debian sid's qemu-system-x86: the first Debian QEMU with the vfio-user-pci client device)
+#     in a private prefix with its own glibc, run through that prefix's ld.so ($BNXT_VM_CACHE/qemu.sh);
+#   - the guest kernels: Debian trixie's (6.12) and sid's (7.x) linux-image-amd64, with their modules;
+#   - busybox-static, for the initramfs (ci/guest/mkinitramfs.sh).
+# Verification: apt checks each signed InRelease against the host's Debian archive keyring and each .deb
+# against the SHA256 of the signed package index; this script checks every .deb's SHA256 once more
+# against the index before unpacking it. What was fetched is listed in $BNXT_VM_CACHE/manifest.txt.
+# About 350 MB on the first run; a re-run reuses everything already there and downloads nothing.
+set -euo pipefail
+. "$(dirname "$0")/guest/lib.sh"
+C=$BNXT_VM_CACHE
+mkdir -p "$C"/{apt/lists/partial,apt/state,apt/cache,debs,kernels}
+C=$(cd "$C" && pwd)
+
+printf 'deb http://deb.debian.org/debian %s main\n' sid trixie > "$C/apt/sources.list"
+[ -f "$C/apt/state/status" ] || : > "$C/apt/state/status"  # empty dpkg status: apt resolves the whole closure
+apt_opts=(-o Dir::Etc::SourceList="$C/apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
+  -o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts=/dev/null
+  -o Dir::State="$C/apt/state" -o Dir::State::Lists="$C/apt/lists" -o Dir::State::status="$C/apt/state/status"
+  -o Dir::Cache="$C/apt/cache" -o Dir::Cache::pkgcache=pkgcache.bin -o Dir::Cache::srcpkgcache=srcpkgcache.bin
+  -o Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false
+  -o Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false
+  -o Acquire::IndexTargets::deb::DEP-11-icons-hidpi::DefaultEnabled=false
+  -o APT::Install-Recommends=false -o Debug::NoLocking=1)
+apt_update() { echo "fetch-vm: refreshing the package index (trixie, sid)"; apt-get "${apt_opts[@]}" update -qq; }
+ls "$C"/apt/lists/*_sid_*Packages* >/dev/null 2>&1 || apt_update
+refreshed=0
+
+# fetch_debs SUITE PKG...: downloads PKG/SUITE into debs/ (reusing ones present), checks each against
+# the index, and leaves the .deb paths in the array DEBS. On a stale index (a version gone from the
+# archive) it refreshes the index once and retries.
+fetch_debs() {
+  local suite=$1 p file sha; shift
+  local -A ver=() arch=() want=()
+  read_index() {  # one apt-cache call for all packages: Version, Architecture, SHA256 of each candidate
+    local k v a h
+    while read -r k v a h; do ver[$k]=$v; arch[$k]=$a; want[$k]=$h; done < <(
+      apt-cache "${apt_opts[@]}" show --no-all-versions "${@/%//$suite}" 2>/dev/null | awk '
+        /^Package:/{p=$2} /^Version:/{v=$2} /^Architecture:/{a=$2} /^SHA256:/{h=$2}
+        /^$/{ if (p != "") print p, v, a, h; p="" } END{ if (p != "") print p, v, a, h }')
+  }
+  deb_path() { echo "$C/debs/${1}_${ver[$1]//:/%3a}_${arch[$1]}.deb"; }
+  read_index "$@"
+  for p in "$@"; do
+    [ -n "${ver[$p]:-}" ] || die "package $p not found in $suite"
+    file=$(deb_path "$p")
+    if [ ! -f "$file" ] && ! (cd "$C/debs" && apt-get "${apt_opts[@]}" download "$p/$suite" >/dev/null 2>&1); then
+      [ $refreshed = 0 ] || die "could not download $p/$suite"
+      apt_update; refreshed=1; read_index "$@"; file=$(deb_path "$p")
+      [ -f "$file" ] || (cd "$C/debs" && apt-get "${apt_opts[@]}" download "$p/$suite" >/dev/null) \
+        || die "could not download $p/$suite"
+    fi
+    [ -f "$file" ] || die "apt-get download left no $file"
+    sha=$(sha256sum "$file" | cut -d' ' -f1)
+    [ "$sha" = "${want[$p]}" ] || { rm -f "$file"; die "$file: SHA256 $sha does not match the index (${want[$p]})"; }
+    echo "$p $suite ${ver[$p]} sha256:$sha" >> "$C/manifest.new"
+    DEBS+=("$file")
+  done
+}
+: > "$C/manifest.new"
+
+# unpack_into DIR DEB...: extracts the packages into a fresh DIR (built aside, then moved into place, so
+# an interrupted run never leaves a half-filled DIR that a later run would take as complete).
+unpack_into() {
+  local dir=$1; shift
+  rm -rf "$dir.tmp"; mkdir -p "$dir.tmp"
+  local d; for d in "$@"; do dpkg-deb -x "$d" "$dir.tmp"; done
+  rm -rf "$dir"; mv "$dir.tmp" "$dir"
+}
+
+# --- QEMU: sid's qemu-system-x86 and its library closure (systemd is pulled in only via libibverbs1).
+if [ ! -x "$C/qemu.sh" ]; then
+  mapfile -t qpkgs < <(apt-get "${apt_opts[@]}" -o APT::Default-Release=sid install -s qemu-system-x86 \
+    | awk '/^Inst /{print $2}' | grep -vxE 'systemd|libsystemd-shared')
+  [ ${#qpkgs[@]} -gt 0 ] || die "apt resolved no packages for qemu-system-x86"
+  DEBS=(); fetch_debs sid "${qpkgs[@]}"
+  unpack_into "$C/qemu-root" "${DEBS[@]}"
+  cat > "$C/qemu.sh" <<EOS
+#!/bin/bash
+# Runs the private QEMU with its own ld.so and libraries (written by ci/fetch-vm.sh).
+# QEMU_BIN=qemu-img (etc.) runs another binary of the same prefix.
+R=$C/qemu-root; L=\$R/usr/lib/x86_64-linux-gnu; BIN=\${QEMU_BIN:-qemu-system-x86_64}
+export QEMU_MODULE_DIR=\$L/qemu
+FW=(-L \$R/usr/share/qemu -L \$R/usr/share/seabios); case \$BIN in qemu-system-*) ;; *) FW=();; esac
+exec \$L/ld-linux-x86-64.so.2 --library-path \$L \$R/usr/bin/\$BIN "\${FW[@]}" "\$@"
+EOS
+  chmod +x "$C/qemu.sh"
+fi
+"$C/qemu.sh" -device help 2>/dev/null | grep -q '"vfio-user-pci"' || die "the fetched QEMU has no vfio-user-pci device"
+
+# --- Guest kernels: whatever trixie's and sid's linux-image-amd64 point at now (sid may split the image
+# into linux-binary-* and linux-modules-* packages).
+kernel_pkg() {
+  apt-cache "${apt_opts[@]}" depends "linux-image-amd64/$1" 2>/dev/null \
+    | awk '/Depends: linux-(image|binary)-[0-9]/{print $2; exit}'
+}
+for suite in "${BNXT_GUEST_SUITES[@]}"; do
+  pkg=$(kernel_pkg "$suite"); [ -n "$pkg" ] || die "no kernel package found in $suite"
+  ver=${pkg#linux-image-}; ver=${ver#linux-binary-}
+  dir=$C/kernels/$ver
+  if [ ! -d "$dir" ]; then
+    mapfile -t parts < <(apt-cache "${apt_opts[@]}" depends "$pkg/$suite" \
+      | awk '/Depends: linux-(binary|modules)-/{print $2}' | sort -u)
+    DEBS=(); fetch_debs "$suite" "$pkg" "${parts[@]}"
+    unpack_into "$dir" "${DEBS[@]}"
+  fi
+  ln -sfn "$ver" "$C/kernels/$suite"
+done
+
+# --- busybox (static), for the initramfs.
+if [ ! -x "$C/busybox" ]; then
+  DEBS=(); fetch_debs sid busybox-static
+  unpack_into "$C/busybox-root" "${DEBS[@]}"
+  cp "$C/busybox-root/usr/bin/busybox" "$C/busybox.tmp" && mv "$C/busybox.tmp" "$C/busybox"
+fi
+
+# The manifest lists what this run fetched or checked; a run that fetched nothing keeps the old one.
+if [ -s "$C/manifest.new" ]; then
+  touch "$C/manifest.txt"; sort -u "$C/manifest.new" "$C/manifest.txt" > "$C/manifest.tmp"
+  mv "$C/manifest.tmp" "$C/manifest.txt"
+fi
+rm -f "$C/manifest.new"
+
+echo "fetch-vm: cache $C"
+echo "fetch-vm: $("$C/qemu.sh" --version | head -1)"
+for s in "${BNXT_GUEST_SUITES[@]}"; do
+  read -r k m < <(kernel_paths "$s")
+  echo "fetch-vm: kernel $s $(basename "$m") ($k)"
+done

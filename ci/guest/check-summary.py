@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Checks the summary that ci/guest/init printed on a guest's console.
+
+usage: check-summary.py CONSOLE_LOG --functions N [--mac MAC ...] [--link] [--ib] [--json OUT]
+
+  --functions N   how many 14e4:1760 functions the guest must see (0: a boot with no device, where
+                  bnxt_en must still load and bind nothing)
+  --mac MAC       the MAC the model was given, one per function in PCI slot order (0000:00:05.0 first);
+                  each function's netdev must carry it
+  --link          every bnxt_en netdev must come up with carrier (operstate up, carrier 1)
+  --ib            bnxt_re must register an InfiniBand device per function (otherwise only recorded)
+  --json OUT      also write what was found, and every failure, as JSON
+
+Exit status 0 when every check passed, 1 when one failed, 2 for bad usage or an unreadable log.
+"""
+import argparse
+import json
+import re
+import sys
+
+PREFIX = 'BNXT-SUMMARY '
+# Kernel lines that fail a run whatever else happened.
+FATAL = re.compile(r'probe with driver \S+ failed|WARNING:|BUG:|Oops|Call Trace|kernel panic', re.I)
+
+
+def parse(text):
+    """The summary block as a dict: begin/end words, lists of records, dmesg lines."""
+    out = {'begin': None, 'end': None, 'records': {}, 'dmesg': [], 'notes': []}
+    for raw in text.splitlines():
+        at = raw.find(PREFIX)
+        if at < 0:
+            continue
+        kind, _, rest = raw[at + len(PREFIX):].partition(' ')
+        if kind == 'dmesg':
+            out['dmesg'].append(rest)
+        elif kind == 'note':
+            out['notes'].append(rest)
+        else:
+            words = dict(w.split('=', 1) for w in rest.split() if '=' in w)
+            if kind in ('begin', 'end'):
+                out[kind] = words
+            else:
+                out['records'].setdefault(kind, []).append(words)
+    return out
+
+
+def check(summary, functions, macs, want_link, want_ib):
+    """The list of failures (empty when everything expected was seen)."""
+    fails = []
+    rec = summary['records']
+    if summary['begin'] is None or summary['end'] is None:
+        return ['no complete summary on the console (the guest crashed, hung or timed out)']
+    found = int(rec.get('functions', [{}])[0].get('count', -1))
+    if found != functions:
+        fails.append(f'the guest saw {found} 14e4:1760 function(s), expected {functions}')
+    mods = {r['module']: r for r in rec.get('modprobe', [])}
+    if mods.get('bnxt_en', {}).get('rc') != '0':
+        fails.append(f"modprobe bnxt_en failed (rc={mods.get('bnxt_en', {}).get('rc')})")
+    for line in summary['dmesg']:
+        if FATAL.search(line):
+            fails.append(f'kernel log: {line.strip()}')
+    loaded = rec.get('modules', [{}])[0].get('loaded', '').split(',')
+    if 'bnxt_en' not in loaded:
+        fails.append(f'bnxt_en is not among the loaded modules ({",".join(loaded)})')
+    netdevs = [n for n in rec.get('netdev', []) if n.get('driver') == 'bnxt_en']
+    if functions == 0:
+        if 'no-14e4:1760-function-found' not in summary['notes']:
+            fails.append('the guest did not report that it found no 14e4:1760 function')
+        if netdevs:
+            fails.append(f"bnxt_en netdevs without any function: {[n['name'] for n in netdevs]}")
+        return fails
+    funcs = sorted(rec.get('function', []), key=lambda f: f['bdf'])
+    for i, f in enumerate(funcs):
+        if f.get('driver') != 'bnxt_en':
+            fails.append(f"{f['bdf']} is bound to {f.get('driver')}, not bnxt_en")
+        mine = [n for n in netdevs if n.get('bdf') == f['bdf']]
+        if not mine:
+            fails.append(f"{f['bdf']} has no bnxt_en netdev")
+            continue
+        if i < len(macs) and mine[0]['mac'].lower() != macs[i].lower():
+            fails.append(f"{f['bdf']} netdev {mine[0]['name']} has MAC {mine[0]['mac']}, expected {macs[i]}")
+    if want_link:
+        links = {l['name']: l for l in rec.get('link', [])}
+        for n in netdevs:
+            l = links.get(n['name'])
+            if l is None:
+                fails.append(f"{n['name']}: never brought up")
+            elif l.get('up_rc') != '0' or l.get('carrier') != '1' or l.get('operstate') != 'up':
+                fails.append(f"{n['name']}: link not up (ip link set up rc={l.get('up_rc')}, "
+                             f"operstate={l.get('operstate')}, carrier={l.get('carrier')})")
+    if want_ib:
+        count = int(rec.get('ib_devices', [{}])[0].get('count', 0))
+        if count < functions:
+            fails.append(f'bnxt_re registered {count} InfiniBand device(s), expected {functions}')
+    return fails
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('log')
+    ap.add_argument('--functions', type=int, required=True)
+    ap.add_argument('--mac', action='append', default=[])
+    ap.add_argument('--link', action='store_true')
+    ap.add_argument('--ib', action='store_true')
+    ap.add_argument('--json')
+    a = ap.parse_args()
+    try:
+        with open(a.log, errors='replace') as f:
+            summary = parse(f.read())
+    except OSError as e:
+        print(f'check-summary: cannot read {a.log}: {e}', file=sys.stderr)
+        return 2
+    fails = check(summary, a.functions, a.mac, a.link, a.ib)
+    if a.json:
+        with open(a.json, 'w') as f:
+            json.dump({'log': a.log, 'summary': summary, 'failures': fails}, f, indent=1)
+    kernel = (summary['begin'] or {}).get('kernel', '?')
+    for line in summary['dmesg']:
+        print(f'  | {line}')
+    for r in summary['records'].get('netdev', []) + summary['records'].get('link', []):
+        print('  ' + ' '.join(f'{k}={v}' for k, v in r.items()))
+    for r in summary['records'].get('modprobe', []) + summary['records'].get('ib_devices', []):
+        print('  ' + ' '.join(f'{k}={v}' for k, v in r.items()))
+    if fails:
+        print(f'FAIL {a.log} (kernel {kernel}):')
+        for f in fails:
+            print(f'  - {f}')
+        return 1
+    print(f'PASS {a.log} (kernel {kernel})')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

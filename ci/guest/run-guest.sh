@@ -1,0 +1,47 @@
+#!/bin/bash
+# usage: ci/guest/run-guest.sh SUITE INITRAMFS CONSOLE_LOG [SOCKET ...]
+# Boots SUITE's guest kernel (trixie | sid) under TCG with INITRAMFS and one QEMU `vfio-user-pci` device
+# per vfio-user SOCKET (a server must already listen there; devices sit at PCI slots 5, 6, ... so the
+# first is 0000:00:05.0). Guest RAM is a shared memfd, so the server receives it with DMA_MAP and maps
+# it itself. The serial console and QEMU's own messages go to CONSOLE_LOG. The guest's /init powers off.
+# Exit status: QEMU's, or 124 when TIMEOUT ran out (the guest is then killed).
+# Env: TIMEOUT (s, default 300), MEM (MiB, default 1024), SMP (default 2), APPEND (more kernel words),
+#      QEMU_EXTRA (more QEMU words), VFIO_USER_MSG_TIMEOUT (ms a vfio-user reply may take; QEMU's
+#      default is 5000).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+[ $# -ge 3 ] || die "usage: $0 SUITE INITRAMFS CONSOLE_LOG [SOCKET ...]"
+suite=$1 initrd=$2 log=$3; shift 3
+read -r vmlinuz _moddir < <(kernel_paths "$suite")
+qemu=$(qemu_cmd)
+[ -f "$initrd" ] || die "no initramfs $initrd"
+
+devs=(); slot=5
+for sock in "$@"; do
+  [ -S "$sock" ] || die "$sock is not a listening UNIX socket (start the vfio-user server first)"
+  props="\"driver\":\"vfio-user-pci\",\"socket\":{\"path\":\"$sock\",\"type\":\"unix\"},\"addr\":\"$(printf '0x%x' $slot)\""
+  [ -n "${VFIO_USER_MSG_TIMEOUT:-}" ] && props="$props,\"x-msg-timeout\":$VFIO_USER_MSG_TIMEOUT"
+  devs+=(-device "{$props}")
+  slot=$((slot + 1))
+done
+
+mem=${MEM:-1024}
+mkdir -p "$(dirname "$log")"
+start=$(date +%s.%N)
+set +e
+# shellcheck disable=SC2086  # QEMU_EXTRA is a list of words on purpose
+timeout --kill-after=10 "${TIMEOUT:-300}" "$qemu" -accel tcg -M q35 -cpu max -smp "${SMP:-2}" \
+  -object "memory-backend-memfd,id=mem0,size=${mem}M,share=on" -m "$mem" -machine memory-backend=mem0 \
+  -display none -no-reboot -nodefaults -serial stdio -monitor none \
+  -kernel "$vmlinuz" -initrd "$initrd" -append "console=ttyS0 panic=-1 quiet ${APPEND:-}" \
+  "${devs[@]}" ${QEMU_EXTRA:-} < /dev/null > "$log" 2>&1
+rc=$?
+set -e
+secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+case $rc in
+  0) echo "guest $suite: powered off after ${secs}s, console in $log" ;;
+  124|137) echo "guest $suite: timed out after ${TIMEOUT:-300}s (killed), console in $log" >&2; rc=124 ;;
+  *) echo "guest $suite: QEMU exited with $rc after ${secs}s, console in $log" >&2 ;;
+esac
+exit $rc
