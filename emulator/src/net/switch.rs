@@ -1,1 +1,430 @@
-//! (in progress)
+//! The in-process Ethernet switch of a segment: ports (one per NIC, later also sockets), source
+//! MAC learning, unicast forwarding to the learned port, flooding of broadcast, multicast and
+//! unknown destinations to every other port, and delivery after a latency from a time-ordered
+//! queue that the executor drains.
+//!
+//! Timing: a frame entering at `t` leaves on each output port when that port is free and
+//! [`LinkTiming::latency`] has passed, then takes its serialisation time at
+//! [`LinkTiming::bits_per_second`] (counting the 24 bytes a frame costs on the wire beyond what
+//! a capture holds: preamble and start delimiter 8, FCS 4, inter-frame gap 12; IEEE 802.3). So
+//! frames to one port arrive in the order they entered, unless the fault stage changes that.
+//!
+//! Frames pass the [`FaultStage`] before the switch sees them; the pcap tap, when set, records
+//! what leaves the fault stage (the wire as the switch sees it) at the time it enters the switch.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::fmt;
+use std::time::Duration;
+
+use super::MacAddr;
+use super::ethernet::{self, EthernetFrame};
+use super::fault::{FaultCounters, FaultEvent, FaultStage, Passed};
+use super::pcap::PcapTap;
+
+/// A port of a switch. Ids are never reused within a switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PortId(pub u32);
+
+impl fmt::Display for PortId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "port {}", self.0)
+    }
+}
+
+/// Bytes a frame occupies on the wire beyond its captured bytes: preamble + SFD (8), FCS (4) and
+/// the minimum inter-frame gap (12) (IEEE 802.3).
+pub const WIRE_OVERHEAD: usize = 24;
+
+/// Latency and link rate of a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkTiming {
+    /// Fixed time from entering the switch to leaving it.
+    pub latency: Duration,
+    /// Link rate; 0 means frames take no time to serialise.
+    pub bits_per_second: u64,
+}
+
+impl Default for LinkTiming {
+    /// 1 µs and 400 Gb/s (the BCM57608's port speed).
+    fn default() -> Self {
+        LinkTiming { latency: Duration::from_micros(1), bits_per_second: 400_000_000_000 }
+    }
+}
+
+impl LinkTiming {
+    /// Time to serialise a frame of `len` captured bytes.
+    pub fn serialisation(&self, len: usize) -> Duration {
+        if self.bits_per_second == 0 {
+            return Duration::ZERO;
+        }
+        let bits = (len + WIRE_OVERHEAD) as u128 * 8;
+        let nanos = (bits * 1_000_000_000).div_ceil(u128::from(self.bits_per_second));
+        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    }
+}
+
+/// A frame arriving at a port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    /// The port it arrives at.
+    pub port: PortId,
+    /// When it arrives (its last bit).
+    pub at: Duration,
+    /// The frame.
+    pub frame: Vec<u8>,
+}
+
+/// Why the switch refused a frame.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SwitchError {
+    /// The port does not exist (never added, or removed).
+    #[error("{0} is not a port of this switch")]
+    NoSuchPort(PortId),
+    /// Shorter than an Ethernet header.
+    #[error("frame of {len} bytes from {port} is shorter than an Ethernet header")]
+    Runt {
+        /// Port it came from.
+        port: PortId,
+        /// Its length.
+        len: usize,
+    },
+}
+
+/// Counters of a switch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SwitchStats {
+    /// Frames accepted from ports (before the fault stage).
+    pub received: u64,
+    /// Frames sent to one learned port.
+    pub unicast: u64,
+    /// Frames flooded to every other port.
+    pub flooded: u64,
+    /// Frames whose destination was learned on the port they came from (not sent back).
+    pub filtered: u64,
+    /// Copies delivered to ports.
+    pub delivered: u64,
+    /// Copies whose port was removed before they arrived.
+    pub undeliverable: u64,
+}
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Pending {
+    at: Duration,
+    seq: u64,
+    port: PortId,
+    frame: Vec<u8>,
+}
+
+#[derive(Debug, Default)]
+struct Port {
+    /// When the output side of the port has finished sending everything queued on it.
+    free_at: Duration,
+}
+
+/// The switch of one segment.
+#[derive(Debug)]
+pub struct Switch {
+    timing: LinkTiming,
+    ports: BTreeMap<PortId, Port>,
+    next_port: u32,
+    macs: HashMap<MacAddr, PortId>,
+    queue: BinaryHeap<Reverse<Pending>>,
+    seq: u64,
+    faults: FaultStage,
+    passed: Vec<Passed>,
+    tap: Option<PcapTap>,
+    stats: SwitchStats,
+}
+
+impl Switch {
+    /// A switch with no ports, no faults and no tap.
+    pub fn new(timing: LinkTiming) -> Switch {
+        Switch {
+            timing,
+            ports: BTreeMap::new(),
+            next_port: 0,
+            macs: HashMap::new(),
+            queue: BinaryHeap::new(),
+            seq: 0,
+            faults: FaultStage::none(),
+            passed: Vec::new(),
+            tap: None,
+            stats: SwitchStats::default(),
+        }
+    }
+
+    /// Put a fault stage between the ports and the switch (replacing any before).
+    pub fn set_faults(&mut self, faults: FaultStage) {
+        self.faults = faults;
+    }
+
+    /// Record every frame the switch sees into `tap` (replacing any tap before, which is returned).
+    pub fn set_tap(&mut self, tap: PcapTap) -> Option<PcapTap> {
+        self.tap.replace(tap)
+    }
+
+    /// Take the tap off (to [`PcapTap::finish`] it).
+    pub fn take_tap(&mut self) -> Option<PcapTap> {
+        self.tap.take()
+    }
+
+    /// Add a port.
+    pub fn add_port(&mut self) -> PortId {
+        let id = PortId(self.next_port);
+        self.next_port += 1;
+        self.ports.insert(id, Port::default());
+        id
+    }
+
+    /// Remove a port (a peer that is gone): addresses learned on it are forgotten, frames on
+    /// their way to it are lost (counted as undeliverable), a frame the fault stage held for it
+    /// is dropped. Returns whether it existed.
+    pub fn remove_port(&mut self, port: PortId) -> bool {
+        let existed = self.ports.remove(&port).is_some();
+        self.macs.retain(|_, p| *p != port);
+        self.faults.forget_port(port);
+        existed
+    }
+
+    /// The ports, in order.
+    pub fn ports(&self) -> impl Iterator<Item = PortId> + '_ {
+        self.ports.keys().copied()
+    }
+
+    /// The port `mac` was learned on, if any.
+    pub fn learned(&self, mac: MacAddr) -> Option<PortId> {
+        self.macs.get(&mac).copied()
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> SwitchStats {
+        self.stats
+    }
+
+    /// Counters of the fault stage.
+    pub fn fault_counters(&self) -> FaultCounters {
+        self.faults.counters()
+    }
+
+    /// Take the fault events recorded since the last call.
+    pub fn drain_fault_events(&mut self) -> Vec<FaultEvent> {
+        self.faults.drain_events()
+    }
+
+    /// A frame enters from `port` at `now`. Times given to [`Switch::send`] and [`Switch::poll`]
+    /// should not go backwards.
+    pub fn send(&mut self, now: Duration, port: PortId, frame: Vec<u8>) -> Result<(), SwitchError> {
+        if !self.ports.contains_key(&port) {
+            return Err(SwitchError::NoSuchPort(port));
+        }
+        if frame.len() < ethernet::HEADER_LEN {
+            return Err(SwitchError::Runt { port, len: frame.len() });
+        }
+        self.stats.received += 1;
+        self.release_held(now);
+        let mut passed = std::mem::take(&mut self.passed);
+        self.faults.ingress(now, port, frame, &mut passed);
+        for p in passed.drain(..) {
+            self.forward(now, port, p.frame, p.extra_delay);
+        }
+        self.passed = passed;
+        Ok(())
+    }
+
+    /// When the next frame arrives (or a held frame is released), if anything is in flight.
+    pub fn next_deadline(&self) -> Option<Duration> {
+        let queued = self.queue.peek().map(|Reverse(p)| p.at);
+        match (queued, self.faults.next_release()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Every frame that has arrived by `now`, in arrival order (ties in the order they were
+    /// queued).
+    pub fn poll(&mut self, now: Duration) -> Vec<Delivery> {
+        self.release_held(now);
+        let mut out = Vec::new();
+        while self.queue.peek().is_some_and(|Reverse(p)| p.at <= now) {
+            let Some(Reverse(p)) = self.queue.pop() else { break };
+            if self.ports.contains_key(&p.port) {
+                self.stats.delivered += 1;
+                out.push(Delivery { port: p.port, at: p.at, frame: p.frame });
+            } else {
+                self.stats.undeliverable += 1;
+            }
+        }
+        out
+    }
+
+    /// Forward frames the fault stage held and whose time has come, each at its due time.
+    fn release_held(&mut self, now: Duration) {
+        for (at, port, frame) in self.faults.release_due(now) {
+            if self.ports.contains_key(&port) {
+                self.forward(at, port, frame, Duration::ZERO);
+            }
+        }
+    }
+
+    /// Learn, record and queue a frame that passed the fault stage.
+    fn forward(&mut self, at: Duration, from: PortId, frame: Vec<u8>, extra_delay: Duration) {
+        let eth = EthernetFrame::new_unchecked(&frame[..]);
+        let (src, dst) = (eth.src(), eth.dst());
+        if src.is_unicast() {
+            self.macs.insert(src, from);
+        }
+        if let Some(tap) = &mut self.tap {
+            tap.record(at, &frame);
+        }
+        let learned = if dst.is_unicast() { self.macs.get(&dst).copied() } else { None };
+        match learned {
+            Some(to) if to == from => self.stats.filtered += 1,
+            Some(to) => {
+                self.stats.unicast += 1;
+                self.enqueue(at, to, frame, extra_delay);
+            }
+            None => {
+                self.stats.flooded += 1;
+                let others: Vec<PortId> = self.ports.keys().copied().filter(|p| *p != from).collect();
+                if let Some((last, rest)) = others.split_last() {
+                    for to in rest {
+                        self.enqueue(at, *to, frame.clone(), extra_delay);
+                    }
+                    self.enqueue(at, *last, frame, extra_delay);
+                }
+            }
+        }
+    }
+
+    fn enqueue(&mut self, at: Duration, to: PortId, frame: Vec<u8>, extra_delay: Duration) {
+        let ser = self.timing.serialisation(frame.len());
+        let Some(port) = self.ports.get_mut(&to) else { return };
+        let done = (at + self.timing.latency).max(port.free_at) + ser;
+        port.free_at = done;
+        self.seq += 1;
+        self.queue.push(Reverse(Pending { at: done + extra_delay, seq: self.seq, port: to, frame }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::fault::{FaultKind, FaultRule, FrameMatch, WireFaults};
+
+    fn mac(n: u8) -> MacAddr {
+        MacAddr([0x02, 0, 0, 0, 0, n])
+    }
+
+    fn frame(src: MacAddr, dst: MacAddr, tag: u8) -> Vec<u8> {
+        let mut f = vec![tag; 76];
+        f[..6].copy_from_slice(&dst.0);
+        f[6..12].copy_from_slice(&src.0);
+        f[12..14].copy_from_slice(&[0x88, 0xb5]); // IEEE local experimental EtherType
+        f
+    }
+
+    fn untimed() -> LinkTiming {
+        LinkTiming { latency: Duration::from_micros(1), bits_per_second: 0 }
+    }
+
+    fn ports_of(ds: &[Delivery]) -> Vec<u32> {
+        ds.iter().map(|d| d.port.0).collect()
+    }
+
+    #[test]
+    fn learns_sources_floods_unknowns_and_forwards_unicast() {
+        let mut sw = Switch::new(untimed());
+        let (a, b, c) = (sw.add_port(), sw.add_port(), sw.add_port());
+        let t = Duration::ZERO;
+        sw.send(t, a, frame(mac(1), mac(2), 1)).unwrap();
+        let d = sw.poll(Duration::from_micros(1));
+        assert_eq!(ports_of(&d), vec![1, 2], "unknown destination: flooded to every other port");
+        assert_eq!(sw.learned(mac(1)), Some(a));
+
+        sw.send(Duration::from_micros(2), b, frame(mac(2), mac(1), 2)).unwrap();
+        assert_eq!(ports_of(&sw.poll(Duration::from_micros(3))), vec![0], "learned: only to A");
+        sw.send(Duration::from_micros(4), a, frame(mac(1), mac(2), 3)).unwrap();
+        assert_eq!(ports_of(&sw.poll(Duration::from_micros(5))), vec![1], "now B is learned too");
+
+        sw.send(Duration::from_micros(6), c, frame(mac(3), MacAddr::BROADCAST, 4)).unwrap();
+        assert_eq!(ports_of(&sw.poll(Duration::from_micros(7))), vec![0, 1], "broadcast floods");
+        // A frame to an address learned on the port it came from is not sent back.
+        sw.send(Duration::from_micros(8), a, frame(mac(9), mac(1), 5)).unwrap();
+        assert!(sw.poll(Duration::from_micros(9)).is_empty());
+        let s = sw.stats();
+        assert_eq!((s.received, s.unicast, s.flooded, s.filtered, s.delivered), (5, 2, 2, 1, 6));
+    }
+
+    #[test]
+    fn frames_arrive_after_latency_and_serialisation_in_order() {
+        let timing = LinkTiming { latency: Duration::from_micros(1), bits_per_second: 1_000_000_000 };
+        // (76 + 24) bytes at 1 Gb/s: 800 ns.
+        assert_eq!(timing.serialisation(76), Duration::from_nanos(800));
+        let mut sw = Switch::new(timing);
+        let (a, b) = (sw.add_port(), sw.add_port());
+        sw.send(Duration::ZERO, b, frame(mac(2), mac(1), 0)).unwrap(); // learn B
+        sw.poll(Duration::from_secs(1));
+        let t0 = Duration::from_secs(1);
+        for tag in 1..=3 {
+            sw.send(t0, a, frame(mac(1), mac(2), tag)).unwrap();
+        }
+        let first = t0 + Duration::from_nanos(1_800);
+        assert_eq!(sw.next_deadline(), Some(first));
+        assert!(sw.poll(first - Duration::from_nanos(1)).is_empty());
+        let d = sw.poll(first + Duration::from_nanos(1_600));
+        let times: Vec<Duration> = d.iter().map(|d| d.at).collect();
+        assert_eq!(times, vec![first, first + Duration::from_nanos(800), first + Duration::from_nanos(1_600)]);
+        let tags: Vec<u8> = d.iter().map(|d| d.frame[20]).collect();
+        assert_eq!(tags, vec![1, 2, 3]);
+        assert_eq!(sw.next_deadline(), None);
+    }
+
+    #[test]
+    fn a_removed_port_gets_nothing_and_is_forgotten() {
+        let mut sw = Switch::new(untimed());
+        let (a, b) = (sw.add_port(), sw.add_port());
+        sw.send(Duration::ZERO, b, frame(mac(2), mac(1), 0)).unwrap();
+        sw.poll(Duration::from_micros(1));
+        sw.send(Duration::from_micros(2), a, frame(mac(1), mac(2), 1)).unwrap();
+        assert!(sw.remove_port(b));
+        assert!(!sw.remove_port(b));
+        assert!(sw.poll(Duration::from_micros(10)).is_empty());
+        assert_eq!(sw.stats().undeliverable, 1);
+        assert_eq!(sw.learned(mac(2)), None);
+        assert_eq!(sw.send(Duration::from_micros(11), b, frame(mac(2), mac(1), 2)), Err(SwitchError::NoSuchPort(b)));
+        assert_eq!(sw.ports().collect::<Vec<_>>(), vec![a]);
+        let c = sw.add_port();
+        assert_ne!(c, b, "ids are not reused");
+        assert!(matches!(sw.send(Duration::from_micros(12), a, vec![0; 13]), Err(SwitchError::Runt { len: 13, .. })));
+    }
+
+    #[test]
+    fn a_reordered_frame_goes_after_the_next_or_after_its_hold() {
+        let mut sw = Switch::new(untimed());
+        let (a, b) = (sw.add_port(), sw.add_port());
+        sw.send(Duration::ZERO, b, frame(mac(2), mac(1), 0)).unwrap();
+        sw.poll(Duration::from_micros(1));
+        let hold = WireFaults::default().reorder_hold;
+        let rule = |nth| FaultRule {
+            matching: FrameMatch { port: Some(a), ..FrameMatch::default() },
+            nth: Some(nth),
+            kind: FaultKind::Reorder,
+            delay: None,
+        };
+        sw.set_faults(FaultStage::new(1, WireFaults::default(), vec![rule(1), rule(3)]).unwrap());
+        let t = Duration::from_micros(10);
+        sw.send(t, a, frame(mac(1), mac(2), 1)).unwrap();
+        assert_eq!(sw.next_deadline(), Some(t + hold), "held, waiting for a next frame");
+        sw.send(t, a, frame(mac(1), mac(2), 2)).unwrap();
+        let tags: Vec<u8> = sw.poll(t + Duration::from_micros(1)).iter().map(|d| d.frame[20]).collect();
+        assert_eq!(tags, vec![2, 1]);
+        // The third frame is held and no frame follows: it goes when its hold ends.
+        sw.send(t, a, frame(mac(1), mac(2), 3)).unwrap();
+        assert!(sw.poll(t + hold).is_empty(), "released at t+hold, arrives a latency later");
+        let d = sw.poll(t + hold + Duration::from_micros(1));
+        assert_eq!((d.len(), d[0].frame[20], d[0].at), (1, 3, t + hold + Duration::from_micros(1)));
+        assert_eq!(sw.fault_counters().reordered, 2);
+        assert_eq!(sw.drain_fault_events().len(), 2);
+    }
+}
