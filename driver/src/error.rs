@@ -56,6 +56,28 @@ pub enum Error {
         /// What was wrong.
         what: String,
     },
+    /// A request is longer than the firmware takes (`-E2BIG` in bnxt_en's `__hwrm_send`); it was
+    /// not sent.
+    #[error("{nic}: {request} not sent: {len} bytes is longer than the firmware takes ({max} bytes)")]
+    RequestTooLong {
+        /// The NIC's name.
+        nic: String,
+        /// The request's name.
+        request: String,
+        /// The request's length.
+        len: usize,
+        /// The longest request the firmware takes.
+        max: usize,
+    },
+    /// The NIC or its firmware lacks something this driver needs (a P7 chip, RoCE v2, backing
+    /// store V2, a recent enough HWRM interface).
+    #[error("{nic}: cannot be driven: {what}")]
+    Unsupported {
+        /// The NIC's name.
+        nic: String,
+        /// What is missing.
+        what: String,
+    },
     /// A limit set at open (queue pairs, regions) would be exceeded.
     #[error("{nic}: {what}: limit of {limit} reached")]
     Limit {

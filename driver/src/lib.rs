@@ -9,11 +9,19 @@
 //! against the in-process model, a model behind a vfio-user socket, or a real card through VFIO.
 #![deny(missing_docs)]
 
+mod bringup;
+mod ctx_mem;
 pub mod dma;
 pub mod error;
+mod fw_health;
+mod hwrm;
 pub mod pci;
+mod quarantine;
+#[cfg(test)]
+mod testing;
+mod wait;
 
 pub use error::Error;
 pub use pci::{Clock, Machine, PciError, PciFunction};
 pub mod nic;
-pub use nic::{Identity, Limits, Nic, buses, count, name_of};
+pub use nic::{Doorbells, Identity, Limits, Nic, buses, count, name_of};
