@@ -94,6 +94,21 @@ pub trait HostMemory {
         self.read(addr, &mut b)?;
         Ok(u64::from_le_bytes(b))
     }
+
+    /// Check that `len` bytes at `addr` could be read, without keeping them (the firmware checks
+    /// that every page a driver hands it is reachable). The default reads them in 4-KiB pieces;
+    /// implementations that can check without copying override it.
+    fn probe(&self, addr: u64, len: u64) -> Result<(), DmaError> {
+        let mut buf = [0u8; 4096];
+        let mut done = 0u64;
+        while done < len {
+            let n = (len - done).min(buf.len() as u64) as usize;
+            let at = addr.checked_add(done).ok_or(DmaError::Unmapped { kind: "read", addr, len: len as usize })?;
+            self.read(at, &mut buf[..n])?;
+            done += n as u64;
+        }
+        Ok(())
+    }
 }
 
 struct Mapping {
@@ -197,6 +212,15 @@ impl HostMemory for IommuView<'_> {
         // the model's own buffer, so the two do not overlap.
         unsafe { std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) };
         Ok(())
+    }
+
+    fn probe(&self, addr: u64, len: u64) -> Result<(), DmaError> {
+        let err_len = usize::try_from(len).unwrap_or(usize::MAX);
+        if !self.bus_master {
+            return Err(DmaError::BusMasterOff { kind: "read", addr, len: err_len });
+        }
+        let len = usize::try_from(len).map_err(|_| DmaError::Unmapped { kind: "read", addr, len: err_len })?;
+        self.iommu.locate(addr, len).map(|_| ()).ok_or(DmaError::Unmapped { kind: "read", addr, len })
     }
 
     fn write(&self, addr: u64, data: &[u8]) -> Result<(), DmaError> {

@@ -11,7 +11,12 @@
 //! in strict mode.
 #![deny(missing_docs)]
 
+pub mod config_space;
+pub mod device;
+pub mod events;
 pub mod faults;
+pub mod firmware;
 pub mod host_memory;
 pub mod net;
+pub mod regs;
 pub mod world;

@@ -2,15 +2,23 @@
 //!
 //! Single-threaded and deterministic: nothing here reads the wall clock. Time passes only when
 //! [`World::advance`] is called (the in-process target's clock does so when the driver sleeps),
-//! and then every NIC's due work runs in time order.
+//! and then every NIC's due work runs in time order (ties by NIC index).
+//!
+//! Each NIC has its own I/O address space ([`Iommu`]); the model reaches host memory only through
+//! the mappings given with [`World::map_dma`], and only while the NIC's bus mastering is on. A
+//! store that submits work (the HWRM trigger) has that work taken at once, at the current time;
+//! answers come later, as the NIC's firmware schedules them.
 //!
 //! This file fixes the API the in-process target (in `bnxt-rig`) is written against.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::device::Device;
+use crate::events::Event;
 use crate::faults::FaultPlan;
-use crate::host_memory::{DmaBacking, MapError};
+use crate::firmware::context_mem::ContextLimits;
+use crate::host_memory::{DmaBacking, Iommu, MapError};
 
 /// How to build a [`World`].
 #[derive(Debug, Clone, Default)]
@@ -42,57 +50,272 @@ pub struct NicState {
     pub driver_registered: bool,
     /// HWRM requests answered CMD_NOT_SUPPORTED, by `req_type`, with counts.
     pub unsupported_requests: Vec<(u16, u64)>,
+    /// Everything unimplemented this NIC was asked for: register accesses, unsupported requests,
+    /// unimplemented request features.
+    pub unimplemented: u64,
+    /// DMA the firmware attempted that failed.
+    pub dma_errors: u64,
+    /// BAR accesses dropped because memory space was disabled.
+    pub memory_disabled_accesses: u64,
+    /// Whether the driver finished configuring context memory (BS_CFG_ALL_DONE).
+    pub context_memory_done: bool,
+    /// Limits that follow from the configured context memory (QPs, regions, ...).
+    pub limits: ContextLimits,
+    /// Rings allocated (RING_ALLOC without RING_FREE).
+    pub rings: usize,
+    /// Statistics contexts allocated.
+    pub stat_contexts: usize,
+    /// HWRM responses the firmware still has to write.
+    pub pending_responses: usize,
+}
+
+/// One NIC and its address space.
+struct Nic {
+    device: Device,
+    iommu: Iommu,
+    bus: String,
+}
+
+impl Nic {
+    /// Run the device's work due at or before `at` with its DMA view.
+    fn run(&mut self, at: Duration, events: &mut Vec<Event>) {
+        let view = self.iommu.view(self.device.bus_master());
+        self.device.advance(at, &view);
+        self.device.drain_events(events);
+    }
 }
 
 /// A machine of model NICs.
 pub struct World {
-    _private: (),
+    now: Duration,
+    nics: Vec<Nic>,
+    events: Vec<Event>,
+    strict: bool,
 }
 
-#[allow(unused_variables)]
+/// Broadcom's OUI (00:0a:f7), the first three bytes of every model MAC.
+pub const BROADCOM_OUI: [u8; 3] = [0x00, 0x0a, 0xf7];
+
+/// splitmix64 (Steele, Lea, Flood: "Fast splittable pseudorandom number generators", 2014): a
+/// small, well-mixed hash for deriving per-NIC values from the seed.
+fn splitmix64(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// MAC addresses for `n` NICs from `seed`: the Broadcom OUI and three hashed bytes, distinct.
+pub fn macs_from_seed(seed: u64, n: usize) -> Vec<[u8; 6]> {
+    let mut macs: Vec<[u8; 6]> = Vec::with_capacity(n);
+    let mut counter = 0u64;
+    while macs.len() < n {
+        let h = splitmix64(seed ^ splitmix64(counter)).to_le_bytes();
+        counter += 1;
+        let mac = [BROADCOM_OUI[0], BROADCOM_OUI[1], BROADCOM_OUI[2], h[0], h[1], h[2]];
+        if !macs.contains(&mac) {
+            macs.push(mac);
+        }
+    }
+    macs
+}
+
 impl World {
     /// A machine with `config.nics` NICs, just powered on.
     pub fn new(config: WorldConfig) -> World {
-        todo!()
+        let plan = Arc::new(config.faults);
+        let nics = macs_from_seed(config.seed, config.nics)
+            .into_iter()
+            .enumerate()
+            .map(|(i, mac)| {
+                let bus = u8::try_from(i + 1).expect("a machine has at most 255 NICs");
+                Nic {
+                    device: Device::new(i, mac, bus, plan.clone()),
+                    iommu: Iommu::new(),
+                    bus: format!("0000:{bus:02x}:00.0"),
+                }
+            })
+            .collect();
+        World { now: Duration::ZERO, nics, events: Vec::new(), strict: false }
     }
+
     /// Number of NICs.
     pub fn nic_count(&self) -> usize {
-        todo!()
+        self.nics.len()
     }
+
     /// Virtual time since the world was made.
     pub fn now(&self) -> Duration {
-        todo!()
+        self.now
     }
+
+    fn nic(&self, nic: usize) -> &Nic {
+        let count = self.nics.len();
+        self.nics.get(nic).unwrap_or_else(|| panic!("NIC {nic} does not exist (the world has {count})"))
+    }
+
+    fn nic_mut(&mut self, nic: usize) -> &mut Nic {
+        self.parts(nic).0
+    }
+
+    /// NIC `nic`, the event log and the time, borrowed apart.
+    fn parts(&mut self, nic: usize) -> (&mut Nic, &mut Vec<Event>, Duration) {
+        let count = self.nics.len();
+        let n = self.nics.get_mut(nic).unwrap_or_else(|| panic!("NIC {nic} does not exist (the world has {count})"));
+        (n, &mut self.events, self.now)
+    }
+
     /// Let `d` of virtual time pass, running every NIC's work that falls due, in time order.
     pub fn advance(&mut self, d: Duration) {
-        todo!()
+        let target = self.now.saturating_add(d);
+        loop {
+            let next = self
+                .nics
+                .iter()
+                .enumerate()
+                .filter_map(|(i, n)| n.device.next_deadline().map(|t| (t, i)))
+                .min();
+            match next {
+                Some((at, i)) if at <= target => {
+                    self.now = self.now.max(at);
+                    let now = self.now;
+                    self.nics[i].run(now, &mut self.events);
+                }
+                _ => break,
+            }
+        }
+        self.now = target;
     }
+
+    /// When the next NIC work falls due, if any is queued.
+    pub fn next_deadline(&self) -> Option<Duration> {
+        self.nics.iter().filter_map(|n| n.device.next_deadline()).min()
+    }
+
     /// Read config space of NIC `nic`.
     pub fn config_read(&mut self, nic: usize, offset: u16, data: &mut [u8]) {
-        todo!()
+        self.nic(nic).device.config_read(offset, data);
     }
+
     /// Write config space of NIC `nic`.
     pub fn config_write(&mut self, nic: usize, offset: u16, data: &[u8]) {
-        todo!()
+        let (n, events, now) = self.parts(nic);
+        n.device.config_write(now, offset, data);
+        n.device.drain_events(events);
     }
+
     /// Load from BAR `bar` of NIC `nic` (`data.len()` is 4 or 8).
     pub fn bar_read(&mut self, nic: usize, bar: u8, offset: u64, data: &mut [u8]) {
-        todo!()
+        let (n, events, now) = self.parts(nic);
+        n.device.bar_read(now, bar, offset, data);
+        n.device.drain_events(events);
     }
-    /// Store to BAR `bar` of NIC `nic` (`data.len()` is 4 or 8).
+
+    /// Store to BAR `bar` of NIC `nic` (`data.len()` is 4 or 8). Work the store submits (an HWRM
+    /// request) is taken at once, at the current virtual time.
     pub fn bar_write(&mut self, nic: usize, bar: u8, offset: u64, data: &[u8]) {
-        todo!()
+        let (n, events, now) = self.parts(nic);
+        n.device.bar_write(now, bar, offset, data);
+        if n.device.next_deadline().is_some_and(|t| t <= now) {
+            n.run(now, events);
+        } else {
+            n.device.drain_events(events);
+        }
     }
+
     /// Map host memory for NIC `nic`'s DMA at bus address `iova`.
     pub fn map_dma(&mut self, nic: usize, iova: u64, backing: Arc<dyn DmaBacking>) -> Result<(), MapError> {
-        todo!()
+        let len = backing.len() as u64;
+        self.nic_mut(nic).iommu.map(iova, backing, 0, len)
     }
+
     /// Remove the mapping at `iova`.
     pub fn unmap_dma(&mut self, nic: usize, iova: u64) -> Result<(), MapError> {
-        todo!()
+        self.nic_mut(nic).iommu.unmap(iova)
     }
+
     /// Outside view of NIC `nic`.
     pub fn nic_state(&self, nic: usize) -> NicState {
-        todo!()
+        let n = self.nic(nic);
+        let d = &n.device;
+        let fw = d.firmware();
+        let st = fw.state();
+        NicState {
+            bus: n.bus.clone(),
+            mac: d.identity().mac,
+            memory_enabled: d.config().memory_enabled(),
+            bus_master: d.config().bus_master(),
+            relaxed_ordering: d.config().relaxed_ordering(),
+            dma_mappings: n.iommu.len(),
+            driver_registered: st.registration.is_some(),
+            unsupported_requests: fw.unsupported(),
+            unimplemented: d.unimplemented_total(),
+            dma_errors: fw.counters().dma_errors,
+            memory_disabled_accesses: d.memory_disabled_accesses(),
+            context_memory_done: st.context.all_done(),
+            limits: d.limits(),
+            rings: st.rings.len(),
+            stat_contexts: st.stat_ctxs.len(),
+            pending_responses: fw.pending_responses(),
+        }
+    }
+
+    /// Every event since the last call, oldest first.
+    pub fn take_events(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Turn strict mode on or off. In strict mode the runner fails a run in which the model was
+    /// asked for anything it does not implement ([`World::unimplemented_total`] > 0); the model
+    /// itself behaves the same either way.
+    pub fn set_strict(&mut self, strict: bool) {
+        self.strict = strict;
+    }
+
+    /// Whether strict mode is on.
+    pub fn strict(&self) -> bool {
+        self.strict
+    }
+
+    /// Everything unimplemented any NIC was asked for (register accesses, unsupported HWRM
+    /// requests, unimplemented request features), summed over NICs.
+    pub fn unimplemented_total(&self) -> u64 {
+        self.nics.iter().map(|n| n.device.unimplemented_total()).sum()
+    }
+
+    /// Whether strict mode is on and something unimplemented was hit.
+    pub fn strict_violated(&self) -> bool {
+        self.strict && self.unimplemented_total() > 0
+    }
+
+    /// The NIC's device, for inspection (firmware state, context memory, MSI-X table).
+    pub fn device(&self, nic: usize) -> &Device {
+        &self.nic(nic).device
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn macs_are_broadcom_distinct_and_follow_the_seed() {
+        let a = macs_from_seed(7, 16);
+        assert_eq!(a, macs_from_seed(7, 16));
+        assert_ne!(a, macs_from_seed(8, 16));
+        for (i, m) in a.iter().enumerate() {
+            assert_eq!(m[..3], BROADCOM_OUI);
+            assert!(!a[..i].contains(m));
+        }
+    }
+
+    #[test]
+    fn time_passes_only_when_advanced() {
+        let mut w = World::new(WorldConfig { nics: 2, seed: 1, faults: FaultPlan::default() });
+        assert_eq!(w.now(), Duration::ZERO);
+        assert_eq!(w.next_deadline(), None);
+        w.advance(Duration::from_secs(40));
+        assert_eq!(w.now(), Duration::from_secs(40));
+        assert_eq!(w.nic_state(1).bus, "0000:02:00.0");
     }
 }

@@ -6568,3 +6568,113 @@ impl HwrmFuncDbrPacingQcfgOutput {
     pub const DBR_THROTTLING_AEQ_ARM_REG_ADDR_MASK: u32 = 0xfffffffc;
 }
 
+/// `struct hwrm_ring_alloc_cmd_err` (bnxt_hsi.h line 12420, 8 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmRingAllocCmdErr {
+    pub code: u8,
+    pub unused_0: [u8; 7],
+}
+const _: () = {
+    assert!(size_of::<HwrmRingAllocCmdErr>() == 8);
+    assert!(offset_of!(HwrmRingAllocCmdErr, code) == 0x0);
+    assert!(offset_of!(HwrmRingAllocCmdErr, unused_0) == 0x1);
+};
+impl HwrmRingAllocCmdErr {
+    pub const CODE_UNKNOWN: u8 = 0x0;
+    pub const CODE_BAD_PG_SIZE: u8 = 0x1;
+    pub const CODE_BAD_ADDR_ALIGNMENT: u8 = 0x2;
+    pub const CODE_BAD_FBO_ALIGNMENT: u8 = 0x3;
+    pub const CODE_BAD_STAT_XID: u8 = 0x4;
+    pub const CODE_NO_RESOURCE_FOR_VF: u8 = 0x5;
+    pub const CODE_NO_RESOURCE_FOR_PF: u8 = 0x6;
+    pub const CODE_RESMGR_RESRV_FAIL: u8 = 0x7;
+    pub const CODE_GET_TQM_RING_FAIL: u8 = 0x8;
+    pub const CODE_CTX_ALLOC_FAIL: u8 = 0x9;
+    pub const CODE_RESMGR_ALLOC_FAIL: u8 = 0xa;
+    pub const CODE_NO_PRIMARY_RX_RING: u8 = 0xb;
+    pub const CODE_NQ_RING_ALLOC_FAIL: u8 = 0xc;
+    pub const CODE_NQ_RING_ENABLE_FAIL: u8 = 0xd;
+    pub const CODE_ALLOC_CQ_FOR_NQ_FAIL: u8 = 0xe;
+    pub const CODE_INVALID_NQ_RING_FOR_CQ: u8 = 0xf;
+    pub const CODE_NO_STAT_ID: u8 = 0x10;
+}
+
+/// `struct hwrm_ring_free_cmd_err` (bnxt_hsi.h line 12478, 8 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmRingFreeCmdErr {
+    pub code: u8,
+    pub unused_0: [u8; 7],
+}
+const _: () = {
+    assert!(size_of::<HwrmRingFreeCmdErr>() == 8);
+    assert!(offset_of!(HwrmRingFreeCmdErr, code) == 0x0);
+    assert!(offset_of!(HwrmRingFreeCmdErr, unused_0) == 0x1);
+};
+impl HwrmRingFreeCmdErr {
+    pub const CODE_UNKNOWN: u8 = 0x0;
+    pub const CODE_GET_SEMAPHORE_FAIL: u8 = 0x1;
+    pub const CODE_CMPL_RING_FREE_FAIL: u8 = 0x2;
+    pub const CODE_NQ_RING_FREE_FAIL: u8 = 0x3;
+    pub const CODE_NO_NQ_RING_ALLOCATED: u8 = 0x4;
+    pub const CODE_NO_RING_ALLOCATED: u8 = 0x5;
+}
+
+/// `struct hwrm_stat_ctx_alloc_cmd_err` (bnxt_hsi.h line 18552, 8 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmStatCtxAllocCmdErr {
+    pub code: u8,
+    pub unused_0: [u8; 7],
+}
+const _: () = {
+    assert!(size_of::<HwrmStatCtxAllocCmdErr>() == 8);
+    assert!(offset_of!(HwrmStatCtxAllocCmdErr, code) == 0x0);
+    assert!(offset_of!(HwrmStatCtxAllocCmdErr, unused_0) == 0x1);
+};
+impl HwrmStatCtxAllocCmdErr {
+    pub const CODE_UNKNOWN: u8 = 0x0;
+    pub const CODE_INVALID_FID: u8 = 0x1;
+    pub const CODE_INVALID_FLAG: u8 = 0x2;
+    pub const CODE_INVALID_DMA_ADDR: u8 = 0x3;
+    pub const CODE_RES_NOT_AVAIL: u8 = 0x4;
+    pub const CODE_RES_POOL_EXHAUSTED: u8 = 0x5;
+    pub const CODE_CTX_ALLOC_FAIL: u8 = 0x6;
+}
+
+/// `struct hwrm_func_backing_store_cfg_v2_cmd_err` (bnxt_hsi.h line 5624, 8 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmFuncBackingStoreCfgV2CmdErr {
+    pub code: u8,
+    pub unused_0: [u8; 7],
+}
+const _: () = {
+    assert!(size_of::<HwrmFuncBackingStoreCfgV2CmdErr>() == 8);
+    assert!(offset_of!(HwrmFuncBackingStoreCfgV2CmdErr, code) == 0x0);
+    assert!(offset_of!(HwrmFuncBackingStoreCfgV2CmdErr, unused_0) == 0x1);
+};
+impl HwrmFuncBackingStoreCfgV2CmdErr {
+    pub const CODE_UNKNOWN: u8 = 0x0;
+    pub const CODE_QP_FAIL: u8 = 0x1;
+    pub const CODE_SRQ_FAIL: u8 = 0x2;
+    pub const CODE_CQ_FAIL: u8 = 0x3;
+    pub const CODE_VNIC_FAIL: u8 = 0x4;
+    pub const CODE_STAT_FAIL: u8 = 0x5;
+    pub const CODE_TQM_SPR_FAIL: u8 = 0x6;
+    pub const CODE_TQM_FPR_FAIL: u8 = 0x7;
+    pub const CODE_MRAV_FAIL: u8 = 0x8;
+    pub const CODE_TIM_FAIL: u8 = 0x9;
+    pub const CODE_V2TRACE_FAIL: u8 = 0xa;
+    pub const CODE_TXCK_FAIL: u8 = 0xb;
+    pub const CODE_RXCK_FAIL: u8 = 0xc;
+    pub const CODE_MPC_FAIL: u8 = 0xd;
+    pub const CODE_SHADOW_DB_FAIL: u8 = 0xe;
+    pub const CODE_XID_FAIL: u8 = 0xf;
+    pub const CODE_TFC_FAIL: u8 = 0x10;
+    pub const CODE_TTXPACE_FAIL: u8 = 0x11;
+    pub const CODE_CDU_ENABLE_FAIL: u8 = 0x12;
+    pub const CODE_SCHQ_ALLOC_FAIL: u8 = 0x13;
+}
+

@@ -1,0 +1,227 @@
+//! One BCM57608 physical function: config space, the three BARs and the HWRM firmware, as a
+//! state machine without I/O.
+//!
+//! Inputs: config reads and writes, BAR loads and stores (4 or 8 bytes), and the passage of time
+//! ([`Device::advance`], with host memory passed in as the function's DMA view). Outputs: DMA
+//! through that view, events ([`Device::drain_events`]) and the time of the next work
+//! ([`Device::next_deadline`]). Nothing here reads a clock: every input carries its time.
+//!
+//! The command register gates the BARs: with memory space disabled, loads read all-ones and
+//! stores are dropped (each counted and recorded). Bus mastering gates DMA, which the executor
+//! enforces by handing [`Device::advance`] a view that refuses DMA when
+//! [`Device::bus_master`] is off.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config_space::{BAR_SIZES, ConfigSpace, serial_from_mac};
+use crate::events::{AccessKind, Event, EventKind, Recorder};
+use crate::faults::FaultPlan;
+use crate::firmware::context_mem::ContextLimits;
+use crate::firmware::faults::FaultInjector;
+use crate::firmware::identity::NicIdentity;
+use crate::firmware::{Firmware, FwCounters};
+use crate::host_memory::HostMemory;
+use crate::regs::bar0::{Bar0, Bar0Effect};
+use crate::regs::msix::MsixTable;
+use crate::regs::unimplemented::{Unimplemented, UnimplementedHit};
+use crate::regs::{Loud, doorbells};
+
+/// One NIC.
+#[derive(Debug)]
+pub struct Device {
+    id: NicIdentity,
+    config: ConfigSpace,
+    bar0: Bar0,
+    msix: MsixTable,
+    firmware: Firmware,
+    unimplemented: Unimplemented,
+    rec: Recorder,
+    memory_disabled_accesses: u64,
+}
+
+impl Device {
+    /// NIC number `nic` of a machine, with MAC `mac` on PCI bus `bus`, applying the firmware
+    /// faults of `faults` that name it.
+    pub fn new(nic: usize, mac: [u8; 6], bus: u8, faults: Arc<FaultPlan>) -> Device {
+        let id = NicIdentity { mac, serial: serial_from_mac(mac), bus };
+        Device {
+            id,
+            config: ConfigSpace::new(id.serial),
+            bar0: Bar0::new(),
+            msix: MsixTable::new(),
+            firmware: Firmware::new(id, FaultInjector::new(nic, faults)),
+            unimplemented: Unimplemented::default(),
+            rec: Recorder::new(nic),
+            memory_disabled_accesses: 0,
+        }
+    }
+
+    /// Read config space.
+    pub fn config_read(&self, offset: u16, data: &mut [u8]) {
+        self.config.read(offset, data);
+    }
+
+    /// Write config space at time `now`.
+    pub fn config_write(&mut self, now: Duration, offset: u16, data: &[u8]) {
+        let fx = self.config.write(offset, data);
+        if fx.command_changed {
+            let (memory, bus_master) = (self.config.memory_enabled(), self.config.bus_master());
+            self.rec.record(now, EventKind::CommandChanged { memory, bus_master });
+        }
+        if fx.relaxed_ordering_changed {
+            self.rec.record(now, EventKind::RelaxedOrderingChanged { enabled: self.config.relaxed_ordering() });
+        }
+        if fx.flr {
+            self.function_level_reset(now);
+        }
+    }
+
+    /// Function-level reset: config space, registers and firmware state back to their reset
+    /// values; queued responses are dropped.
+    fn function_level_reset(&mut self, now: Duration) {
+        tracing::debug!("function-level reset");
+        self.rec.record(now, EventKind::FunctionLevelReset);
+        self.config.reset();
+        self.bar0 = Bar0::new();
+        self.msix = MsixTable::new();
+        self.firmware.reset();
+    }
+
+    /// Whether `bar`+`offset` with `len` bytes is an access the device claims; loud if not.
+    fn claims(&mut self, now: Duration, bar: u8, offset: u64, len: usize, access: AccessKind, value: u64) -> bool {
+        let size = BAR_SIZES.iter().find(|(b, _)| *b == bar).map(|&(_, s)| s);
+        let what = match size {
+            None => "no such BAR",
+            Some(_) if !matches!(len, 4 | 8) => "access width other than 4 or 8 bytes",
+            Some(size) if offset.checked_add(len as u64).is_none_or(|end| end > size) => "beyond the end of the BAR",
+            Some(_) => {
+                if self.config.memory_enabled() {
+                    return true;
+                }
+                self.memory_disabled_accesses += 1;
+                self.rec.record(now, EventKind::MemoryDisabledAccess { bar, offset, access });
+                return false;
+            }
+        };
+        self.unimplemented.hit(&mut self.rec, now, bar, offset, access, value, what);
+        false
+    }
+
+    /// Load `data.len()` (4 or 8) bytes from BAR `bar` at `offset`, at time `now`.
+    pub fn bar_read(&mut self, now: Duration, bar: u8, offset: u64, data: &mut [u8]) {
+        if !self.claims(now, bar, offset, data.len(), AccessKind::Read, 0) {
+            data.fill(0xff);
+            return;
+        }
+        let mut loud = Loud { unimplemented: &mut self.unimplemented, rec: &mut self.rec, now };
+        for (i, chunk) in data.chunks_mut(4).enumerate() {
+            let at = offset + 4 * i as u64;
+            let value = match bar {
+                0 => self.bar0.read32(at, &mut loud),
+                2 => doorbells::read32(at, &mut loud),
+                _ => self.msix.read32(at, &mut loud),
+            };
+            chunk.copy_from_slice(&value.to_le_bytes());
+        }
+    }
+
+    /// Store `data` (4 or 8 bytes) to BAR `bar` at `offset`, at time `now`.
+    pub fn bar_write(&mut self, now: Duration, bar: u8, offset: u64, data: &[u8]) {
+        let mut wide = [0u8; 8];
+        let n = data.len().min(8);
+        wide[..n].copy_from_slice(&data[..n]);
+        let value = u64::from_le_bytes(wide);
+        if !self.claims(now, bar, offset, data.len(), AccessKind::Write, value) {
+            return;
+        }
+        let mut loud = Loud { unimplemented: &mut self.unimplemented, rec: &mut self.rec, now };
+        if bar == 2 {
+            doorbells::write(offset, value, &mut loud);
+            return;
+        }
+        for (i, chunk) in data.chunks(4).enumerate() {
+            let at = offset + 4 * i as u64;
+            let v = u32::from_le_bytes(chunk.try_into().expect("4-byte chunk"));
+            if bar == 0 {
+                if let Bar0Effect::HwrmSubmit(window) = self.bar0.write32(at, v, &mut loud) {
+                    self.firmware.submit(now, window);
+                }
+            } else {
+                self.msix.write32(at, v, &mut loud);
+            }
+        }
+    }
+
+    /// Run the work due at or before `now`, with `mem` as the function's DMA view.
+    pub fn advance(&mut self, now: Duration, mem: &dyn HostMemory) {
+        self.firmware.advance(now, mem, &mut self.rec);
+    }
+
+    /// When the device next has work.
+    pub fn next_deadline(&self) -> Option<Duration> {
+        self.firmware.next_deadline()
+    }
+
+    /// Move the events recorded so far to the end of `out`.
+    pub fn drain_events(&mut self, out: &mut Vec<Event>) {
+        self.rec.drain_into(out);
+    }
+
+    /// Identity (MAC, serial, bus).
+    pub fn identity(&self) -> &NicIdentity {
+        &self.id
+    }
+
+    /// Config space.
+    pub fn config(&self) -> &ConfigSpace {
+        &self.config
+    }
+
+    /// Whether bus mastering (DMA) is enabled.
+    pub fn bus_master(&self) -> bool {
+        self.config.bus_master()
+    }
+
+    /// The firmware.
+    pub fn firmware(&self) -> &Firmware {
+        &self.firmware
+    }
+
+    /// The MSI-X table.
+    pub fn msix(&self) -> &MsixTable {
+        &self.msix
+    }
+
+    /// BAR0 registers.
+    pub fn bar0(&self) -> &Bar0 {
+        &self.bar0
+    }
+
+    /// What the configured context memory allows.
+    pub fn limits(&self) -> ContextLimits {
+        self.firmware.state().context.limits()
+    }
+
+    /// Unimplemented register accesses, by offset.
+    pub fn unimplemented_hits(&self) -> Vec<UnimplementedHit> {
+        self.unimplemented.hits()
+    }
+
+    /// Everything the model does not implement that this NIC was asked for: register accesses,
+    /// unsupported HWRM requests, and features requests asked for.
+    pub fn unimplemented_total(&self) -> u64 {
+        let requests: u64 = self.firmware.unsupported().iter().map(|(_, n)| n).sum();
+        self.unimplemented.total() + requests + self.firmware.counters().unimplemented_features
+    }
+
+    /// Firmware counters.
+    pub fn firmware_counters(&self) -> FwCounters {
+        self.firmware.counters()
+    }
+
+    /// BAR accesses dropped because memory space was disabled.
+    pub fn memory_disabled_accesses(&self) -> u64 {
+        self.memory_disabled_accesses
+    }
+}

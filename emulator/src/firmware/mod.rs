@@ -1,0 +1,305 @@
+//! The HWRM firmware: takes requests from the BAR0 mailbox, acts on them, and DMAs responses
+//! back after a fixed virtual latency.
+//!
+//! A trigger queues a *fetch* at the trigger's time; the executor runs it straight away (with the
+//! function's DMA view): the firmware reads the request (from the window, or from host memory
+//! for a short command), counts it for the fault plan, records it, acts on it, and queues the
+//! response [`identity::HWRM_LATENCY`] later (plus any injected delay). When the response falls
+//! due it is written to `resp_addr` in two DMA writes, everything but the last byte first, then
+//! the valid byte, so a driver polling the valid byte never sees a partial response
+//! (hardware-map §2.2 step 5).
+//!
+//! Faults ([`crate::faults::FaultPlan`]): NoResponse takes the request and neither acts nor
+//! answers; Error(code) answers with that code without acting; Delay(d) acts and answers d later
+//! than usual. Each fires a [`crate::events::EventKind::FaultFired`] event.
+//!
+//! Nothing here panics on what a driver sends: bad lengths, fields and page tables are refused
+//! with an HWRM error; memory the firmware cannot reach is a counted, logged DMA error.
+
+pub mod backing_store;
+pub mod caps;
+pub mod context_mem;
+pub mod dispatch;
+pub mod driver_reg;
+pub mod faults;
+pub mod func;
+pub mod identity;
+pub mod page_table;
+pub mod port;
+pub mod queue;
+pub mod response;
+pub mod rings;
+pub mod state;
+pub mod stats;
+pub mod submission;
+pub mod ver;
+
+use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
+use std::time::Duration;
+
+use bnxt_hsi::hwrm::{ErrorCode, NO_CMPL_RING};
+
+use crate::events::{EventKind, Recorder, SubmitForm};
+use crate::faults::FirmwareAction;
+use crate::host_memory::HostMemory;
+use crate::regs::bar0::WINDOW_LEN;
+
+use faults::FaultInjector;
+use identity::{HWRM_LATENCY, MAX_EXT_REQ_LEN, NicIdentity};
+use response::Response;
+use state::FwState;
+use submission::{SubmitError, window_req_type};
+
+/// What a handler works with.
+pub struct Ctx<'a> {
+    /// The function's DMA view of host memory.
+    pub mem: &'a dyn HostMemory,
+    /// The firmware's state.
+    pub state: &'a mut FwState,
+    /// Who the NIC is.
+    pub id: &'a NicIdentity,
+}
+
+/// Work the firmware has queued.
+#[derive(Debug, Clone)]
+enum Job {
+    /// Take the request a trigger submitted.
+    Fetch(Box<[u8; WINDOW_LEN]>),
+    /// Write a response.
+    Respond {
+        /// Where.
+        resp_addr: u64,
+        /// What.
+        response: Response,
+        /// Echoed `req_type`.
+        req_type: u16,
+        /// Echoed `seq_id`.
+        seq_id: u16,
+        /// Why the request was refused (empty on success).
+        reason: String,
+    },
+}
+
+/// Counters of what went wrong, for the NIC's outside view.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FwCounters {
+    /// Requests taken from the mailbox.
+    pub requests: u64,
+    /// Responses written.
+    pub responses: u64,
+    /// DMA accesses that failed (requests that could not be read, responses that could not be
+    /// written).
+    pub dma_errors: u64,
+    /// Requests that asked for something not implemented (completion-ring notification).
+    pub unimplemented_features: u64,
+}
+
+/// The firmware of one NIC.
+#[derive(Debug)]
+pub struct Firmware {
+    id: NicIdentity,
+    state: FwState,
+    jobs: BTreeMap<(Duration, u64), Job>,
+    next_job: u64,
+    faults: FaultInjector,
+    unsupported: BTreeMap<u16, u64>,
+    counters: FwCounters,
+}
+
+impl Firmware {
+    /// Firmware for the NIC `id`, applying `faults`.
+    pub fn new(id: NicIdentity, faults: FaultInjector) -> Firmware {
+        Firmware {
+            id,
+            state: FwState::default(),
+            jobs: BTreeMap::new(),
+            next_job: 0,
+            faults,
+            unsupported: BTreeMap::new(),
+            counters: FwCounters::default(),
+        }
+    }
+
+    /// The HWRM trigger was written at `now` with `window` in the request window.
+    pub fn submit(&mut self, now: Duration, window: Box<[u8; WINDOW_LEN]>) {
+        self.schedule(now, Job::Fetch(window));
+    }
+
+    fn schedule(&mut self, at: Duration, job: Job) {
+        self.jobs.insert((at, self.next_job), job);
+        self.next_job += 1;
+    }
+
+    /// When the firmware next has work, if it has any.
+    pub fn next_deadline(&self) -> Option<Duration> {
+        self.jobs.keys().next().map(|&(at, _)| at)
+    }
+
+    /// Run every job due at or before `now`, in time order (then submission order).
+    pub fn advance(&mut self, now: Duration, mem: &dyn HostMemory, rec: &mut Recorder) {
+        while let Some(entry) = self.jobs.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let ((at, _), job) = entry.remove_entry();
+            match job {
+                Job::Fetch(window) => self.fetch(at, &window, mem, rec),
+                Job::Respond { resp_addr, response, req_type, seq_id, reason } => {
+                    self.respond(at, resp_addr, &response, req_type, seq_id, reason, mem, rec)
+                }
+            }
+        }
+    }
+
+    /// Function-level reset: forget everything about the function, drop queued work. Fault
+    /// occurrence counts and the unsupported-request counts are kept (they count since the NIC
+    /// was made).
+    pub fn reset(&mut self) {
+        self.state = FwState::default();
+        self.jobs.clear();
+    }
+
+    /// The firmware's state.
+    pub fn state(&self) -> &FwState {
+        &self.state
+    }
+
+    /// Requests answered CMD_NOT_SUPPORTED, by `req_type`.
+    pub fn unsupported(&self) -> Vec<(u16, u64)> {
+        self.unsupported.iter().map(|(&t, &n)| (t, n)).collect()
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> FwCounters {
+        self.counters
+    }
+
+    /// Responses queued and not yet written.
+    pub fn pending_responses(&self) -> usize {
+        self.jobs.values().filter(|j| matches!(j, Job::Respond { .. })).count()
+    }
+
+    fn fetch(&mut self, now: Duration, window: &[u8; WINDOW_LEN], mem: &dyn HostMemory, rec: &mut Recorder) {
+        self.counters.requests += 1;
+        let window_type = window_req_type(window);
+        let (nth, action) = self.faults.on_request(window_type);
+        let (header, form, request) = match submission::take(window, mem, MAX_EXT_REQ_LEN.into()) {
+            Ok(sub) => (sub.header, sub.form, Ok(sub.bytes)),
+            Err(SubmitError::Unreadable(error)) => {
+                self.counters.dma_errors += 1;
+                tracing::warn!(req_type = window_type, %error, "cannot read a short-command request; it is not answered");
+                rec.record(now, EventKind::DmaFailed { during: "reading a short-command request", error });
+                return;
+            }
+            Err(SubmitError::Refused { header, reject }) => (header, SubmitForm::Short, Err(reject)),
+        };
+        let req_type = header.req_type;
+        let (len, summary) = match &request {
+            Ok(bytes) => (bytes.len(), dispatch::summary(req_type, bytes)),
+            Err(_) => (0, String::new()),
+        };
+        tracing::debug!(req_type, seq_id = header.seq_id, %form, len, %summary, "hwrm request");
+        rec.record(now, EventKind::HwrmRequest { req_type, seq_id: header.seq_id, form, len, summary });
+        if header.cmpl_ring != NO_CMPL_RING {
+            self.counters.unimplemented_features += 1;
+            let what = "completion-ring notification (cmpl_ring != 0xffff); answered through resp_addr only";
+            tracing::warn!(req_type, cmpl_ring = header.cmpl_ring, what);
+            rec.record(now, EventKind::UnimplementedFeature { req_type, what });
+        }
+        let mut due = now + HWRM_LATENCY;
+        if let Some(action) = action {
+            rec.record(now, EventKind::FaultFired { req_type: window_type, nth, action: action.clone() });
+            match action {
+                FirmwareAction::NoResponse => return,
+                FirmwareAction::Error(code) => {
+                    let reason = format!("injected fault: {}", ErrorCode::from_value(code));
+                    let response = response::failure(code, 0, req_type, header.seq_id);
+                    self.queue_response(due, header, response, reason);
+                    return;
+                }
+                FirmwareAction::Delay(d) => due += d,
+            }
+        }
+        let (response, reason) = match request {
+            Err(reject) => (response::failure(reject.code.value(), reject.cmd_err, req_type, header.seq_id), reject.reason),
+            Ok(bytes) => self.handle(now, req_type, header.seq_id, &bytes, mem, rec),
+        };
+        self.queue_response(due, header, response, reason);
+    }
+
+    fn handle(
+        &mut self,
+        now: Duration,
+        req_type: u16,
+        seq_id: u16,
+        bytes: &[u8],
+        mem: &dyn HostMemory,
+        rec: &mut Recorder,
+    ) -> (Response, String) {
+        let mut ctx = Ctx { mem, state: &mut self.state, id: &self.id };
+        match dispatch::dispatch(req_type, bytes, &mut ctx) {
+            Some(Ok(body)) => (response::success(body, req_type, seq_id), String::new()),
+            Some(Err(reject)) => {
+                tracing::debug!(req_type, code = %reject.code, reason = %reject.reason, "hwrm request refused");
+                (response::failure(reject.code.value(), reject.cmd_err, req_type, seq_id), reject.reason)
+            }
+            None => {
+                let count = match self.unsupported.entry(req_type) {
+                    Entry::Occupied(mut e) => {
+                        *e.get_mut() += 1;
+                        *e.get()
+                    }
+                    Entry::Vacant(e) => *e.insert(1),
+                };
+                if count == 1 {
+                    tracing::warn!(req_type, name = %crate::events::req_label(req_type), "unsupported hwrm request, answered CMD_NOT_SUPPORTED");
+                }
+                rec.record(now, EventKind::UnsupportedRequest { req_type });
+                let code = ErrorCode::CmdNotSupported.value();
+                (response::failure(code, 0, req_type, seq_id), "not implemented by the model".to_string())
+            }
+        }
+    }
+
+    fn queue_response(&mut self, due: Duration, header: submission::Header, response: Response, reason: String) {
+        let job = Job::Respond {
+            resp_addr: header.resp_addr,
+            response,
+            req_type: header.req_type,
+            seq_id: header.seq_id,
+            reason,
+        };
+        self.schedule(due, job);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn respond(
+        &mut self,
+        now: Duration,
+        resp_addr: u64,
+        response: &Response,
+        req_type: u16,
+        seq_id: u16,
+        reason: String,
+        mem: &dyn HostMemory,
+        rec: &mut Recorder,
+    ) {
+        let (body, valid) = response.bytes.split_at(response.bytes.len() - 1);
+        let written = match resp_addr.checked_add(body.len() as u64) {
+            Some(valid_addr) => mem.write(resp_addr, body).and_then(|()| mem.write(valid_addr, valid)),
+            None => Err(crate::host_memory::DmaError::Unmapped { kind: "write", addr: resp_addr, len: response.bytes.len() }),
+        };
+        match written {
+            Ok(()) => {
+                self.counters.responses += 1;
+                rec.record(now, EventKind::HwrmResponse { req_type, seq_id, error_code: response.error_code, reason });
+            }
+            Err(error) => {
+                self.counters.dma_errors += 1;
+                tracing::warn!(req_type, seq_id, %error, "cannot write an hwrm response");
+                rec.record(now, EventKind::DmaFailed { during: "writing an hwrm response", error });
+            }
+        }
+    }
+}

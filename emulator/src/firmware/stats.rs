@@ -1,0 +1,76 @@
+//! STAT_CTX_ALLOC and STAT_CTX_FREE (hardware-map §3.2; bnxt.c `bnxt_hwrm_stat_ctx_alloc`,
+//! bnxt_re main.c `bnxt_re_net_stats_ctx_alloc`).
+//!
+//! The driver names the host memory the counters go to (`stats_dma_addr`, `stats_dma_length`
+//! bytes); the model checks it is reachable and hands out the lowest free id. A length of 0 means
+//! the basic `ctx_hw_stats` block (bnxt_hsi.h, 20 counters of 8 bytes) as older drivers send it.
+//! The model does not yet DMA counters into that memory (the periodic update is not modelled).
+
+use bnxt_hsi::hwrm::ErrorCode;
+use bnxt_hsi::hwrm::layouts::{
+    HwrmStatCtxAllocCmdErr as AllocErr, HwrmStatCtxAllocInput, HwrmStatCtxAllocOutput, HwrmStatCtxFreeInput,
+    HwrmStatCtxFreeOutput,
+};
+
+use super::Ctx;
+use super::caps::MAX_STAT_CTX;
+use super::response::{Outcome, Reject, parse, reply};
+use super::state::StatCtx;
+
+/// Bytes of `struct ctx_hw_stats` (bnxt_hsi.h), assumed when `stats_dma_length` is 0.
+pub const DEFAULT_STATS_LEN: u32 = 20 * 8;
+
+/// STAT_CTX_ALLOC.
+pub fn stat_ctx_alloc(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
+    let req: HwrmStatCtxAllocInput = parse(bytes);
+    let addr = req.stats_dma_addr.get();
+    let len = match u32::from(req.stats_dma_length.get()) {
+        0 => DEFAULT_STATS_LEN,
+        n => n,
+    };
+    if addr == 0 || !addr.is_multiple_of(8) {
+        return Err(Reject::invalid(format!("stats_dma_addr 0x{addr:x} is null or not 8-byte aligned"))
+            .cmd_err(AllocErr::CODE_INVALID_DMA_ADDR));
+    }
+    ctx.mem.probe(addr, len.into()).map_err(|e| {
+        Reject::invalid(format!("stats memory of {len} bytes: {e}")).cmd_err(AllocErr::CODE_INVALID_DMA_ADDR)
+    })?;
+    if ctx.state.stat_ctxs.len() >= MAX_STAT_CTX.into() {
+        return Err(Reject::new(ErrorCode::ResourceAllocError, format!("all {MAX_STAT_CTX} statistics contexts are in use"))
+            .cmd_err(AllocErr::CODE_RES_POOL_EXHAUSTED));
+    }
+    let id = ctx.state.free_stat_id().ok_or_else(|| {
+        Reject::new(ErrorCode::ResourceAllocError, "no statistics context id left").cmd_err(AllocErr::CODE_RES_POOL_EXHAUSTED)
+    })?;
+    let stat = StatCtx { dma_addr: addr, dma_len: len, period_ms: req.update_period_ms.get(), flags: req.stat_ctx_flags };
+    ctx.state.stat_ctxs.insert(id, stat);
+    reply::<HwrmStatCtxAllocOutput>(|o| o.stat_ctx_id = id.into())
+}
+
+/// STAT_CTX_FREE.
+pub fn stat_ctx_free(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
+    let req: HwrmStatCtxFreeInput = parse(bytes);
+    let id = req.stat_ctx_id.get();
+    if ctx.state.stat_ctxs.remove(&id).is_none() {
+        return Err(Reject::invalid(format!("statistics context {id} is not allocated")));
+    }
+    reply::<HwrmStatCtxFreeOutput>(|o| o.stat_ctx_id = id.into())
+}
+
+/// Key fields of a STAT_CTX_ALLOC request, for the event log.
+pub fn stat_ctx_alloc_summary(bytes: &[u8]) -> String {
+    let req: HwrmStatCtxAllocInput = parse(bytes);
+    format!(
+        "addr=0x{:x} len={} period_ms={} flags=0x{:x}",
+        req.stats_dma_addr.get(),
+        req.stats_dma_length.get(),
+        req.update_period_ms.get(),
+        req.stat_ctx_flags
+    )
+}
+
+/// Key fields of a STAT_CTX_FREE request, for the event log.
+pub fn stat_ctx_free_summary(bytes: &[u8]) -> String {
+    let req: HwrmStatCtxFreeInput = parse(bytes);
+    format!("stat_ctx_id={}", req.stat_ctx_id.get())
+}
