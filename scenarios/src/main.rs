@@ -1,1 +1,5 @@
-fn main() {}
+//! The `bnxt-rig` command (see [`bnxt_rig::cli`]).
+
+fn main() -> std::process::ExitCode {
+    bnxt_rig::cli::main()
+}

@@ -1,0 +1,19 @@
+//! `bnxt-rig`: runs YAML scenarios against the BCM57608 model (and later real cards), with the
+//! same driver code on every target.
+//!
+//! - [`scenario`]: the scenario language: loading, decoding, checks before running.
+//! - [`target`]: what scenarios run against (the in-process model now).
+//! - [`run`]: the runner: steps in order, verdicts, panics caught.
+//! - [`report`]: what a person reads after a run.
+//! - [`cli`]: the `bnxt-rig` command.
+//!
+//! docs/scenarios.md is the reference of the language.
+#![deny(missing_docs)]
+
+pub mod cli;
+pub mod report;
+pub mod run;
+pub mod scenario;
+pub mod suggest;
+pub mod target;
+pub mod yaml;

@@ -1,0 +1,85 @@
+//! From a positioned YAML tree to a [`Scenario`]: every key checked, every value typed.
+
+use std::path::Path;
+
+use super::decode_fault::fault;
+use super::decode_step::steps;
+use super::values::{check_scenario_name, check_word};
+use super::{MAX_NICS, Scenario};
+use crate::suggest::closest;
+use crate::target;
+use crate::yaml::{DecodeError, Field, Node, Problem};
+
+/// The keys at the top of a scenario file.
+pub const TOP_KEYS: &[&str] = &["name", "about", "targets", "nics", "seed", "tags", "faults", "steps"];
+
+/// Decode the tree of one scenario file.
+pub fn decode(file: &Path, root: &Node) -> Result<Scenario, DecodeError> {
+    let top = Field::root(root, "").map(TOP_KEYS)?;
+
+    let name_field = top.required("name")?;
+    let name = name_field.string("the scenario's name")?;
+    check_scenario_name(name).map_err(|r| name_field.invalid("a scenario name", r))?;
+
+    let about_field = top.required("about")?;
+    let about = about_field.string("a sentence saying what the scenario shows")?;
+    if about.trim().is_empty() {
+        return Err(about_field.invalid("a sentence saying what the scenario shows", "it is empty"));
+    }
+
+    let targets = match top.optional("targets") {
+        None => None,
+        Some(f) => {
+            let mut kinds = Vec::new();
+            for item in f.list("a list of target kinds, as [model]")? {
+                let kind = item.string("a target kind")?;
+                if !target::KINDS.contains(&kind) {
+                    return Err(item.error(Problem::UnknownName {
+                        what: "target kind".into(),
+                        name: kind.into(),
+                        suggestion: closest(kind, target::KINDS.iter().copied()).map(str::to_string),
+                    }));
+                }
+                kinds.push(kind.to_string());
+            }
+            if kinds.is_empty() {
+                return Err(f.invalid("a list of target kinds", "it is empty; leave `targets` out to run everywhere"));
+            }
+            Some(kinds)
+        }
+    };
+
+    let nics = top.required("nics")?.int("the number of NICs", 1, MAX_NICS as u64)? as usize;
+    let seed = top.optional("seed").map(|f| f.int("a seed (an integer)", 0, u64::MAX)).transpose()?;
+
+    let mut tags = Vec::new();
+    if let Some(f) = top.optional("tags") {
+        for item in f.list("a list of tags, as [nic, faults]")? {
+            let tag = item.string("a tag")?;
+            check_word(tag).map_err(|r| item.invalid("a tag", r))?;
+            tags.push(tag.to_string());
+        }
+    }
+
+    let mut faults = Vec::new();
+    if let Some(f) = top.optional("faults") {
+        for item in f.list("a list of faults")? {
+            faults.push(fault(&item)?);
+        }
+    }
+
+    let steps_field = top.required("steps")?;
+    let steps = steps(&steps_field)?;
+
+    Ok(Scenario {
+        file: file.to_path_buf(),
+        name: name.to_string(),
+        about: about.trim().to_string(),
+        targets,
+        nics,
+        seed,
+        tags,
+        faults,
+        steps,
+    })
+}

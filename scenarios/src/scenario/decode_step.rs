@@ -1,0 +1,186 @@
+//! Decoding `steps:`.
+
+use regex::RegexBuilder;
+
+use super::values::{check_word, parse_gid, parse_ipv4, parse_mac};
+use super::{Action, Alias, CountCheck, ErrorPattern, Expect, IdentityCheck, MAX_NICS, NicRef, Step};
+use crate::yaml::{DecodeError, Field, Problem, Value};
+
+/// The step keywords, each the key that names what a step does.
+pub const STEP_KEYWORDS: &[&str] = &["open", "close", "config", "identity", "limits", "count", "wait", "repeat", "inspect"];
+/// Every key a step may have.
+const STEP_KEYS: &[&str] = &["open", "close", "config", "identity", "limits", "count", "wait", "repeat", "inspect", "expect"];
+/// The most times `repeat` may repeat.
+pub const MAX_REPEAT: u64 = 1_000_000;
+/// The largest compiled size of an `expect: {error: ...}` expression.
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+/// Decode a list of steps (at least one).
+pub(super) fn steps(f: &Field<'_>) -> Result<Vec<Step>, DecodeError> {
+    let items = f.list("a list of steps")?;
+    if items.is_empty() {
+        return Err(f.invalid("a list of steps", "it is empty"));
+    }
+    items.iter().map(step).collect()
+}
+
+fn step(item: &Field<'_>) -> Result<Step, DecodeError> {
+    let m = item.map(STEP_KEYS)?;
+    let mut keywords = m.keys().filter(|k| *k != "expect");
+    let Some(keyword) = keywords.next() else {
+        return Err(m.error(Problem::NoStep { valid: STEP_KEYWORDS.iter().map(|s| s.to_string()).collect() }));
+    };
+    if let Some(second) = keywords.next() {
+        return Err(m.error(Problem::Conflict(format!(
+            "a step does one thing: found both `{keyword}` and `{second}` (make them two steps)"
+        ))));
+    }
+    let f = m.required(keyword)?;
+    let action = match keyword {
+        "open" => open(&f)?,
+        "close" => Action::Close { alias: alias(&f)? },
+        "config" => config(&f)?,
+        "identity" => identity(&f)?,
+        "limits" => limits(&f)?,
+        "count" => count(&f)?,
+        "wait" => Action::Wait(f.duration()?),
+        "repeat" => repeat(&f)?,
+        "inspect" => inspect(&f)?,
+        other => unreachable!("step keyword {other} was checked against STEP_KEYS"),
+    };
+    let expect = m.optional("expect").map(|e| expect(&e)).transpose()?.unwrap_or_default();
+    Ok(Step { at: item.node.at, path: item.path().to_string(), action, expect })
+}
+
+fn open(f: &Field<'_>) -> Result<Action, DecodeError> {
+    let m = f.map(&["nic", "as"])?;
+    let nic_field = m.required("nic")?;
+    let nic = nic_field.int("a NIC index", 0, MAX_NICS as u64 - 1)? as usize;
+    let alias = alias(&m.required("as")?)?;
+    Ok(Action::Open { nic, nic_at: nic_field.node.at, alias })
+}
+
+fn config(f: &Field<'_>) -> Result<Action, DecodeError> {
+    let m = f.map(&["nic", "relaxed_ordering", "bus_master", "memory"])?;
+    let nic = nic_ref(&m.required("nic")?)?;
+    let switch = |key: &str| m.optional(key).map(|v| v.switch()).transpose();
+    let (relaxed_ordering, bus_master, memory) = (switch("relaxed_ordering")?, switch("bus_master")?, switch("memory")?);
+    if relaxed_ordering.is_none() && bus_master.is_none() && memory.is_none() {
+        return Err(m.error(Problem::Conflict("`config` checks nothing: give relaxed_ordering, bus_master or memory".into())));
+    }
+    Ok(Action::Config { nic, relaxed_ordering, bus_master, memory })
+}
+
+fn identity(f: &Field<'_>) -> Result<Action, DecodeError> {
+    let m = f.map(&["nic", "name", "bus", "mac", "ipv4", "gid", "differs_from"])?;
+    let nic = alias(&m.required("nic")?)?;
+    let text = |key: &str, expected: &str| m.optional(key).map(|v| v.string(expected).map(|s| (v.clone(), s))).transpose();
+    let name = text("name", "a NIC name, as BNXT:1")?.map(|(_, s)| s.to_string());
+    let bus = text("bus", "a bus address, as 0000:01:00.0")?.map(|(_, s)| s.to_string());
+    let mac = match text("mac", "a MAC address, as 02:00:00:00:00:01")? {
+        Some((v, s)) => Some(parse_mac(s).map_err(|r| v.invalid("a MAC address", r))?),
+        None => None,
+    };
+    let ipv4 = match text("ipv4", "an IPv4 address, as 10.0.0.1")? {
+        Some((v, s)) => Some(parse_ipv4(s).map_err(|r| v.invalid("an IPv4 address", r))?),
+        None => None,
+    };
+    let gid = match text("gid", "a GID, as ::ffff:10.0.0.1")? {
+        Some((v, s)) => Some(parse_gid(s).map_err(|r| v.invalid("a GID", r))?),
+        None => None,
+    };
+    let differs_from = match m.optional("differs_from") {
+        None => Vec::new(),
+        Some(d) => match &d.node.value {
+            Value::Seq(_) => d.list("a list of aliases")?.iter().map(alias).collect::<Result<_, _>>()?,
+            _ => vec![alias(&d)?],
+        },
+    };
+    Ok(Action::Identity(IdentityCheck { nic, name, bus, mac, ipv4, gid, differs_from }))
+}
+
+fn limits(f: &Field<'_>) -> Result<Action, DecodeError> {
+    let m = f.map(&["nic", "qps", "regions"])?;
+    let nic = alias(&m.required("nic")?)?;
+    let count = |key: &str| m.optional(key).map(|v| v.int("a count", 0, u64::from(u32::MAX)).map(|n| n as u32)).transpose();
+    Ok(Action::Limits { nic, qps: count("qps")?, regions: count("regions")? })
+}
+
+fn count(f: &Field<'_>) -> Result<Action, DecodeError> {
+    let m = f.map(&["equals", "at_least"])?;
+    let n = |v: Field<'_>| v.int("a number of NICs", 0, MAX_NICS as u64).map(|n| n as usize);
+    match (m.optional("equals"), m.optional("at_least")) {
+        (Some(e), None) => Ok(Action::Count(CountCheck::Equals(n(e)?))),
+        (None, Some(a)) => Ok(Action::Count(CountCheck::AtLeast(n(a)?))),
+        (Some(_), Some(_)) => Err(m.error(Problem::Conflict("give `equals` or `at_least`, not both".into()))),
+        (None, None) => Err(m.error(Problem::MissingKey { key: "equals".into() })),
+    }
+}
+
+fn repeat(f: &Field<'_>) -> Result<Action, DecodeError> {
+    let m = f.map(&["times", "steps"])?;
+    let times = m.required("times")?.int("how many times", 1, MAX_REPEAT)? as u32;
+    let steps = steps(&m.required("steps")?)?;
+    Ok(Action::Repeat { times, steps })
+}
+
+fn inspect(f: &Field<'_>) -> Result<Action, DecodeError> {
+    let m = f.map(&["nic", "dma_mappings", "driver_registered"])?;
+    let nic = nic_ref(&m.required("nic")?)?;
+    let dma_mappings =
+        m.optional("dma_mappings").map(|v| v.int("a number of DMA mappings", 0, u64::from(u32::MAX)).map(|n| n as usize)).transpose()?;
+    let driver_registered = m.optional("driver_registered").map(|v| v.switch()).transpose()?;
+    if dma_mappings.is_none() && driver_registered.is_none() {
+        return Err(m.error(Problem::Conflict("`inspect` checks nothing: give dma_mappings or driver_registered".into())));
+    }
+    Ok(Action::Inspect { nic, dma_mappings, driver_registered })
+}
+
+fn expect(f: &Field<'_>) -> Result<Expect, DecodeError> {
+    let m = f.map(&["error", "takes_at_least", "takes_at_most"])?;
+    let error = match m.optional("error") {
+        None => None,
+        Some(e) => {
+            let text = e.string("a regular expression the error message must match")?;
+            let regex = RegexBuilder::new(text)
+                .size_limit(REGEX_SIZE_LIMIT)
+                .build()
+                .map_err(|err| e.invalid("a regular expression", first_line(&err.to_string())))?;
+            Some(ErrorPattern { text: text.to_string(), regex })
+        }
+    };
+    let takes_at_least = m.optional("takes_at_least").map(|v| v.duration()).transpose()?;
+    let takes_at_most = m.optional("takes_at_most").map(|v| v.duration()).transpose()?;
+    if error.is_none() && takes_at_least.is_none() && takes_at_most.is_none() {
+        return Err(m.error(Problem::Conflict("`expect` says nothing: give error, takes_at_least or takes_at_most".into())));
+    }
+    if let (Some(lo), Some(hi)) = (takes_at_least, takes_at_most)
+        && lo > hi
+    {
+        return Err(m.error(Problem::Conflict("takes_at_least is more than takes_at_most".into())));
+    }
+    Ok(Expect { error, takes_at_least, takes_at_most, at: Some(f.node.at) })
+}
+
+/// regex's messages span several lines (the pattern, a caret, the reason); keep the reason.
+fn first_line(message: &str) -> String {
+    message.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or(message).trim().to_string()
+}
+
+fn alias(f: &Field<'_>) -> Result<Alias, DecodeError> {
+    let name = f.string("an alias (a name an `open` gave with `as:`)")?;
+    check_word(name).map_err(|r| f.invalid("an alias", r))?;
+    Ok(Alias { name: name.to_string(), at: f.node.at, path: f.path().to_string() })
+}
+
+fn nic_ref(f: &Field<'_>) -> Result<NicRef, DecodeError> {
+    match &f.node.value {
+        Value::Int(_) => Ok(NicRef::Index {
+            nic: f.int("a NIC index", 0, MAX_NICS as u64 - 1)? as usize,
+            at: f.node.at,
+            path: f.path().to_string(),
+        }),
+        Value::Str(_) => Ok(NicRef::Alias(alias(f)?)),
+        _ => Err(f.wrong_type("a NIC index or an alias")),
+    }
+}

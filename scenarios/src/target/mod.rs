@@ -1,0 +1,140 @@
+//! Targets: what a scenario runs against. Each builds a fresh [`bnxt::Machine`] for a scenario
+//! and can say what state a NIC's PCI function is in.
+//!
+//! Only the in-process model (`model`) exists yet. A target behind a vfio-user socket
+//! (`vfio-user:SOCKET,...`) and real cards through VFIO will implement the same trait; a
+//! scenario that needs what a target cannot do (inject faults, look inside the NIC, more NICs
+//! than it has) is skipped on it with the reason.
+
+pub mod model;
+pub mod model_pci;
+
+use bnxt::{Clock, Machine, PciError};
+
+use crate::scenario::Fault;
+use crate::suggest::closest;
+
+/// The kinds of target a scenario's `targets:` may name.
+pub const KINDS: &[&str] = &["model"];
+
+/// What a target can do beyond running the driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// It can inject faults (firmware misbehaviour).
+    pub faults: bool,
+    /// It can show the NIC's inner state (`inspect` steps).
+    pub inspect: bool,
+    /// The most NICs it can give a scenario.
+    pub max_nics: usize,
+    /// Its clock is virtual (time passes only when the driver waits; a 40 s timeout costs no
+    /// wall time).
+    pub virtual_time: bool,
+}
+
+/// What a scenario asks of a target's machine.
+#[derive(Debug, Clone, Copy)]
+pub struct MachinePlan<'a> {
+    /// How many NICs.
+    pub nics: usize,
+    /// Seed of every random choice the target makes.
+    pub seed: u64,
+    /// Faults to inject.
+    pub faults: &'a [Fault],
+}
+
+/// A NIC's PCI config-space state, as the `config` step checks it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConfigState {
+    /// Command register: memory space enable.
+    pub memory: bool,
+    /// Command register: bus master enable.
+    pub bus_master: bool,
+    /// PCIe Device Control: relaxed ordering enable.
+    pub relaxed_ordering: bool,
+}
+
+/// A NIC's inner state, as only a model can show it (`inspect` steps).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Internals {
+    /// DMA mappings the host has given the NIC.
+    pub dma_mappings: usize,
+    /// Whether a driver is registered with the firmware.
+    pub driver_registered: bool,
+}
+
+/// Why a target could not do something.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    /// `--target` named no known target.
+    #[error("unknown target `{spec}`{}; available: {}", did_you_mean(.suggestion), KINDS.join(", "))]
+    Unknown {
+        /// What was given.
+        spec: String,
+        /// The closest known kind.
+        suggestion: Option<String>,
+    },
+    /// The target cannot do this.
+    #[error("the {target} target cannot {what}")]
+    Cannot {
+        /// The target.
+        target: String,
+        /// What it cannot do.
+        what: String,
+    },
+    /// There is no NIC with this index.
+    #[error("no NIC {nic} (the machine has {count})")]
+    NoSuchNic {
+        /// The index.
+        nic: usize,
+        /// How many there are.
+        count: usize,
+    },
+    /// A PCI access failed.
+    #[error(transparent)]
+    Pci(#[from] PciError),
+}
+
+fn did_you_mean(s: &Option<String>) -> String {
+    s.as_ref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default()
+}
+
+/// Something scenarios run against.
+pub trait Target: Send + Sync {
+    /// The target as `--target` names it (`model`).
+    fn name(&self) -> String;
+    /// Its kind, as a scenario's `targets:` names it.
+    fn kind(&self) -> &'static str;
+    /// What it can do.
+    fn capabilities(&self) -> Capabilities;
+    /// A fresh machine for one scenario run.
+    fn start(&self, plan: &MachinePlan<'_>) -> Result<Box<dyn Session>, TargetError>;
+}
+
+/// One scenario's machine on a target.
+pub trait Session {
+    /// The machine the driver opens NICs on.
+    fn machine(&self) -> &dyn Machine;
+    /// The machine's clock (virtual on the model).
+    fn clock(&self) -> &dyn Clock;
+    /// NIC `nic`'s config-space state.
+    fn config_state(&self, nic: usize) -> Result<ConfigState, TargetError>;
+    /// NIC `nic`'s inner state, where the target can show it.
+    fn internals(&self, nic: usize) -> Result<Internals, TargetError>;
+    /// What the target was asked during the run and does not implement, each said once (the
+    /// model counts HWRM requests it answered CMD_NOT_SUPPORTED). `--strict` fails a run on it.
+    fn unimplemented(&self) -> Vec<String>;
+}
+
+/// The target `spec` names (`model`).
+pub fn from_spec(spec: &str) -> Result<Box<dyn Target>, TargetError> {
+    match spec {
+        "model" => Ok(Box::new(model::ModelTarget)),
+        other => {
+            let kind = other.split(':').next().unwrap_or(other);
+            Err(TargetError::Unknown {
+                spec: other.to_string(),
+                suggestion: closest(kind, KINDS.iter().copied()).map(str::to_string),
+            })
+        }
+    }
+}
