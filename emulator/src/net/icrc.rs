@@ -191,7 +191,7 @@ mod tests {
         let mut packet = SCAPY_UC_SEND_ONLY[14..].to_vec();
         let n = packet.len();
         packet[n - 4..].fill(0);
-        assert_eq!(verify(&packet).unwrap().is_good(), false);
+        assert!(!verify(&packet).unwrap().is_good());
         fill(&mut packet).unwrap();
         assert_eq!(packet, SCAPY_UC_SEND_ONLY[14..]);
         packet[45] ^= 0x10;

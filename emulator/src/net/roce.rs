@@ -1,5 +1,5 @@
-//! Whole RoCE v2 frames: Ethernet / IPv4 / UDP / BTH / [RETH | AETH] / [ImmDt] / payload / pad /
-//! ICRC (IBA Vol 1 Annex A17 over IPv4; the transport headers of §9.2-9.3).
+//! Whole RoCE v2 frames: `Ethernet / IPv4 / UDP / BTH / [RETH | AETH] / [ImmDt] / payload / pad /
+//! ICRC` (IBA Vol 1 Annex A17 over IPv4; the transport headers of §9.2-9.3).
 //!
 //! [`build_frame`] and [`build_frame_with`] write the headers, let the payload be written once
 //! (copied from a slice, or written in place by a closure, e.g. straight from host memory), pad it
