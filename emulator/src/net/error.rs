@@ -187,3 +187,41 @@ impl DropCounters {
 pub(crate) fn need(layer: Layer, offset: usize, buf: &[u8], need: usize) -> Result<(), WireError> {
     if buf.len() < need { Err(WireError::Truncated { layer, offset, need, got: buf.len() }) } else { Ok(()) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_count_under_their_reason() {
+        let mut c = DropCounters::default();
+        let errors = [
+            WireError::Truncated { layer: Layer::Bth, offset: 42, need: 12, got: 3 },
+            WireError::Unsupported { layer: Layer::Ethernet, field: "EtherType", value: 0x8100, why: "VLAN" },
+            WireError::Unsupported { layer: Layer::Bth, field: "opcode", value: 0x64, why: "UD" },
+            WireError::BadLength { layer: Layer::Udp, field: "length", stated: 9, actual: 8 },
+            WireError::Ipv4Checksum { found: 1, sum: 2 },
+            WireError::UdpChecksum { found: 1, expected: 2 },
+            WireError::Icrc { carried: 1, computed: 2 },
+            WireError::Icrc { carried: 3, computed: 4 },
+        ];
+        let reasons: Vec<DropReason> = errors.iter().map(|e| c.count(e)).collect();
+        assert_eq!(
+            reasons,
+            [
+                DropReason::Truncated,
+                DropReason::NotRoce,
+                DropReason::Malformed,
+                DropReason::Malformed,
+                DropReason::Ipv4Checksum,
+                DropReason::UdpChecksum,
+                DropReason::Icrc,
+                DropReason::Icrc
+            ]
+        );
+        assert_eq!((c.truncated, c.not_roce, c.malformed, c.ipv4_checksum, c.udp_checksum, c.icrc), (1, 1, 2, 1, 1, 2));
+        assert_eq!(c.total(), 8);
+        assert_eq!(errors[0].to_string(), "BTH at byte 42: 3 bytes left, 12 needed");
+        assert_eq!(errors[6].to_string(), "ICRC 0x00000001 is wrong (computed 0x00000002)");
+    }
+}

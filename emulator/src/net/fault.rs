@@ -349,6 +349,7 @@ impl FaultStage {
         let bth = kind.and_then(|_| peek_bth(&frame)).map(|b| (b.opcode(), b.dest_qp(), b.psn()));
         let previously_held = self.held.remove(&port);
         let mut detail = 0;
+        let mut applied = true;
         match kind {
             None => out.push(Passed { frame, extra_delay: Duration::ZERO }),
             Some(FaultKind::Drop) => {}
@@ -365,6 +366,8 @@ impl FaultStage {
                     let bit = ethernet::HEADER_LEN as u64 * 8 + self.rng.random_range(0..bits);
                     frame[(bit / 8) as usize] ^= 1 << (bit % 8);
                     detail = bit;
+                } else {
+                    applied = false; // nothing past the Ethernet header to flip
                 }
                 out.push(Passed { frame, extra_delay: Duration::ZERO });
             }
@@ -377,7 +380,7 @@ impl FaultStage {
         if let Some(h) = previously_held {
             out.push(Passed { frame: h.frame, extra_delay: Duration::ZERO });
         }
-        if let (Some(kind), Some(cause)) = (kind, cause) {
+        if let (Some(kind), Some(cause), true) = (kind, cause, applied) {
             self.record(FaultEvent { at: now, port, frame: index, kind, cause, bth, detail });
         }
     }

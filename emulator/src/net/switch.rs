@@ -427,4 +427,39 @@ mod tests {
         assert_eq!(sw.fault_counters().reordered, 2);
         assert_eq!(sw.drain_fault_events().len(), 2);
     }
+
+    #[test]
+    fn a_delayed_frame_arrives_later_and_lets_the_next_pass() {
+        let mut sw = Switch::new(untimed());
+        let (a, b) = (sw.add_port(), sw.add_port());
+        sw.send(Duration::ZERO, b, frame(mac(2), mac(1), 0)).unwrap();
+        sw.poll(Duration::from_micros(1));
+        let by = Duration::from_micros(30);
+        let rule = FaultRule { matching: FrameMatch::default(), nth: Some(1), kind: FaultKind::Delay, delay: Some(by) };
+        sw.set_faults(FaultStage::new(0, WireFaults::default(), vec![rule]).unwrap());
+        let t = Duration::from_micros(10);
+        sw.send(t, a, frame(mac(1), mac(2), 1)).unwrap();
+        sw.send(t, a, frame(mac(1), mac(2), 2)).unwrap();
+        let d = sw.poll(t + by + Duration::from_micros(1));
+        let got: Vec<(u8, Duration)> = d.iter().map(|d| (d.frame[20], d.at)).collect();
+        assert_eq!(got, vec![(2, t + Duration::from_micros(1)), (1, t + Duration::from_micros(1) + by)]);
+        assert_eq!(sw.fault_counters().delayed, 1);
+    }
+
+    #[test]
+    fn the_tap_records_what_leaves_the_fault_stage() {
+        let mut sw = Switch::new(untimed());
+        let (a, _b) = (sw.add_port(), sw.add_port());
+        let rules = vec![
+            FaultRule { matching: FrameMatch::default(), nth: Some(1), kind: FaultKind::Drop, delay: None },
+            FaultRule { matching: FrameMatch::default(), nth: Some(2), kind: FaultKind::Duplicate, delay: None },
+        ];
+        sw.set_faults(FaultStage::new(0, WireFaults::default(), rules).unwrap());
+        let file = tempfile::NamedTempFile::new().unwrap();
+        sw.set_tap(PcapTap::create(file.path()).unwrap());
+        for tag in 1..=3 {
+            sw.send(Duration::from_micros(u64::from(tag)), a, frame(mac(1), mac(2), tag)).unwrap();
+        }
+        assert_eq!(sw.take_tap().unwrap().finish().unwrap(), 3, "frame 1 dropped, frame 2 twice, frame 3");
+    }
 }
