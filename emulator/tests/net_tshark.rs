@@ -37,7 +37,9 @@ fn tshark_decodes_every_frame_as_infiniband_with_nothing_malformed() {
         .args(["-T", "fields", "-E", "separator=|", "-E", "occurrence=a", "-E", "aggregator=,"])
         .args(["-e", "frame.protocols", "-e", "infiniband.bth.opcode", "-e", "infiniband.bth.psn"])
         .args(["-e", "infiniband.bth.destqp", "-e", "infiniband.invariant.crc", "-e", "_ws.malformed"])
-        .args(["-e", "_ws.expert.severity"])
+        .args(["-e", "_ws.expert.severity", "-e", "infiniband.bth.padcnt", "-e", "infiniband.reth.va"])
+        .args(["-e", "infiniband.reth.r_key", "-e", "infiniband.reth.dmalen", "-e", "infiniband.aeth.syndrome"])
+        .args(["-e", "infiniband.aeth.msn", "-e", "infiniband.immdt"])
         .output()
         .expect("tshark runs (install the tshark package)");
     assert!(out.status.success(), "tshark failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -47,7 +49,7 @@ fn tshark_decodes_every_frame_as_infiniband_with_nothing_malformed() {
     for (line, frame) in lines.iter().zip(&frames) {
         let f = RoceFrame::parse(frame).unwrap();
         let cols: Vec<&str> = line.split('|').collect();
-        assert_eq!(cols.len(), 7, "{line}");
+        assert_eq!(cols.len(), 14, "{line}");
         let payload_layer = if f.payload.is_empty() { "" } else { ":data" };
         assert_eq!(cols[0], format!("eth:ethertype:ip:udp:infiniband{payload_layer}"), "{line}");
         assert_eq!(parse_num(cols[1]), u64::from(f.transport.bth.opcode.code()), "{line}");
@@ -57,6 +59,17 @@ fn tshark_decodes_every_frame_as_infiniband_with_nothing_malformed() {
         assert_eq!(parse_num(cols[4]), u64::from(f.icrc.swap_bytes()), "{line}");
         assert_eq!(cols[5], "", "malformed: {line}");
         assert_eq!(cols[6], "", "expert info: {line}");
+        let t = &f.transport;
+        assert_eq!(parse_num(cols[7]), u64::from(t.bth.pad_count), "{line}");
+        let opt = |s: &str| (!s.is_empty()).then(|| parse_num(s));
+        assert_eq!(opt(cols[8]), t.reth.map(|r| r.va), "{line}");
+        assert_eq!(opt(cols[9]), t.reth.map(|r| u64::from(r.rkey)), "{line}");
+        assert_eq!(opt(cols[10]), t.reth.map(|r| u64::from(r.dma_len)), "{line}");
+        assert_eq!(opt(cols[11]), t.aeth.map(|a| u64::from(a.syndrome.to_byte())), "{line}");
+        assert_eq!(opt(cols[12]), t.aeth.map(|a| u64::from(a.msn)), "{line}");
+        // ImmDt is a byte field (hex without 0x), listed once for the header and once for its value.
+        let imm = cols[13].split(',').next().filter(|s| !s.is_empty());
+        assert_eq!(imm.map(|h| u64::from_str_radix(h, 16).unwrap()), t.immdt.map(u64::from), "{line}");
     }
 }
 
