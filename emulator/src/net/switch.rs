@@ -328,6 +328,15 @@ mod tests {
         LinkTiming { latency: Duration::from_micros(1), bits_per_second: 0 }
     }
 
+    /// A switch with ports A and B that has learned B's address (mac 2).
+    fn two_ports_b_learned() -> (Switch, PortId, PortId) {
+        let mut sw = Switch::new(untimed());
+        let (a, b) = (sw.add_port(), sw.add_port());
+        sw.send(Duration::ZERO, b, frame(mac(2), mac(1), 0)).unwrap();
+        sw.poll(Duration::from_micros(1));
+        (sw, a, b)
+    }
+
     fn ports_of(ds: &[Delivery]) -> Vec<u32> {
         ds.iter().map(|d| d.port.0).collect()
     }
@@ -382,10 +391,7 @@ mod tests {
 
     #[test]
     fn a_removed_port_gets_nothing_and_is_forgotten() {
-        let mut sw = Switch::new(untimed());
-        let (a, b) = (sw.add_port(), sw.add_port());
-        sw.send(Duration::ZERO, b, frame(mac(2), mac(1), 0)).unwrap();
-        sw.poll(Duration::from_micros(1));
+        let (mut sw, a, b) = two_ports_b_learned();
         sw.send(Duration::from_micros(2), a, frame(mac(1), mac(2), 1)).unwrap();
         assert!(sw.remove_port(b));
         assert!(!sw.remove_port(b));
@@ -401,10 +407,7 @@ mod tests {
 
     #[test]
     fn a_reordered_frame_goes_after_the_next_or_after_its_hold() {
-        let mut sw = Switch::new(untimed());
-        let (a, b) = (sw.add_port(), sw.add_port());
-        sw.send(Duration::ZERO, b, frame(mac(2), mac(1), 0)).unwrap();
-        sw.poll(Duration::from_micros(1));
+        let (mut sw, a, _b) = two_ports_b_learned();
         let hold = WireFaults::default().reorder_hold;
         let rule = |nth| FaultRule {
             matching: FrameMatch { port: Some(a), ..FrameMatch::default() },
@@ -430,10 +433,7 @@ mod tests {
 
     #[test]
     fn a_delayed_frame_arrives_later_and_lets_the_next_pass() {
-        let mut sw = Switch::new(untimed());
-        let (a, b) = (sw.add_port(), sw.add_port());
-        sw.send(Duration::ZERO, b, frame(mac(2), mac(1), 0)).unwrap();
-        sw.poll(Duration::from_micros(1));
+        let (mut sw, a, _b) = two_ports_b_learned();
         let by = Duration::from_micros(30);
         let rule = FaultRule { matching: FrameMatch::default(), nth: Some(1), kind: FaultKind::Delay, delay: Some(by) };
         sw.set_faults(FaultStage::new(0, WireFaults::default(), vec![rule]).unwrap());
