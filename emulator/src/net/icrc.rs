@@ -1,6 +1,6 @@
 //! The invariant CRC (ICRC) of RoCE v2 over IPv4.
 //!
-//! IBA Vol 1 §7.8.1 defines the ICRC as CRC-32 with the Ethernet polynomial (0x04C11DB7, bits
+//! IBA Vol 1 §7.8 (CRCs) defines the ICRC as CRC-32 with the Ethernet polynomial (0x04C11DB7, bits
 //! reflected, initial value all ones, result inverted: what `crc32fast` computes) over the fields
 //! of a packet that do not change in flight, with the variant fields replaced by ones. Annex A17
 //! (RoCE v2) applies it to IP/UDP: the computation runs over
