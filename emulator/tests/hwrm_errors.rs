@@ -40,6 +40,7 @@ fn unknown_requests_are_not_supported_and_counted_by_type() {
 fn unregistering_without_registering_is_refused() {
     let mut rig = Rig::new(1);
     assert_eq!(rig.call(0, req::<HwrmFuncDrvUnrgtrInput>()).code, INVALID_PARAMS);
+    assert_eq!(rig.call(0, req::<HwrmFuncDrvIfChangeInput>()).code, INVALID_PARAMS, "IF_CHANGE before RGTR");
     rig.ok(0, req::<HwrmFuncDrvRgtrInput>());
     rig.ok(0, req::<HwrmFuncDrvUnrgtrInput>());
     assert_eq!(rig.call(0, req::<HwrmFuncDrvUnrgtrInput>()).code, INVALID_PARAMS);
@@ -62,6 +63,12 @@ fn functions_and_ports_that_do_not_exist_are_refused() {
     let mut p: HwrmPortPhyQcfgInput = req();
     p.port_id = 3.into();
     assert_eq!(rig.call(0, p).code, INVALID_PARAMS);
+    let mut p: HwrmPortPhyQcapsInput = req();
+    p.port_id = 1.into();
+    assert_eq!(rig.call(0, p).code, INVALID_PARAMS);
+    let mut rq: HwrmFuncResourceQcapsInput = req();
+    rq.fid = 0x22.into();
+    assert_eq!(rig.call(0, rq).code, INVALID_PARAMS);
     let mut qp: HwrmQueueQportcfgInput = req();
     qp.flags = 0x8.into();
     assert_eq!(rig.call(0, qp).code, INVALID_PARAMS);
@@ -259,4 +266,28 @@ fn func_reset_frees_rings_and_stat_contexts_but_keeps_the_registration() {
     let st = rig.world.nic_state(0);
     assert_eq!(st.stat_contexts, 0);
     assert!(st.driver_registered);
+}
+
+#[test]
+fn backing_store_cfg_v2_takes_larger_pages_aligned_to_their_size() {
+    let mut rig = Rig::new(1);
+    let mut pages = Pages::default();
+    // One 64-KiB data page (aligned to 64 KiB) named by a level-1 table.
+    let table = pages.take(1);
+    let data = pages.take(32).next_multiple_of(64 << 10);
+    rig.poke_u64s(0, table, &[data | 1]);
+    let mut r: HwrmFuncBackingStoreCfgV2Input = req();
+    r.type_ = 0xf.into();
+    r.num_entries = 4096.into();
+    r.entry_size = 16.into();
+    r.page_size_pbl_level = HwrmFuncBackingStoreCfgV2Input::PAGE_SIZE_PG_64K | 1;
+    r.page_dir = table.into();
+    rig.ok(0, r);
+    let ctx = &rig.world.device(0).firmware().state().context;
+    let tim = ctx.region(bnxt_hsi::backing_store::CtxType::Tim, 0).unwrap();
+    assert_eq!((tim.page_size, tim.pages.clone()), (64 << 10, vec![data]));
+    // The same page 4 KiB off its 64-KiB alignment is refused.
+    rig.poke_u64s(0, table, &[(data + 4096) | 1]);
+    assert_eq!(rig.call(0, r).code, INVALID_PARAMS);
+    assert!(rig.last_reason().unwrap().contains("not aligned"));
 }
