@@ -147,7 +147,7 @@ fn run(args: &RunArgs, verbose: bool) -> ExitCode {
     let target = match target::from_spec(&args.target) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: {e}");
+            say_error(&e.to_string());
             return ExitCode::from(EXIT_INVALID);
         }
     };
@@ -163,7 +163,7 @@ fn run(args: &RunArgs, verbose: bool) -> ExitCode {
         let outcome = run_scenario(scenario, &*target, &options);
         tally.add(&outcome.verdict);
         if let Err(e) = console.scenario(&outcome) {
-            eprintln!("error: cannot write the report: {e}");
+            say_error(&format!("cannot write the report: {e}"));
             return ExitCode::from(EXIT_INVALID);
         }
     }
@@ -171,10 +171,15 @@ fn run(args: &RunArgs, verbose: bool) -> ExitCode {
     if tally.failed > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
 }
 
+/// Say an error on stderr (a closed stderr is no reason to panic).
+fn say_error(message: &str) {
+    let _ = writeln!(std::io::stderr(), "error: {message}");
+}
+
 fn check(args: &PathArgs) -> ExitCode {
     match load(&args.paths) {
         Some(scenarios) => {
-            println!("ok: {} scenario(s), no problems", scenarios.len());
+            let _ = writeln!(std::io::stdout(), "ok: {} scenario(s), no problems", scenarios.len());
             ExitCode::SUCCESS
         }
         None => ExitCode::from(EXIT_INVALID),

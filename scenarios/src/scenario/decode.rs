@@ -11,9 +11,10 @@ use crate::target;
 use crate::yaml::{DecodeError, Field, Node, Problem};
 
 /// The keys at the top of a scenario file.
-pub const TOP_KEYS: &[&str] = &["name", "about", "targets", "nics", "seed", "tags", "faults", "steps"];
+pub const TOP_KEYS: &[&str] = &["name", "about", "targets", "nics", "seed", "tags", "matrix", "faults", "steps"];
 
-/// Decode the tree of one scenario file.
+/// Decode the tree of one scenario (a file, or a variant of a matrix file: `matrix:` was expanded
+/// before, and is ignored here).
 pub fn decode(file: &Path, root: &Node) -> Result<Scenario, DecodeError> {
     let top = Field::root(root, "").map(TOP_KEYS)?;
 
@@ -74,6 +75,7 @@ pub fn decode(file: &Path, root: &Node) -> Result<Scenario, DecodeError> {
     Ok(Scenario {
         file: file.to_path_buf(),
         name: name.to_string(),
+        variant: None,
         about: about.trim().to_string(),
         targets,
         nics,

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::check::check;
 use super::decode::decode;
+use super::matrix::expand;
 use super::Scenario;
 use crate::yaml::{self, DecodeError, Pos, Problem};
 
@@ -97,23 +98,27 @@ pub fn load_paths(paths: &[PathBuf]) -> Suite {
 
     let mut names: HashMap<String, PathBuf> = HashMap::new();
     for file in files {
-        match load_file(&file) {
-            Ok(scenario) => {
-                if let Some(other) = names.get(&scenario.name) {
-                    suite.errors.push(LoadError::Scenario(Box::new(ScenarioError {
-                        file: file.clone(),
-                        error: DecodeError {
-                            at: name_position(&file),
-                            field: "name".into(),
-                            problem: Problem::DuplicateName { name: scenario.name.clone(), other: other.display().to_string() },
-                        },
-                    })));
-                    continue;
-                }
-                names.insert(scenario.name.clone(), file.clone());
-                suite.scenarios.push(scenario);
+        let loaded = match load_file(&file) {
+            Ok(scenarios) => scenarios,
+            Err(errors) => {
+                suite.errors.extend(errors);
+                continue;
             }
-            Err(errors) => suite.errors.extend(errors),
+        };
+        for scenario in loaded {
+            if let Some(other) = names.get(&scenario.name) {
+                suite.errors.push(LoadError::Scenario(Box::new(ScenarioError {
+                    file: file.clone(),
+                    error: DecodeError {
+                        at: name_position(&file),
+                        field: "name".into(),
+                        problem: Problem::DuplicateName { name: scenario.name.clone(), other: other.display().to_string() },
+                    },
+                })));
+                continue;
+            }
+            names.insert(scenario.name.clone(), file.clone());
+            suite.scenarios.push(scenario);
         }
     }
     suite
@@ -167,8 +172,8 @@ pub fn is_scenario_file(path: &Path) -> bool {
     matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"))
 }
 
-/// Load one scenario file: every problem it has, or the scenario.
-pub fn load_file(path: &Path) -> Result<Scenario, Vec<LoadError>> {
+/// Load one scenario file: every problem it has, or its scenarios (one, or a matrix's variants).
+pub fn load_file(path: &Path) -> Result<Vec<Scenario>, Vec<LoadError>> {
     let meta = std::fs::metadata(path).map_err(|source| vec![LoadError::Io { path: path.to_path_buf(), source }])?;
     if meta.len() > MAX_FILE_BYTES {
         return Err(vec![LoadError::TooLarge { path: path.to_path_buf(), len: meta.len() }]);
@@ -178,13 +183,40 @@ pub fn load_file(path: &Path) -> Result<Scenario, Vec<LoadError>> {
     load_str(path, &text).map_err(|errors| errors.into_iter().map(|e| LoadError::Scenario(Box::new(e))).collect())
 }
 
-/// Load a scenario from `text`, naming `path` in errors.
-pub fn load_str(path: &Path, text: &str) -> Result<Scenario, Vec<ScenarioError>> {
+/// Load the scenarios of `text` (one, or a matrix's variants), naming `path` in errors.
+pub fn load_str(path: &Path, text: &str) -> Result<Vec<Scenario>, Vec<ScenarioError>> {
     let wrap = |error: DecodeError| ScenarioError { file: path.to_path_buf(), error };
     let root = yaml::node::parse(text).map_err(|e| {
         vec![wrap(DecodeError { at: e.at, field: String::new(), problem: Problem::Syntax(e.message) })]
     })?;
-    let scenario = decode(path, &root).map_err(|e| vec![wrap(e)])?;
-    let problems = check(&scenario);
-    if problems.is_empty() { Ok(scenario) } else { Err(problems.into_iter().map(wrap).collect()) }
+    let variants = expand(&root).map_err(|e| vec![wrap(e)])?;
+    let mut scenarios = Vec::new();
+    let mut problems = Vec::new();
+    for variant in variants {
+        let label = variant.label();
+        // A variant's problems say which variant they are in.
+        let in_variant = |mut e: DecodeError| {
+            if !label.is_empty() {
+                e.field = format!("[{label}] {}", e.field).trim_end().to_string();
+            }
+            wrap(e)
+        };
+        match decode(path, &variant.root) {
+            Ok(mut scenario) => {
+                let found = check(&scenario);
+                if found.is_empty() {
+                    scenario.variant = (!label.is_empty()).then_some(label);
+                    scenarios.push(scenario);
+                } else {
+                    problems.extend(found.into_iter().map(in_variant));
+                }
+            }
+            Err(e) => problems.push(in_variant(e)),
+        }
+        // A mistake outside `${...}` is in every variant: stop after a few.
+        if problems.len() >= 10 {
+            break;
+        }
+    }
+    if problems.is_empty() { Ok(scenarios) } else { Err(problems) }
 }

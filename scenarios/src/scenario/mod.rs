@@ -9,6 +9,7 @@ mod decode_fault;
 mod decode_step;
 pub mod display;
 pub mod load;
+pub mod matrix;
 pub mod values;
 
 use std::net::Ipv4Addr;
@@ -30,8 +31,10 @@ pub const MAX_NICS: usize = 64;
 pub struct Scenario {
     /// The file it came from.
     pub file: PathBuf,
-    /// Its name (unique in a suite).
+    /// Its name (unique in a suite; a matrix variant's has its values in it).
     pub name: String,
+    /// For a variant of a `matrix:` file, its values (`request=VER_GET`).
+    pub variant: Option<String>,
     /// What it shows, in a sentence.
     pub about: String,
     /// The kinds of target it runs on (`model`); `None` means every target.

@@ -47,24 +47,25 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_nanos(nanos as u64))
 }
 
-/// Write a duration the way scenarios do (`300ms`, `1.5s`, `40s`).
+/// Write a duration the way scenarios do (`300ms`, `1.5s`, `40s`, `2.70224s`), exactly.
 pub fn format_duration(d: Duration) -> String {
     let ns = d.as_nanos();
-    if ns == 0 {
-        "0s".into()
-    } else if ns.is_multiple_of(1_000_000_000) {
-        format!("{}s", ns / 1_000_000_000)
-    } else if ns >= 1_000_000_000 {
-        format!("{}s", d.as_secs_f64())
-    } else if ns.is_multiple_of(1_000_000) {
-        format!("{}ms", ns / 1_000_000)
+    let (unit, per) = if ns >= 1_000_000_000 || ns == 0 {
+        ("s", 1_000_000_000)
     } else if ns >= 1_000_000 {
-        format!("{:.3}ms", ns as f64 / 1e6)
-    } else if ns.is_multiple_of(1_000) {
-        format!("{}us", ns / 1_000)
+        ("ms", 1_000_000)
+    } else if ns >= 1_000 {
+        ("us", 1_000)
     } else {
-        format!("{ns}ns")
+        ("ns", 1)
+    };
+    let (whole, fraction) = (ns / per, ns % per);
+    if fraction == 0 {
+        return format!("{whole}{unit}");
     }
+    let digits = per.ilog10() as usize;
+    let fraction = format!("{fraction:0digits$}");
+    format!("{whole}.{}{unit}", fraction.trim_end_matches('0'))
 }
 
 /// Parse a MAC address written `02:00:00:00:00:01` (or with `-`).
@@ -158,7 +159,7 @@ mod tests {
 
     #[test]
     fn durations_print_as_written() {
-        for text in ["300ms", "2s", "1.5s", "250us", "10ns"] {
+        for text in ["300ms", "2s", "1.5s", "250us", "10ns", "2.70224s", "701.32ms", "0s"] {
             assert_eq!(format_duration(parse_duration(text).unwrap()), text);
         }
     }

@@ -1,0 +1,212 @@
+//! `matrix:`: one file, several scenarios. Every combination of the listed values is a variant;
+//! `${name}` in any string of the file stands for the variant's value of `name`.
+//!
+//! Expansion works on the positioned YAML tree, before decoding: each variant is decoded and
+//! checked as if it had been written out, and its errors point into the one file.
+
+use crate::suggest::closest;
+use crate::yaml::{DecodeError, Entry, Field, Node, Problem, Value};
+
+use super::values::check_word;
+
+/// The most variants one matrix may make.
+pub const MAX_VARIANTS: usize = 1000;
+
+/// One variant: its values, and the file's tree with them substituted.
+#[derive(Debug, Clone)]
+pub struct Variant {
+    /// `name=value` pairs, in the order of the matrix (empty without a matrix).
+    pub values: Vec<(String, String)>,
+    /// The tree, without `matrix:` and with every `${name}` replaced.
+    pub root: Node,
+}
+
+impl Variant {
+    /// `request=VER_GET, nic=1`.
+    pub fn label(&self) -> String {
+        self.values.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// The variants of a file (one, when it has no matrix).
+pub fn expand(root: &Node) -> Result<Vec<Variant>, DecodeError> {
+    let Value::Map(entries) = &root.value else {
+        return Ok(vec![Variant { values: Vec::new(), root: root.clone() }]);
+    };
+    let mut vars: Vec<(String, Vec<Node>)> = Vec::new();
+    if let Some(entry) = entries.iter().find(|e| e.key == "matrix") {
+        let field = Field::root(&entry.value, "matrix");
+        let Value::Map(list) = &entry.value.value else {
+            return Err(field.wrong_type("a mapping of names to lists of values, as {request: [VER_GET, FUNC_RESET]}"));
+        };
+        if list.is_empty() {
+            return Err(field.invalid("a mapping of names to lists of values", "it is empty"));
+        }
+        for var in list {
+            let path = format!("matrix.{}", var.key);
+            check_word(&var.key).map_err(|r| DecodeError {
+                at: var.key_at,
+                field: path.clone(),
+                problem: Problem::Invalid { value: format!("{:?}", var.key), expected: "a matrix name".into(), reason: r },
+            })?;
+            let values = Field::root(&var.value, &path);
+            let items = values.list("a list of values")?;
+            if items.is_empty() {
+                return Err(values.invalid("a list of values", "it is empty"));
+            }
+            for item in &items {
+                if !matches!(item.node.value, Value::Str(_) | Value::Int(_) | Value::Bool(_)) {
+                    return Err(item.wrong_type("a word, a number or a boolean"));
+                }
+            }
+            vars.push((var.key.clone(), items.iter().map(|i| i.node.clone()).collect()));
+        }
+        let count = vars.iter().try_fold(1usize, |n, (_, v)| n.checked_mul(v.len())).filter(|n| *n <= MAX_VARIANTS);
+        if count.is_none() {
+            return Err(field.invalid("a matrix", format!("it makes more than {MAX_VARIANTS} variants")));
+        }
+        if let Some(name) = entries.iter().find(|e| e.key == "name")
+            && let Value::Str(text) = &name.value.value
+            && let Some((var, _)) = vars.iter().find(|(var, _)| !text.contains(&format!("${{{var}}}")))
+        {
+            return Err(Field::root(&name.value, "name").error(Problem::Conflict(format!(
+                "with a matrix, the name must use ${{{var}}} (and every other matrix name) so that each variant has its own"
+            ))));
+        }
+    }
+
+    let rest: Vec<Entry> = entries.iter().filter(|e| e.key != "matrix").cloned().collect();
+    let body = Node { value: Value::Map(rest), at: root.at };
+    let mut variants = Vec::new();
+    for choice in combinations(&vars) {
+        let bound: Vec<(&str, &Node)> = vars.iter().zip(&choice).map(|((k, vs), i)| (k.as_str(), &vs[*i])).collect();
+        let root = substitute(&body, "", &bound)?;
+        let values = bound.iter().map(|(k, v)| (k.to_string(), scalar_text(v))).collect();
+        variants.push(Variant { values, root });
+    }
+    Ok(variants)
+}
+
+/// Every choice of one index per variable, the last variable varying fastest.
+fn combinations(vars: &[(String, Vec<Node>)]) -> Vec<Vec<usize>> {
+    let mut all = vec![Vec::new()];
+    for (_, values) in vars {
+        all = all.into_iter().flat_map(|prefix| (0..values.len()).map(move |i| [prefix.clone(), vec![i]].concat())).collect();
+    }
+    all
+}
+
+fn scalar_text(node: &Node) -> String {
+    match &node.value {
+        Value::Str(s) => s.clone(),
+        Value::Int(i) => i.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Float(x) => x.to_string(),
+        _ => String::new(),
+    }
+}
+
+fn substitute(node: &Node, path: &str, vars: &[(&str, &Node)]) -> Result<Node, DecodeError> {
+    let value = match &node.value {
+        Value::Str(text) => return substitute_str(node, text, path, vars),
+        Value::Seq(items) => Value::Seq(
+            items.iter().enumerate().map(|(i, item)| substitute(item, &format!("{path}[{i}]"), vars)).collect::<Result<_, _>>()?,
+        ),
+        Value::Map(entries) => Value::Map(
+            entries
+                .iter()
+                .map(|e| {
+                    let p = if path.is_empty() { e.key.clone() } else { format!("{path}.{}", e.key) };
+                    Ok(Entry { key: e.key.clone(), key_at: e.key_at, value: substitute(&e.value, &p, vars)? })
+                })
+                .collect::<Result<_, DecodeError>>()?,
+        ),
+        other => other.clone(),
+    };
+    Ok(Node { value, at: node.at })
+}
+
+/// A string with `${name}`s replaced. A string that is only `${name}` takes the value as it is
+/// (so `nic: ${nic}` is a number when the matrix lists numbers).
+fn substitute_str(node: &Node, text: &str, path: &str, vars: &[(&str, &Node)]) -> Result<Node, DecodeError> {
+    if !text.contains("${") {
+        return Ok(node.clone());
+    }
+    let field = Field::root(node, path);
+    let lookup = |name: &str| {
+        vars.iter().find(|(k, _)| *k == name).map(|(_, v)| *v).ok_or_else(|| {
+            field.error(Problem::UnknownName {
+                what: if vars.is_empty() { "matrix name (the file has no matrix)".into() } else { "matrix name".into() },
+                name: name.into(),
+                suggestion: closest(name, vars.iter().map(|(k, _)| *k)).map(str::to_string),
+            })
+        })
+    };
+    if let Some(name) = text.strip_prefix("${").and_then(|t| t.strip_suffix('}'))
+        && !name.contains(['$', '{', '}'])
+    {
+        return Ok(Node { value: lookup(name)?.value.clone(), at: node.at });
+    }
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after.find('}').ok_or_else(|| field.invalid("text with ${name} references", "a `${` is not closed by `}`"))?;
+        out.push_str(&scalar_text(lookup(&after[..end])?));
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(Node { value: Value::Str(out), at: node.at })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::yaml::node::parse;
+
+    fn get<'a>(node: &'a Node, key: &str) -> &'a Node {
+        match &node.value {
+            Value::Map(entries) => &entries.iter().find(|e| e.key == key).unwrap().value,
+            _ => panic!("not a map"),
+        }
+    }
+
+    #[test]
+    fn every_combination_is_a_variant_with_values_substituted() {
+        let root = parse("name: x-${r}-${n}\nmatrix: {r: [A, B], n: [0, 1, 2]}\nnics: ${n}\nabout: r is ${r}\n").unwrap();
+        let variants = expand(&root).unwrap();
+        assert_eq!(variants.len(), 6);
+        assert_eq!(variants[1].label(), "r=A, n=1");
+        let v = &variants[4];
+        assert_eq!(get(&v.root, "name").value, Value::Str("x-B-1".into()));
+        assert_eq!(get(&v.root, "nics").value, Value::Int(1));
+        assert_eq!(get(&v.root, "nics").at.line, 3);
+        assert_eq!(get(&v.root, "about").value, Value::Str("r is B".into()));
+        assert!(matches!(&v.root.value, Value::Map(e) if e.iter().all(|e| e.key != "matrix")));
+    }
+
+    #[test]
+    fn unknown_names_unclosed_references_and_shared_names_are_errors() {
+        let e = expand(&parse("name: x-${r}\nmatrix: {r: [A]}\nabout: ${rr}\n").unwrap()).unwrap_err();
+        assert_eq!((e.at.line, e.field.as_str()), (3, "about"));
+        assert!(e.to_string().contains("did you mean `r`"), "{e}");
+        let e = expand(&parse("name: x-${r}\nmatrix: {r: [A]}\nabout: a ${r\n").unwrap()).unwrap_err();
+        assert!(e.to_string().contains("not closed"), "{e}");
+        let e = expand(&parse("name: x\nmatrix: {r: [A, B]}\n").unwrap()).unwrap_err();
+        assert_eq!(e.field, "name");
+        let e = expand(&parse("name: x\nabout: ${r}\n").unwrap()).unwrap_err();
+        assert!(e.to_string().contains("no matrix"), "{e}");
+        let e = expand(&parse("name: x-${r}\nmatrix: {r: []}\n").unwrap()).unwrap_err();
+        assert_eq!(e.field, "matrix.r");
+        let e = expand(&parse("name: x-${a}${b}${c}\nmatrix: {a: [1,2,3,4,5,6,7,8,9,10], b: [1,2,3,4,5,6,7,8,9,10], c: [1,2,3,4,5,6,7,8,9,10,11]}\n").unwrap()).unwrap_err();
+        assert!(e.to_string().contains("more than 1000"), "{e}");
+    }
+
+    #[test]
+    fn a_file_without_a_matrix_is_one_variant() {
+        let variants = expand(&parse("name: x\nnics: 1\n").unwrap()).unwrap();
+        assert_eq!(variants.len(), 1);
+        assert_eq!(variants[0].label(), "");
+    }
+}
