@@ -1,12 +1,6 @@
 //! The driver (`bnxt`) against the model (`bnxt-model`) through the in-process target: the NIC
 //! part of the Rig_bnxt contract (seed "NICs", "Errors", "Changes to the machine").
 
-// The in-process target, compiled into this test directly (it depends only on the driver's seam
-// and the model's world).
-#[path = "../src/target/model_pci.rs"]
-#[allow(dead_code)]
-mod model_pci;
-
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,7 +11,7 @@ use bnxt_hsi::hwrm::layouts::{HwrmFuncQcfgInput, HwrmVerGetInput};
 use bnxt_hsi::hwrm::{ErrorCode, req_type_by_name};
 use bnxt_model::faults::{FaultPlan, FirmwareAction, FirmwareFault};
 use bnxt_model::world::WorldConfig;
-use model_pci::ModelMachine;
+use bnxt_rig::target::model_pci::ModelMachine;
 use zerocopy::FromZeros;
 
 fn machine(nics: usize, faults: Vec<FirmwareFault>) -> Arc<ModelMachine> {
@@ -60,8 +54,13 @@ fn two_nics_open_with_their_names_buses_and_identities_and_close_cleanly() {
         assert!(!s.relaxed_ordering, "relaxed ordering is off while the NIC is held");
         assert!(s.dma_mappings > 0);
         assert!(s.unsupported_requests.is_empty(), "the bring-up sent requests the model does not know: {s:?}");
+        assert_eq!((s.unimplemented, s.dma_errors, s.pending_responses), (0, 0, 0), "{s:?}");
+        assert!(s.context_memory_done, "the last FUNC_BACKING_STORE_CFG_V2 carried BS_CFG_ALL_DONE");
+        // What the driver says it holds is what the model derives from the memory it was given.
         let limits = nic.limits();
-        assert!(limits.qps > 0 && limits.regions > 0, "{limits:?}");
+        assert_eq!(limits.qps, s.limits.qps - s.limits.l2_qps - s.limits.qp1_qps, "{limits:?} {:?}", s.limits);
+        assert_eq!(limits.regions, s.limits.regions, "{limits:?} {:?}", s.limits);
+        assert!(limits.qps > 0 && limits.qps <= 65_536 && limits.regions > 0 && limits.regions <= 262_144);
         assert_eq!(nic.wedged_by(), None);
     }
     assert_ne!(a.identity().mac, b.identity().mac);
@@ -112,9 +111,15 @@ fn registration_that_is_never_answered_fails_the_open_in_virtual_time_and_leaves
     assert_eq!((nic.as_str(), request.as_str()), ("BNXT", "FUNC_DRV_RGTR"));
     assert!(err.to_string().starts_with("BNXT: FUNC_DRV_RGTR"), "{err}");
     assert!(virtual_spent >= timeout && timeout >= Duration::from_millis(500), "{virtual_spent:?} {timeout:?}");
-    assert!(wall_spent < virtual_spent, "the timeout cost {wall_spent:?} of real time for {virtual_spent:?} of virtual time");
+    assert!(
+        wall_spent < virtual_spent,
+        "the timeout cost {wall_spent:?} of real time for {virtual_spent:?} of virtual time"
+    );
     let s = m.world().nic_state(0);
-    assert!(!s.bus_master && s.relaxed_ordering, "a wedged open still turns bus master off and restores relaxed ordering: {s:?}");
+    assert!(
+        !s.bus_master && s.relaxed_ordering,
+        "a wedged open still turns bus master off and restores relaxed ordering: {s:?}"
+    );
 
     let mut b = Nic::open(&*m, 1).unwrap();
     assert!(!m.world().nic_state(1).relaxed_ordering);
@@ -142,7 +147,9 @@ fn a_request_after_open_that_is_never_answered_wedges_the_nic() {
     let t = m.clock().now();
     let err = nic.hwrm(HwrmVerGetInput::new_zeroed()).unwrap_err();
     assert_eq!(m.clock().now(), t, "later requests fail at once");
-    assert!(matches!(&err, Error::Wedged { request, wedged_by, .. } if request == "VER_GET" && wedged_by == "FUNC_QCFG"));
+    assert!(
+        matches!(&err, Error::Wedged { request, wedged_by, .. } if request == "VER_GET" && wedged_by == "FUNC_QCFG")
+    );
     assert!(err.to_string().starts_with("BNXT: VER_GET") && err.to_string().contains("FUNC_QCFG"), "{err}");
     nic.close();
     assert_released(&m, 0);
@@ -181,4 +188,41 @@ fn a_refusal_at_each_bring_up_request_fails_the_open_naming_the_request_and_the_
         assert_released(&m, 0);
         assert!(!m.world().nic_state(0).driver_registered, "{request}: a registered open unregisters as it fails");
     }
+}
+
+#[test]
+fn context_configuration_that_is_never_answered_keeps_only_what_it_named() {
+    let m = machine(1, vec![fault(0, "FUNC_BACKING_STORE_CFG_V2", Some(3), FirmwareAction::NoResponse)]);
+    let err = Nic::open(&*m, 0).unwrap_err();
+    assert!(matches!(&err, Error::Timeout { request, .. } if request == "FUNC_BACKING_STORE_CFG_V2"), "{err}");
+    let kept = m.world().nic_state(0).dma_mappings;
+    // The HWRM buffer and the CQ context (the third type: data and its two table levels) stay;
+    // the other types' memory is freed.
+    assert!(kept >= 3, "{kept} mappings kept");
+    let mut nic = Nic::open(&*m, 0).unwrap();
+    assert!(m.world().nic_state(0).dma_mappings > kept, "a full open maps more than was kept");
+    nic.close();
+    assert_released(&m, 0);
+}
+
+#[test]
+fn requests_from_several_threads_run_one_at_a_time() {
+    let m = machine(1, vec![]);
+    let nic = Arc::new(Nic::open(&*m, 0).unwrap());
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let nic = nic.clone();
+            std::thread::spawn(move || {
+                for _ in 0..10 {
+                    nic.hwrm(HwrmFuncQcfgInput::new_zeroed()).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(m.world().nic_state(0).pending_responses, 0);
+    drop(Arc::into_inner(nic).expect("every thread is done"));
+    assert_released(&m, 0);
 }
