@@ -7,7 +7,8 @@
 # Exit status: QEMU's, or 124 when TIMEOUT ran out (the guest is then killed).
 # Env: TIMEOUT (s, default 300), MEM (MiB, default 1024), SMP (default 2), APPEND (more kernel words),
 #      QEMU_EXTRA (more QEMU words), VFIO_USER_MSG_TIMEOUT (ms a vfio-user reply may take; QEMU's
-#      default is 5000).
+#      default is 5000), INTERACTIVE=1 (console on this terminal instead of CONSOLE_LOG, for use with
+#      APPEND=bnxt.shell; no timeout).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -27,15 +28,20 @@ for sock in "$@"; do
 done
 
 mem=${MEM:-1024}
+qemu_args=(-accel tcg -M q35 -cpu max -smp "${SMP:-2}"
+  -object "memory-backend-memfd,id=mem0,size=${mem}M,share=on" -m "$mem" -machine memory-backend=mem0
+  -display none -no-reboot -nodefaults -serial mon:stdio
+  -kernel "$vmlinuz" -initrd "$initrd" -append "console=ttyS0 panic=-1 quiet ${APPEND:-}" "${devs[@]}")
+if [ -n "${INTERACTIVE:-}" ]; then
+  # shellcheck disable=SC2086  # QEMU_EXTRA is a list of words on purpose
+  exec "$qemu" "${qemu_args[@]}" ${QEMU_EXTRA:-}
+fi
 mkdir -p "$(dirname "$log")"
 start=$(date +%s.%N)
 set +e
 # shellcheck disable=SC2086  # QEMU_EXTRA is a list of words on purpose
-timeout --kill-after=10 "${TIMEOUT:-300}" "$qemu" -accel tcg -M q35 -cpu max -smp "${SMP:-2}" \
-  -object "memory-backend-memfd,id=mem0,size=${mem}M,share=on" -m "$mem" -machine memory-backend=mem0 \
-  -display none -no-reboot -nodefaults -serial stdio -monitor none \
-  -kernel "$vmlinuz" -initrd "$initrd" -append "console=ttyS0 panic=-1 quiet ${APPEND:-}" \
-  "${devs[@]}" ${QEMU_EXTRA:-} < /dev/null > "$log" 2>&1
+timeout --kill-after=10 "${TIMEOUT:-300}" "$qemu" "${qemu_args[@]}" ${QEMU_EXTRA:-} \
+  < /dev/null > "$log" 2>&1
 rc=$?
 set -e
 secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
