@@ -17,6 +17,7 @@ mod fw_health;
 mod hwrm;
 pub mod pci;
 mod quarantine;
+mod session;
 #[cfg(test)]
 mod testing;
 mod wait;

@@ -1,18 +1,14 @@
 //! NICs: open, close, names and identity (the contract's "NICs" and "Changes to the machine").
 
 use std::net::Ipv4Addr;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::Arc;
 
 use bnxt_hsi::hwrm::Request;
 
-use crate::bringup;
-use crate::ctx_mem::sizing::{self, SizingError};
-use crate::ctx_mem::{ContextMemory, caps};
 use crate::error::Error;
-use crate::fw_health::{self, StatusReg};
-use crate::hwrm::Channel;
-use crate::pci::{ConfigExt, Machine, PciError, PciFunction, regs};
-use crate::quarantine::{self, Retained};
+use crate::pci::{Machine, PciError, PciFunction};
+use crate::quarantine;
+use crate::session::Session;
 
 /// A NIC's identity on the fabric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,27 +106,7 @@ impl Nic {
         let buses = machine.buses().map_err(pci)?;
         let bus = buses.get(index).ok_or(PciError::NoSuchNic { index, count: buses.len() }).map_err(pci)?.clone();
         let function = machine.take(&bus).map_err(pci)?;
-        // Relaxed ordering as the open finds it, before the reset sets it to its default.
-        let exp_cap = function.find_capability(regs::CAP_ID_EXP).map_err(pci)?.ok_or_else(|| {
-            pci(PciError::Config {
-                offset: regs::EXP_DEVCTL,
-                len: 2,
-                reason: "the function has no PCI Express capability, so relaxed ordering cannot be turned off".into(),
-            })
-        })?;
-        let devctl = function.config_read16(exp_cap + regs::EXP_DEVCTL).map_err(pci)?;
-        let mut session = Session {
-            name: name.clone(),
-            function,
-            exp_cap,
-            relaxed_ordering_found: devctl & regs::EXP_DEVCTL_RELAX_EN != 0,
-            changed: false,
-            channel: None,
-            wedged: Arc::new(OnceLock::new()),
-            registered: false,
-            ctx: ContextMemory::default(),
-            retained: Vec::new(),
-        };
+        let mut session = Session::new(&name, function)?;
         match session.boot(machine, &bus) {
             Ok(booted) => Ok(Nic {
                 name,
@@ -207,7 +183,7 @@ impl Nic {
     ///
     /// On a closed NIC.
     pub fn wedged_by(&self) -> Option<&str> {
-        self.session().wedged.get().map(String::as_str)
+        self.session().wedged_by()
     }
 
     /// Send one HWRM request to the NIC's firmware and wait for its answer. Requests run one at
@@ -223,7 +199,7 @@ impl Nic {
     /// The NIC's PCI function, for the parts of the driver built on the open NIC.
     #[allow(dead_code)]
     pub(crate) fn function(&self) -> &Arc<dyn PciFunction> {
-        &self.session().function
+        self.session().function()
     }
 
     fn session(&self) -> &Session {
@@ -237,167 +213,6 @@ impl Nic {
 impl Drop for Nic {
     fn drop(&mut self) {
         self.close();
-    }
-}
-
-/// What a successful boot learnt.
-struct Booted {
-    identity: Identity,
-    limits: Limits,
-    doorbells: Doorbells,
-}
-
-/// A held function and everything the driver has done to it and given it.
-struct Session {
-    name: String,
-    function: Arc<dyn PciFunction>,
-    /// Offset of the PCIe capability.
-    exp_cap: u16,
-    /// Relaxed ordering was on when the open found the NIC.
-    relaxed_ordering_found: bool,
-    /// The function has been reset (and so may have been changed).
-    changed: bool,
-    channel: Option<Mutex<Channel>>,
-    /// Name of the request that wedged the channel, shared with it.
-    wedged: Arc<OnceLock<String>>,
-    /// FUNC_DRV_RGTR succeeded.
-    registered: bool,
-    ctx: ContextMemory,
-    /// Memory named by a request that got no answer.
-    retained: Vec<Retained>,
-}
-
-impl Session {
-    fn pci(&self, source: PciError) -> Error {
-        Error::Pci { nic: self.name.clone(), source }
-    }
-
-    fn channel(&self) -> MutexGuard<'_, Channel> {
-        let ch = self.channel.as_ref().expect("an open NIC has its HWRM channel");
-        // A panic in another thread mid-request leaves the channel as a wedged firmware would:
-        // carrying on is safe, the next request sees what the firmware did.
-        ch.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn boot(&mut self, machine: &dyn Machine, bus: &str) -> Result<Booted, Error> {
-        let function = self.function.clone();
-        let f: &dyn PciFunction = &*function;
-
-        self.changed = true;
-        f.reset().map_err(|e| self.pci(e))?;
-        let freed = quarantine::release(machine, bus);
-        if freed > 0 {
-            tracing::info!(nic = %self.name, freed, "freed memory kept from an earlier open, now that the NIC is reset");
-        }
-        self.relaxed_ordering(false)?;
-        let command = f.config_read16(regs::COMMAND).map_err(|e| self.pci(e))?;
-        f.config_write16(regs::COMMAND, command | regs::COMMAND_MEMORY | regs::COMMAND_MASTER)
-            .map_err(|e| self.pci(e))?;
-
-        let status = StatusReg::locate(f);
-        fw_health::wait_ready(&self.name, f, status, fw_health::READY_TIMEOUT)?;
-
-        let channel = Channel::new(&self.name, function.clone())?;
-        self.wedged = channel.wedged();
-        self.channel = Some(Mutex::new(channel));
-        let name = self.name.clone();
-        let ch = self.channel.as_mut().expect("just set").get_mut().unwrap_or_else(|e| e.into_inner());
-
-        bringup::ver_get(&name, ch, f.clock())?;
-        bringup::func_reset(ch)?;
-        let caps = bringup::func_qcaps(&name, ch)?;
-        bringup::drv_rgtr(ch)?;
-        self.registered = true;
-        bringup::queue_qportcfg(&name, ch)?;
-
-        let offered = caps::walk(&name, ch)?;
-        let plan = sizing::plan(&offered, caps.fw_limits).map_err(|e| match e {
-            SizingError::Missing(_) => Error::Unsupported { nic: name.clone(), what: e.to_string() },
-            SizingError::TooLarge { .. } => Error::Firmware { nic: name.clone(), what: e.to_string() },
-        })?;
-        self.ctx = ContextMemory::allocate(f, &plan).map_err(|e| Error::Pci { nic: name.clone(), source: e })?;
-        if let Err((e, ty)) = self.ctx.configure(ch) {
-            if matches!(e, Error::Timeout { .. })
-                && let Some(memory) = self.ctx.take(ty)
-            {
-                self.retained.push(Retained::Context(memory));
-            }
-            return Err(e);
-        }
-
-        tracing::debug!(nic = %name, bytes = self.ctx.bytes(), "context memory given to the firmware");
-        let doorbells = bringup::func_qcfg(&name, ch)?;
-        let link_up = bringup::port_phy(ch)?;
-        let identity = Identity::from_mac(caps.mac);
-        tracing::info!(
-            nic = %name,
-            mac = %format_mac(&identity.mac),
-            ipv4 = %identity.ipv4,
-            qps = plan.limits.qps,
-            regions = plan.limits.regions,
-            link_up,
-            "open"
-        );
-        Ok(Booted { identity, limits: plan.limits, doorbells })
-    }
-
-    /// Set or clear relaxed ordering in Device Control, and check that it took.
-    fn relaxed_ordering(&self, on: bool) -> Result<(), Error> {
-        let f = &*self.function;
-        let at = self.exp_cap + regs::EXP_DEVCTL;
-        let devctl = f.config_read16(at).map_err(|e| self.pci(e))?;
-        // Never write the FLR bit back: it would reset the function.
-        let devctl = devctl & !regs::EXP_DEVCTL_BCR_FLR;
-        let wanted = if on { devctl | regs::EXP_DEVCTL_RELAX_EN } else { devctl & !regs::EXP_DEVCTL_RELAX_EN };
-        f.config_write16(at, wanted).map_err(|e| self.pci(e))?;
-        let now = f.config_read16(at).map_err(|e| self.pci(e))?;
-        if (now & regs::EXP_DEVCTL_RELAX_EN != 0) != on {
-            return Err(self.pci(PciError::Config {
-                offset: at,
-                len: 2,
-                reason: format!(
-                    "relaxed ordering stays {} after writing Device Control",
-                    if on { "off" } else { "on" }
-                ),
-            }));
-        }
-        Ok(())
-    }
-
-    /// Undo what the open did: unregister (unless wedged), bus master off, free the context
-    /// memory, relaxed ordering back as found. Returns the memory a request that got no answer
-    /// named (the channel's buffer, context memory), which the caller keeps or frees.
-    fn shut_down(&mut self) -> Vec<Retained> {
-        let mut kept = std::mem::take(&mut self.retained);
-        if let Some(channel) = self.channel.take() {
-            let mut ch = channel.into_inner().unwrap_or_else(|e| e.into_inner());
-            if self.registered
-                && !ch.is_wedged()
-                && let Err(e) = bringup::drv_unrgtr(&mut ch)
-            {
-                tracing::warn!(nic = %self.name, error = %e, "unregistering from the firmware failed");
-            }
-            if ch.is_wedged() {
-                kept.push(Retained::Hwrm(ch.into_buffer()));
-            }
-        }
-        self.registered = false;
-        if self.changed {
-            let f = &*self.function;
-            let off =
-                f.config_read16(regs::COMMAND).and_then(|c| f.config_write16(regs::COMMAND, c & !regs::COMMAND_MASTER));
-            if let Err(e) = off {
-                tracing::error!(nic = %self.name, error = %e, "turning bus mastering off failed");
-            }
-        }
-        // The NIC can no longer reach memory: free what it was given.
-        self.ctx = ContextMemory::default();
-        if self.changed
-            && let Err(e) = self.relaxed_ordering(self.relaxed_ordering_found)
-        {
-            tracing::error!(nic = %self.name, error = %e, "restoring relaxed ordering failed");
-        }
-        kept
     }
 }
 

@@ -9,7 +9,7 @@ use bnxt_hsi::hwrm::layouts::*;
 use zerocopy::FromZeros;
 
 use super::*;
-use crate::pci::Clock;
+use crate::pci::{Clock, regs};
 use crate::testing::{EXP_CAP, FakeFunction, Reply, parse, req_type, respond};
 
 /// What the fake firmware does instead of answering.
