@@ -119,7 +119,7 @@ fn count(f: &Field<'_>) -> Result<Action, DecodeError> {
 
 fn repeat(f: &Field<'_>) -> Result<Action, DecodeError> {
     let m = f.map(&["times", "steps"])?;
-    let times = m.required("times")?.int("how many times", 1, MAX_REPEAT)? as u32;
+    let times = m.required("times")?.int("a repeat count", 1, MAX_REPEAT)? as u32;
     let steps = steps(&m.required("steps")?)?;
     Ok(Action::Repeat { times, steps })
 }
@@ -164,7 +164,8 @@ fn expect(f: &Field<'_>) -> Result<Expect, DecodeError> {
 
 /// regex's messages span several lines (the pattern, a caret, the reason); keep the reason.
 fn first_line(message: &str) -> String {
-    message.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or(message).trim().to_string()
+    let last = message.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or(message).trim();
+    last.strip_prefix("error: ").unwrap_or(last).to_string()
 }
 
 fn alias(f: &Field<'_>) -> Result<Alias, DecodeError> {

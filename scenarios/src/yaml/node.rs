@@ -112,10 +112,15 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
     let options = serde_saphyr::options! {
         with_snippet: false,
         strict_booleans: true,
+        reject_unsupported_tags: true,
     };
     serde_saphyr::from_str_with_options::<Node>(text, options).map_err(|e| {
         let at = e.location().map(|l| Pos::from_location(&l)).unwrap_or_default();
-        SyntaxError { at, message: strip_location(&e.without_snippet().to_string()) }
+        let message = match e.without_snippet() {
+            serde_saphyr::Error::MultipleDocuments { .. } => "a scenario file holds one YAML document; a `---` starts another".into(),
+            other => strip_location(&other.to_string()),
+        };
+        SyntaxError { at, message }
     })
 }
 
@@ -273,6 +278,13 @@ mod tests {
         let entries = map(&root);
         assert_eq!((entries[0].key.as_str(), &entries[0].value.value), ("n", &Value::Str("y".into())));
         assert_eq!((entries[1].key.as_str(), &entries[1].value.value), ("on", &Value::Str("off".into())));
+    }
+
+    #[test]
+    fn one_document_and_no_unknown_tags() {
+        let e = parse("a: 1\n---\na: 2\n").unwrap_err();
+        assert_eq!(e.message, "a scenario file holds one YAML document; a `---` starts another");
+        assert!(parse("a: !include b.yaml\n").is_err());
     }
 
     #[test]
