@@ -1,8 +1,18 @@
 //! The RoCE engine's interface: the firmware command channel (CMDQ/CREQ), work-queue entries,
 //! completion entries, notification-queue entries and doorbells.
 //!
-//! Layouts are in [`layouts`] (generated from roce_hsi.h, offsets asserted at compile time).
+//! Layouts are in [`layouts`] (generated from roce_hsi.h, offsets asserted at compile time); the
+//! hand-written modules hold what the layouts cannot: the doorbell and MSN-entry encodings
+//! ([`doorbell`], [`msn`]), channel constants and statuses ([`rcfw`]), CQE/NQE types and the
+//! valid-bit rule ([`cqe`]), QP states and access orders ([`qp`]) and byte orders ([`gid`]).
 
 #[allow(missing_docs)]
 #[path = "gen/roce_layouts.rs"]
 pub mod layouts;
+
+pub mod cqe;
+pub mod doorbell;
+pub mod gid;
+pub mod msn;
+pub mod qp;
+pub mod rcfw;
