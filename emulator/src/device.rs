@@ -38,6 +38,8 @@ pub struct Device {
     unimplemented: Unimplemented,
     rec: Recorder,
     memory_disabled_accesses: u64,
+    /// MSI-X vectors raised and not yet taken by the executor.
+    interrupts: Vec<u16>,
 }
 
 impl Device {
@@ -54,6 +56,7 @@ impl Device {
             unimplemented: Unimplemented::default(),
             rec: Recorder::new(nic),
             memory_disabled_accesses: 0,
+            interrupts: Vec::new(),
         }
     }
 
@@ -161,6 +164,18 @@ impl Device {
     /// When the device next has work.
     pub fn next_deadline(&self) -> Option<Duration> {
         self.firmware.next_deadline()
+    }
+
+    /// Raise MSI-X vector `vector`: the device's interrupt output. The executor takes raised
+    /// vectors with [`Device::take_interrupts`] and delivers them (masking is the host's: QEMU
+    /// emulates the MSI-X table of a vfio-user device itself).
+    pub fn raise_interrupt(&mut self, vector: u16) {
+        self.interrupts.push(vector);
+    }
+
+    /// The vectors raised since the last call, in order.
+    pub fn take_interrupts(&mut self) -> Vec<u16> {
+        std::mem::take(&mut self.interrupts)
     }
 
     /// Move the events recorded so far to the end of `out`.

@@ -123,8 +123,19 @@ pub fn macs_from_seed(seed: u64, n: usize) -> Vec<[u8; 6]> {
 impl World {
     /// A machine with `config.nics` NICs, just powered on.
     pub fn new(config: WorldConfig) -> World {
+        World::with_macs(config, &[])
+    }
+
+    /// A machine like [`World::new`] whose first `macs.len()` NICs have these MAC addresses
+    /// instead of ones derived from the seed (a `bnxt-model serve` process gives its NIC the MAC
+    /// its command line names).
+    pub fn with_macs(config: WorldConfig, macs: &[[u8; 6]]) -> World {
         let plan = Arc::new(config.faults);
-        let nics = macs_from_seed(config.seed, config.nics)
+        let mut chosen = macs_from_seed(config.seed, config.nics);
+        for (slot, mac) in chosen.iter_mut().zip(macs) {
+            *slot = *mac;
+        }
+        let nics = chosen
             .into_iter()
             .enumerate()
             .map(|(i, mac)| {
@@ -258,6 +269,12 @@ impl World {
             stat_contexts: st.stat_ctxs.len(),
             pending_responses: fw.pending_responses(),
         }
+    }
+
+    /// MSI-X vectors NIC `nic` raised since the last call, in order (the executor delivers them:
+    /// the vfio-user server signals the eventfd its client gave for each vector).
+    pub fn take_interrupts(&mut self, nic: usize) -> Vec<u16> {
+        self.nic_mut(nic).device.take_interrupts()
     }
 
     /// Every event since the last call, oldest first.
