@@ -4,12 +4,14 @@
 //! Layouts are in [`layouts`] (generated from roce_hsi.h, offsets asserted at compile time); the
 //! hand-written modules hold what the layouts cannot: the doorbell and MSN-entry encodings
 //! ([`doorbell`], [`msn`]), channel constants and statuses ([`rcfw`]), CQE/NQE types and the
-//! valid-bit rule ([`cqe`]), QP states and access orders ([`qp`]) and byte orders ([`gid`]).
+//! valid-bit rule ([`cqe`]), QP states and access orders ([`qp`]), byte orders ([`gid`]) and
+//! each command paired with the completion that answers it ([`command`]).
 
 #[allow(missing_docs)]
 #[path = "gen/roce_layouts.rs"]
 pub mod layouts;
 
+pub mod command;
 pub mod cqe;
 pub mod doorbell;
 pub mod gid;
