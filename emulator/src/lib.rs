@@ -19,4 +19,5 @@ pub mod firmware;
 pub mod host_memory;
 pub mod net;
 pub mod regs;
+pub mod roce;
 pub mod world;
