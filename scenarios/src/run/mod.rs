@@ -88,11 +88,16 @@ pub fn run_scenario(scenario: &Scenario, target: &dyn Target, options: &RunOptio
     let mut exec = Exec::new(&*session);
     let ran = exec.run(&scenario.steps, &mut outcome.steps);
     let closed = exec.close_all();
-    drop(exec);
+    // Dropping the driver's values runs its code too.
+    let dropped = catch(move || drop(exec)).map_err(|panic| {
+        Box::new(Failure { step: None, expected: "the closed NICs are dropped".into(), got: panic })
+    });
     outcome.target_time = catch(|| session.clock().now()).unwrap_or_default();
-    outcome.notes = catch(|| session.unimplemented()).unwrap_or_else(|panic| vec![format!("the target could not say what it left unimplemented: {panic}")]);
+    let unimplemented = catch(|| session.unimplemented())
+        .unwrap_or_else(|panic| vec![format!("the target could not say what it left unimplemented: {panic}")]);
+    outcome.notes.extend(unimplemented);
 
-    outcome.verdict = match (ran, closed) {
+    outcome.verdict = match (ran, closed.and(dropped)) {
         (Err(failure), _) | (Ok(()), Err(failure)) => Verdict::Fail(*failure),
         (Ok(()), Ok(())) if options.strict && !outcome.notes.is_empty() => Verdict::Fail(Failure {
             step: None,
