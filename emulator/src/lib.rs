@@ -20,4 +20,6 @@ pub mod host_memory;
 pub mod net;
 pub mod regs;
 pub mod roce;
+pub mod serve;
+pub mod vfio_user;
 pub mod world;

@@ -1,0 +1,223 @@
+//! The loop itself (see the module documentation of [`crate::serve`]).
+
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use bnxt_vfio_user::transport::{Receiver, TransportError, send_message};
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use rustix::io::Errno;
+
+use super::ServeOptions;
+use super::hwrm_log::HwrmLog;
+use super::signals::StopSignals;
+use super::socket::{Listener, SocketError};
+use crate::vfio_user::nic::ServedNic;
+use crate::vfio_user::protocol::{MAX_MESSAGE, Protocol};
+
+/// How long sending a reply may wait for a client that does not read.
+const SEND_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why the server could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The socket could not be set up.
+    #[error(transparent)]
+    Socket(#[from] SocketError),
+    /// The HWRM log could not be created or written.
+    #[error("HWRM log {path}: {source}")]
+    HwrmLog {
+        /// Its path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Signal handlers could not be installed.
+    #[error("cannot catch SIGTERM/SIGINT: {0}")]
+    Signals(std::io::Error),
+    /// Waiting for input failed.
+    #[error("poll failed: {0}")]
+    Poll(std::io::Error),
+}
+
+/// Why the server stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// The client disconnected (or was disconnected for breaking the protocol).
+    ClientGone,
+    /// SIGTERM or SIGINT.
+    Signal,
+}
+
+/// What a run of the server did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServeSummary {
+    /// Why it stopped.
+    pub stop: StopReason,
+    /// Clients served.
+    pub clients: u64,
+    /// Commands handled.
+    pub commands: u64,
+    /// Commands refused.
+    pub refused: u64,
+    /// Connections closed because the client broke the protocol's framing.
+    pub broken_connections: u64,
+    /// Lines written to the HWRM log.
+    pub hwrm_lines: u64,
+}
+
+/// One connected client.
+struct Client {
+    stream: UnixStream,
+    rx: Receiver,
+    protocol: Protocol,
+}
+
+/// How a client's turn ended.
+enum ClientTurn {
+    /// Still connected.
+    Open,
+    /// Gone; the reason for the log, and whether it broke the protocol.
+    Gone(String, bool),
+}
+
+/// Serve `options` until the client leaves (or, with `persist`, until a signal).
+pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
+    let listener = Listener::bind(&options.socket)?;
+    let mut signals = StopSignals::install().map_err(ServeError::Signals)?;
+    let mut hwrm = match &options.hwrm_log {
+        Some(path) => Some(HwrmLog::create(path).map_err(|source| ServeError::HwrmLog { path: path.clone(), source })?),
+        None => None,
+    };
+    let mut nic = ServedNic::new(options.mac, options.seed, options.faults.clone());
+    let mac = options.mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":");
+    tracing::info!(socket = %listener.path().display(), %mac, seed = options.seed, faults = options.faults.firmware.len(), "serving a BCM57608 model over vfio-user");
+
+    let start = Instant::now();
+    let mut client: Option<Client> = None;
+    let mut summary = ServeSummary { stop: StopReason::ClientGone, clients: 0, commands: 0, refused: 0, broken_connections: 0, hwrm_lines: 0 };
+    let stop = loop {
+        nic.advance_to(start.elapsed());
+        log_events(&mut nic, &mut hwrm, options)?;
+
+        let timeout = nic.next_deadline().map(|due| due.saturating_sub(start.elapsed()));
+        let (listen_ready, signal_ready, client_ready) = wait(&listener, &signals, client.as_ref(), timeout)?;
+        if signal_ready && signals.arrived() {
+            tracing::info!("SIGTERM or SIGINT: stopping");
+            break StopReason::Signal;
+        }
+        if listen_ready {
+            accept(&listener, &mut client, &mut summary);
+        }
+        if client_ready && let Some(c) = client.as_mut() {
+            let turn = serve_messages(c, &mut nic, start, &mut hwrm, options)?;
+            if let ClientTurn::Gone(why, broken) = turn {
+                let stats = c.protocol.stats();
+                summary.commands += stats.commands;
+                summary.refused += stats.refused;
+                summary.broken_connections += u64::from(broken);
+                if broken {
+                    tracing::error!("closing the connection: {why}");
+                } else {
+                    tracing::info!("client gone: {why}");
+                }
+                client = None;
+                nic.client_gone();
+                if !options.persist {
+                    break StopReason::ClientGone;
+                }
+            }
+        }
+    };
+    if let Some(c) = &client {
+        let stats = c.protocol.stats();
+        summary.commands += stats.commands;
+        summary.refused += stats.refused;
+    }
+    nic.client_gone();
+    log_events(&mut nic, &mut hwrm, options)?;
+    summary.stop = stop;
+    summary.hwrm_lines = hwrm.as_ref().map_or(0, HwrmLog::lines);
+    Ok(summary)
+}
+
+/// Wait for input or the deadline: (listener ready, signal ready, client ready).
+fn wait(listener: &Listener, signals: &StopSignals, client: Option<&Client>, timeout: Option<Duration>) -> Result<(bool, bool, bool), ServeError> {
+    let mut fds = vec![PollFd::new(listener.listener(), PollFlags::IN), PollFd::from_borrowed_fd(signals.fd(), PollFlags::IN)];
+    if let Some(c) = client {
+        fds.push(PollFd::new(&c.stream, PollFlags::IN));
+    }
+    let ts = timeout.map(|t| Timespec::try_from(t).unwrap_or(Timespec { tv_sec: i64::MAX, tv_nsec: 0 }));
+    match poll(&mut fds, ts.as_ref()) {
+        Ok(_) | Err(Errno::INTR) => {}
+        Err(e) => return Err(ServeError::Poll(e.into())),
+    }
+    let ready = |f: &PollFd<'_>| !f.revents().is_empty();
+    Ok((ready(&fds[0]), ready(&fds[1]), fds.get(2).is_some_and(ready)))
+}
+
+fn accept(listener: &Listener, client: &mut Option<Client>, summary: &mut ServeSummary) {
+    loop {
+        match listener.listener().accept() {
+            Ok((stream, _)) => {
+                if client.is_some() {
+                    tracing::warn!("a second client connected while one is served; closing its connection");
+                    continue;
+                }
+                if let Err(e) = stream.set_nonblocking(true) {
+                    tracing::error!(error = %e, "cannot make the client's socket non-blocking; closing it");
+                    continue;
+                }
+                summary.clients += 1;
+                tracing::info!(client = summary.clients, "client connected");
+                *client = Some(Client { stream, rx: Receiver::new(MAX_MESSAGE), protocol: Protocol::new() });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                return;
+            }
+        }
+    }
+}
+
+/// Handle every whole message the client has sent.
+fn serve_messages(
+    c: &mut Client,
+    nic: &mut ServedNic,
+    start: Instant,
+    hwrm: &mut Option<HwrmLog>,
+    options: &ServeOptions,
+) -> Result<ClientTurn, ServeError> {
+    loop {
+        let msg = match c.rx.receive(c.stream.as_fd()) {
+            Ok(Some(msg)) => msg,
+            Ok(None) => return Ok(ClientTurn::Open),
+            Err(TransportError::Closed { mid_message: false }) => return Ok(ClientTurn::Gone("disconnected".into(), false)),
+            Err(e @ TransportError::Closed { .. }) => return Ok(ClientTurn::Gone(e.to_string(), false)),
+            Err(e) => return Ok(ClientTurn::Gone(e.to_string(), true)),
+        };
+        let reply = c.protocol.handle(start.elapsed(), msg, nic);
+        log_events(nic, hwrm, options)?;
+        if let Some(bytes) = reply
+            && let Err(e) = send_message(c.stream.as_fd(), &bytes, &[], SEND_TIMEOUT)
+        {
+            return Ok(ClientTurn::Gone(format!("cannot send a reply: {e}"), false));
+        }
+    }
+}
+
+fn log_events(nic: &mut ServedNic, hwrm: &mut Option<HwrmLog>, options: &ServeOptions) -> Result<(), ServeError> {
+    for event in nic.take_events() {
+        tracing::debug!("{event}");
+        if let Some(log) = hwrm {
+            log.record(&event).map_err(|source| ServeError::HwrmLog {
+                path: options.hwrm_log.clone().unwrap_or_default(),
+                source,
+            })?;
+        }
+    }
+    Ok(())
+}

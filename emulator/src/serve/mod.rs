@@ -1,0 +1,42 @@
+//! `bnxt-model serve`: the real-time executor. One model NIC behind a vfio-user socket, advanced
+//! by the real clock; socket messages, the NIC's deadlines and stop signals handled in one
+//! `poll(2)` loop on one thread, so the model sees every input in the order it arrived and needs
+//! no locks.
+//!
+//! The loop waits for the first of: a message from the client, a new client, the NIC's next
+//! deadline (firmware responses fall due `HWRM_LATENCY` after a request), SIGTERM/SIGINT. Before
+//! each input the NIC is advanced to the time since the server started.
+//!
+//! Lifetime: the server serves one client at a time (a second one is told to go away by a closed
+//! connection). When the client disconnects (QEMU exits) or breaks the protocol beyond repair, its
+//! memory and eventfds are released; then the server exits with status 0, or with `persist` waits
+//! for the next client with the NIC as it was. SIGTERM or SIGINT: exit 0 at once.
+
+pub mod hwrm_log;
+pub mod signals;
+pub mod socket;
+
+mod event_loop;
+
+use std::path::PathBuf;
+
+pub use event_loop::{ServeError, ServeSummary, serve};
+
+use crate::faults::FaultPlan;
+
+/// What to serve and how.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Where to listen.
+    pub socket: PathBuf,
+    /// The NIC's MAC address.
+    pub mac: [u8; 6],
+    /// Seed of the model's random choices.
+    pub seed: u64,
+    /// Faults to inject from the start.
+    pub faults: FaultPlan,
+    /// Where to write one line per HWRM request, if anywhere.
+    pub hwrm_log: Option<PathBuf>,
+    /// Keep serving after the client disconnects (wait for the next one).
+    pub persist: bool,
+}

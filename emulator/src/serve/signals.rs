@@ -1,0 +1,48 @@
+//! SIGTERM and SIGINT as something the executor can poll: a self-pipe (signal-hook writes a byte
+//! to it from the handler), so a signal ends the loop between two messages, never in the middle
+//! of one.
+
+use std::io::Read;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::net::UnixStream;
+
+use signal_hook::consts::{SIGINT, SIGTERM};
+
+/// Readable when SIGTERM or SIGINT arrived.
+pub struct StopSignals {
+    read: UnixStream,
+    ids: Vec<signal_hook::SigId>,
+}
+
+impl StopSignals {
+    /// Start catching SIGTERM and SIGINT.
+    pub fn install() -> std::io::Result<StopSignals> {
+        let (read, write) = UnixStream::pair()?;
+        read.set_nonblocking(true)?;
+        write.set_nonblocking(true)?;
+        let mut ids = Vec::new();
+        for sig in [SIGTERM, SIGINT] {
+            ids.push(signal_hook::low_level::pipe::register(sig, write.try_clone()?)?);
+        }
+        Ok(StopSignals { read, ids })
+    }
+
+    /// The descriptor to poll.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.read.as_fd()
+    }
+
+    /// Whether a signal arrived (consumes the notification).
+    pub fn arrived(&mut self) -> bool {
+        let mut buf = [0u8; 16];
+        matches!((&self.read).read(&mut buf), Ok(n) if n > 0)
+    }
+}
+
+impl Drop for StopSignals {
+    fn drop(&mut self) {
+        for id in self.ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! The model as a vfio-user device: what `bnxt-model serve` puts behind the UNIX socket QEMU's
+//! `vfio-user-pci` device (or the driver's vfio-user backend) connects to.
+//!
+//! Written from the protocol specification (QEMU `docs/interop/vfio-user.rst`) and checked
+//! against QEMU 11's client (hw/vfio-user/); the wire format is `bnxt_vfio_user`'s. Parts:
+//!
+//! * [`protocol`]: each command checked and answered, without I/O;
+//! * [`nic`]: the served NIC, a one-NIC world on the executor's clock;
+//! * [`regions`]: BARs 0/2/4 and config space as vfio-pci regions;
+//! * [`irqs`]: INTx and MSI-X, and the client's eventfds;
+//! * [`dma`]: guest memory from `DMA_MAP` (shared memfds, `mmap`ed);
+//! * [`control`]: the project's extension commands' JSON (fresh NIC with a fault plan; state).
+//!
+//! The I/O (socket, clock, signals) is the executor's: [`crate::serve`].
+
+pub mod control;
+pub mod dma;
+pub mod irqs;
+pub mod nic;
+pub mod protocol;
+pub mod regions;
