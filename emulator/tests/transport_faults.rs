@@ -133,6 +133,12 @@ fn exchange(seed: u64, faults: WireFaults, n: u64, sq_psn: u32) -> Outcome {
         assert_bytes(&f.nodes[0].mem.bytes(DST)[at..at + len], &src[at..at + len], &format!("seed {seed}: read {j}"));
     }
     let st = f.qp(0, 10).stats();
+    let rs = f.qp(1, 20).stats();
+    eprintln!(
+        "seed {seed}: {} frames, {} resent, {} timeouts, {} sequence retries; responder {} duplicates, {} out of sequence; ICRC drops {}+{}; {:?} virtual",
+        f.frames_sent, st.retransmitted, st.timeouts, st.sequence_retries, rs.duplicates, rs.out_of_sequence,
+        f.nodes[0].drops.icrc, f.nodes[1].drops.icrc, f.now
+    );
     Outcome { trace: f.trace_hash(), frames: f.frames_sent, retransmitted: st.retransmitted }
 }
 
