@@ -65,3 +65,6 @@ pub use memory::{AccessError, Memory};
 pub use qp::{QpState, RcQp, TransportStats};
 pub use status::{ReqStatus, RespStatus};
 pub use wr::{MAX_MESSAGE, RecvWqe, SendOp, SendWqe, Sge};
+
+#[cfg(test)]
+mod tests;
