@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::report::console::{Console, Tally};
 use crate::run::select::Selection;
@@ -157,18 +158,37 @@ fn run(args: &RunArgs, verbose: bool) -> ExitCode {
     let options = RunOptions { seed: args.seed, strict: args.strict };
     let replay_options = if args.strict { " --strict".to_string() } else { String::new() };
     let mut console = Console::new(std::io::stdout().lock(), verbose, target.capabilities().virtual_time, replay_options);
+    let progress = progress_bar(chosen.len(), verbose);
     let started = Instant::now();
     let mut tally = Tally::default();
     for scenario in chosen {
+        progress.set_message(scenario.name.clone());
         let outcome = run_scenario(scenario, &*target, &options);
         tally.add(&outcome.verdict);
-        if let Err(e) = console.scenario(&outcome) {
+        if let Err(e) = progress.suspend(|| console.scenario(&outcome)) {
+            progress.finish_and_clear();
             say_error(&format!("cannot write the report: {e}"));
             return ExitCode::from(EXIT_INVALID);
         }
+        progress.inc(1);
     }
+    progress.finish_and_clear();
     let _ = console.summary(tally, deselected.len(), started.elapsed());
     if tally.failed > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
+}
+
+/// A progress bar on stderr when both stdout and stderr are terminals (and the run is not
+/// verbose, whose log lines would tear it); hidden otherwise, so piped output stays plain lines.
+fn progress_bar(len: usize, verbose: bool) -> ProgressBar {
+    use std::io::IsTerminal;
+    if verbose || !std::io::stdout().is_terminal() || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len as u64);
+    if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {wide_msg}") {
+        bar.set_style(style);
+    }
+    bar
 }
 
 /// Say an error on stderr (a closed stderr is no reason to panic).
