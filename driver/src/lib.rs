@@ -18,6 +18,7 @@ mod hwrm;
 pub mod pci;
 mod quarantine;
 mod session;
+pub mod vfio_user;
 #[cfg(test)]
 mod testing;
 mod wait;
