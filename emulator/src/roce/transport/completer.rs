@@ -39,7 +39,12 @@ pub(super) fn read_response_opcode(k: u32, n: u32) -> Opcode {
 
 impl RcQp {
     /// A response packet from the peer's responder.
-    pub(super) fn on_response<M: Memory + ?Sized>(&mut self, now: Duration, frame: &RoceFrame<'_>, mem: &mut M) {
+    pub(super) fn on_response<M: Memory + ?Sized>(
+        &mut self,
+        now: Duration,
+        frame: &RoceFrame<'_>,
+        mem: &mut M,
+    ) {
         let t = &frame.transport;
         let p = self.req.una.unwrap_near(t.bth.psn);
         if p >= self.req.sent_end {
@@ -59,15 +64,16 @@ impl RcQp {
                 }
             }
             Syndrome::RnrNak { timer } => {
-                self.acked_through(now, p.sub(1));
-                if self.state == QpState::Error || p != self.req.una || self.req.rnr_until.is_some() {
+                self.acked_through(now, p.minus(1));
+                if self.state == QpState::Error || p != self.req.una || self.req.rnr_until.is_some()
+                {
                     self.stats.stale_responses += 1;
                     return;
                 }
                 self.rnr_wait(now, rnr_timer_delay(timer));
             }
             Syndrome::Nak(code) => {
-                self.acked_through(now, p.sub(1));
+                self.acked_through(now, p.minus(1));
                 if self.state == QpState::Error || p < self.req.una {
                     self.stats.stale_responses += 1;
                     return;
@@ -89,13 +95,13 @@ impl RcQp {
     /// `false` when it acknowledged nothing new.
     fn acked_through(&mut self, now: Duration, a: Seq) -> bool {
         let before = self.req.una;
-        let next = a.add(1);
+        let next = a.plus(1);
         while let Some(front) = self.req.sq.front() {
             if front.failed.is_some() {
                 break;
             }
             if front.is_read() {
-                if next > front.first.add(u64::from(front.read_got)) {
+                if next > front.first.plus(u64::from(front.read_got)) {
                     // An ACK past a READ whose responses have not all come: they were lost.
                     self.retry(false);
                 }
@@ -108,7 +114,12 @@ impl RcQp {
         }
         let mut una = self.req.una.max(next);
         if let Some(front) = self.req.sq.front().filter(|f| f.is_read()) {
-            una = una.min(front.first.add(u64::from(front.read_got)).max(self.req.una));
+            una = una.min(
+                front
+                    .first
+                    .plus(u64::from(front.read_got))
+                    .max(self.req.una),
+            );
         }
         self.req.una = una;
         let progress = una > before;
@@ -129,23 +140,39 @@ impl RcQp {
         if self.req.sq.cursor_psn() < una {
             self.req.sq.seek(una);
         }
-        self.req.retx_at =
-            if una < self.req.sent_end { self.attrs.ack_timeout().map(|t| now + t) } else { None };
+        self.req.retx_at = if una < self.req.sent_end {
+            self.attrs.ack_timeout().map(|t| now + t)
+        } else {
+            None
+        };
     }
 
     /// The oldest request is done: report it if signaled, and drop it.
     fn complete_oldest(&mut self) {
-        let Some(e) = self.req.sq.pop_front() else { return };
+        let Some(e) = self.req.sq.pop_front() else {
+            return;
+        };
         if e.is_read() {
             self.req.reads_in_flight = self.req.reads_in_flight.saturating_sub(1);
         }
         if e.wqe.signaled {
-            self.send_cq.push_back(SendCompletion { id: e.wqe.id, status: ReqStatus::Ok, op: e.wqe.op, bytes: e.wqe.length });
+            self.send_cq.push_back(SendCompletion {
+                id: e.wqe.id,
+                status: ReqStatus::Ok,
+                op: e.wqe.op,
+                bytes: e.wqe.length,
+            });
         }
     }
 
     /// A READ response packet with PSN `p`.
-    fn on_read_response<M: Memory + ?Sized>(&mut self, now: Duration, p: Seq, frame: &RoceFrame<'_>, mem: &mut M) {
+    fn on_read_response<M: Memory + ?Sized>(
+        &mut self,
+        now: Duration,
+        p: Seq,
+        frame: &RoceFrame<'_>,
+        mem: &mut M,
+    ) {
         if p < self.req.una {
             self.stats.stale_responses += 1;
             return;
@@ -172,7 +199,10 @@ impl RcQp {
         if k != u64::from(front.read_got) {
             // A response after a gap (or for a later READ): the missing ones were lost.
             self.stats.stale_responses += 1;
-            self.req.una = self.req.una.max(front.first.add(u64::from(front.read_got)));
+            self.req.una = self
+                .req
+                .una
+                .max(front.first.plus(u64::from(front.read_got)));
             self.retry(false);
             return;
         }
@@ -180,12 +210,22 @@ impl RcQp {
         let mtu = self.attrs.mtu.bytes();
         let want_len = (front.wqe.length - k * mtu).min(mtu) as usize;
         let t = &frame.transport;
-        let aeth_ok = t.aeth.is_none_or(|a| matches!(a.syndrome, Syndrome::Ack { .. }));
-        if t.bth.opcode != read_response_opcode(k, front.npkts) || frame.payload.len() != want_len || !aeth_ok {
+        let aeth_ok = t
+            .aeth
+            .is_none_or(|a| matches!(a.syndrome, Syndrome::Ack { .. }));
+        if t.bth.opcode != read_response_opcode(k, front.npkts)
+            || frame.payload.len() != want_len
+            || !aeth_ok
+        {
             self.fail_oldest(ReqStatus::BadResponse);
             return;
         }
-        match scatter_sges(mem, &front.wqe.sges, u64::from(k) * u64::from(mtu), frame.payload) {
+        match scatter_sges(
+            mem,
+            &front.wqe.sges,
+            u64::from(k) * u64::from(mtu),
+            frame.payload,
+        ) {
             Ok(true) => {}
             Ok(false) | Err(_) => {
                 self.fail_oldest(ReqStatus::LocalProtection);
@@ -193,11 +233,13 @@ impl RcQp {
             }
         }
         let done = {
-            let Some(front) = self.req.sq.front_mut() else { return };
+            let Some(front) = self.req.sq.front_mut() else {
+                return;
+            };
             front.read_got += 1;
             front.read_got == front.npkts
         };
-        self.req.una = p.add(1);
+        self.req.una = p.plus(1);
         if done {
             self.complete_oldest();
         }
@@ -214,7 +256,12 @@ mod tests {
         let ops: Vec<Opcode> = (0..4).map(|k| read_response_opcode(k, 4)).collect();
         assert_eq!(
             ops,
-            [Opcode::ReadResponseFirst, Opcode::ReadResponseMiddle, Opcode::ReadResponseMiddle, Opcode::ReadResponseLast]
+            [
+                Opcode::ReadResponseFirst,
+                Opcode::ReadResponseMiddle,
+                Opcode::ReadResponseMiddle,
+                Opcode::ReadResponseLast
+            ]
         );
         assert_eq!(read_response_opcode(0, 1), Opcode::ReadResponseOnly);
     }

@@ -40,12 +40,12 @@ impl Seq {
     }
 
     /// `n` PSNs later.
-    pub fn add(self, n: u64) -> Seq {
+    pub fn plus(self, n: u64) -> Seq {
         Seq(self.0 + n)
     }
 
     /// `n` PSNs earlier (saturating at the count's origin).
-    pub fn sub(self, n: u64) -> Seq {
+    pub fn minus(self, n: u64) -> Seq {
         Seq(self.0.saturating_sub(n))
     }
 
@@ -71,8 +71,16 @@ mod tests {
         assert_eq!(psn_diff(3, 5), -2);
         assert_eq!(psn_diff(0, PSN_MASK), 1, "0 follows 0xffffff");
         assert_eq!(psn_diff(PSN_MASK, 0), -1);
-        assert_eq!(psn_diff(0x7f_ffff, 0), 0x7f_ffff, "the last PSN of the later half");
-        assert_eq!(psn_diff(0x80_0000, 0), -0x80_0000, "2^23 ahead reads as 2^23 behind");
+        assert_eq!(
+            psn_diff(0x7f_ffff, 0),
+            0x7f_ffff,
+            "the last PSN of the later half"
+        );
+        assert_eq!(
+            psn_diff(0x80_0000, 0),
+            -0x80_0000,
+            "2^23 ahead reads as 2^23 behind"
+        );
     }
 
     #[test]
@@ -85,8 +93,8 @@ mod tests {
         let earlier = later.unwrap_near(PSN_MASK);
         assert_eq!(later.since(earlier), 4);
         assert!(earlier < later);
-        assert_eq!(s.add(5), later);
-        assert_eq!(later.sub(5), s);
+        assert_eq!(s.plus(5), later);
+        assert_eq!(later.minus(5), s);
         assert_eq!(s.since(later), 0);
         // Far before the start of the counts: never below zero.
         assert_eq!(Seq::start(0).unwrap_near(0x80_0000).wire(), 0x80_0000);

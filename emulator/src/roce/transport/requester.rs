@@ -113,19 +113,29 @@ fn segment_opcode(op: &SendOp, k: u32, n: u32) -> Opcode {
 impl RcQp {
     /// Build the next request packet into `out`, if the cursor has one and the window, the READ
     /// depth and any RNR wait allow it.
-    pub(super) fn next_request<M: Memory + ?Sized>(&mut self, now: Duration, mem: &mut M, out: &mut Vec<u8>) -> bool {
+    pub(super) fn next_request<M: Memory + ?Sized>(
+        &mut self,
+        now: Duration,
+        mem: &mut M,
+        out: &mut Vec<u8>,
+    ) -> bool {
         if self.req.rnr_until.is_some() {
             return false;
         }
-        let Some((entry, k)) = self.req.sq.current() else { return false };
+        let Some((entry, k)) = self.req.sq.current() else {
+            return false;
+        };
         if entry.failed.is_some() {
             return false;
         }
-        let psn = entry.first.add(u64::from(k));
+        let psn = entry.first.plus(u64::from(k));
         if psn.since(self.req.una) >= u64::from(self.limits.max_unacked_psns) {
             return false;
         }
-        if entry.is_read() && !entry.started && self.req.reads_in_flight >= u32::from(self.attrs.max_rd_atomic) {
+        if entry.is_read()
+            && !entry.started
+            && self.req.reads_in_flight >= u32::from(self.attrs.max_rd_atomic)
+        {
             return false;
         }
         let mtu = self.attrs.mtu.bytes();
@@ -143,22 +153,37 @@ impl RcQp {
         let built = match wqe.op {
             SendOp::RdmaRead { va, rkey } => {
                 // A READ resent from response k asks for the rest only (rxe_req.c `req_retry`).
-                let reth = RethRepr { va: va.wrapping_add(offset), rkey, dma_len: wqe.length - offset as u32 };
-                let t = Transport { reth: Some(reth), ..Transport::bth(bth) };
+                let reth = RethRepr {
+                    va: va.wrapping_add(offset),
+                    rkey,
+                    dma_len: wqe.length - offset as u32,
+                };
+                let t = Transport {
+                    reth: Some(reth),
+                    ..Transport::bth(bth)
+                };
                 build_frame_with::<BuildError>(&self.attrs.path, &t, 0, out, |_| Ok(()))
             }
             SendOp::Send { imm } | SendOp::RdmaWrite { imm, .. } => {
                 let len = (wqe.length - offset as u32).min(mtu) as usize;
                 // SE goes on the last packet of a SEND or a WRITE with immediate (rxe_req.c
                 // `init_req_packet`).
-                bth.solicited = wqe.solicited && last && (matches!(wqe.op, SendOp::Send { .. }) || imm.is_some());
+                bth.solicited = wqe.solicited
+                    && last
+                    && (matches!(wqe.op, SendOp::Send { .. }) || imm.is_some());
                 let reth = match wqe.op {
-                    SendOp::RdmaWrite { va, rkey, .. } if op.has_reth() => {
-                        Some(RethRepr { va, rkey, dma_len: wqe.length })
-                    }
+                    SendOp::RdmaWrite { va, rkey, .. } if op.has_reth() => Some(RethRepr {
+                        va,
+                        rkey,
+                        dma_len: wqe.length,
+                    }),
                     _ => None,
                 };
-                let t = Transport { reth, immdt: imm.filter(|_| op.has_immdt()), ..Transport::bth(bth) };
+                let t = Transport {
+                    reth,
+                    immdt: imm.filter(|_| op.has_immdt()),
+                    ..Transport::bth(bth)
+                };
                 build_frame_with::<BuildError>(&self.attrs.path, &t, len, out, |dst| {
                     gather_sges(mem, &wqe.sges, offset, dst).map_err(BuildError::Access)
                 })
@@ -183,17 +208,21 @@ impl RcQp {
                 return false;
             }
         }
-        let end = if op == Opcode::ReadRequest { entry.end() } else { psn.add(1) };
+        let end = if op == Opcode::ReadRequest {
+            entry.end()
+        } else {
+            psn.plus(1)
+        };
         if psn < self.req.sent_end {
             self.stats.retransmitted += 1;
         }
         self.stats.requests_sent += 1;
-        if let Some(e) = self.req.sq.current_mut() {
-            if !e.started {
-                e.started = true;
-                if e.is_read() {
-                    self.req.reads_in_flight += 1;
-                }
+        if let Some(e) = self.req.sq.current_mut()
+            && !e.started
+        {
+            e.started = true;
+            if e.is_read() {
+                self.req.reads_in_flight += 1;
             }
         }
         self.req.sq.advance();
@@ -265,14 +294,28 @@ mod tests {
     fn segments_get_the_opcodes_of_their_position() {
         let send = SendOp::Send { imm: None };
         let send_imm = SendOp::Send { imm: Some(1) };
-        let write = SendOp::RdmaWrite { va: 0, rkey: 0, imm: None };
-        let write_imm = SendOp::RdmaWrite { va: 0, rkey: 0, imm: Some(1) };
+        let write = SendOp::RdmaWrite {
+            va: 0,
+            rkey: 0,
+            imm: None,
+        };
+        let write_imm = SendOp::RdmaWrite {
+            va: 0,
+            rkey: 0,
+            imm: Some(1),
+        };
         let ops = |op: &SendOp, n| (0..n).map(|k| segment_opcode(op, k, n)).collect::<Vec<_>>();
         assert_eq!(ops(&send, 1), [Opcode::SendOnly]);
-        assert_eq!(ops(&send_imm, 3), [Opcode::SendFirst, Opcode::SendMiddle, Opcode::SendLastImm]);
+        assert_eq!(
+            ops(&send_imm, 3),
+            [Opcode::SendFirst, Opcode::SendMiddle, Opcode::SendLastImm]
+        );
         assert_eq!(ops(&write, 2), [Opcode::WriteFirst, Opcode::WriteLast]);
         assert_eq!(ops(&write_imm, 1), [Opcode::WriteOnlyImm]);
         assert_eq!(ops(&write_imm, 3)[2], Opcode::WriteLastImm);
-        assert_eq!(segment_opcode(&SendOp::RdmaRead { va: 0, rkey: 0 }, 0, 9), Opcode::ReadRequest);
+        assert_eq!(
+            segment_opcode(&SendOp::RdmaRead { va: 0, rkey: 0 }, 0, 9),
+            Opcode::ReadRequest
+        );
     }
 }

@@ -65,7 +65,12 @@ enum Current {
     /// A SEND landing in the oldest receive, `offset` bytes so far.
     Send { offset: u64 },
     /// An RDMA WRITE: where the next byte goes and how many remain.
-    Write { va: u64, rkey: u32, remaining: u32, total: u32 },
+    Write {
+        va: u64,
+        rkey: u32,
+        remaining: u32,
+        total: u32,
+    },
 }
 
 /// Responder state of a QP.
@@ -138,7 +143,8 @@ impl RcQp {
             if !self.resp.nak_sent {
                 self.resp.nak_sent = true;
                 self.stats.sequence_naks_sent += 1;
-                self.resp.queue_ack(Syndrome::Nak(NakCode::PsnSequenceError), epsn);
+                self.resp
+                    .queue_ack(Syndrome::Nak(NakCode::PsnSequenceError), epsn);
             }
             return;
         }
@@ -151,8 +157,14 @@ impl RcQp {
         let op = bth.opcode;
         let in_send = matches!(self.resp.current, Current::Send { .. });
         let in_write = matches!(self.resp.current, Current::Write { .. });
-        let continues_send = matches!(op, Opcode::SendMiddle | Opcode::SendLast | Opcode::SendLastImm);
-        let continues_write = matches!(op, Opcode::WriteMiddle | Opcode::WriteLast | Opcode::WriteLastImm);
+        let continues_send = matches!(
+            op,
+            Opcode::SendMiddle | Opcode::SendLast | Opcode::SendLastImm
+        );
+        let continues_write = matches!(
+            op,
+            Opcode::WriteMiddle | Opcode::WriteLast | Opcode::WriteLastImm
+        );
         let in_order = if in_send {
             continues_send
         } else if in_write {
@@ -161,7 +173,10 @@ impl RcQp {
             !continues_send && !continues_write
         };
         let result = if !in_order {
-            Err(fatal(NakCode::InvalidRequest, in_send.then_some(RespStatus::RemoteInvalidRequest)))
+            Err(fatal(
+                NakCode::InvalidRequest,
+                in_send.then_some(RespStatus::RemoteInvalidRequest),
+            ))
         } else {
             match op {
                 Opcode::ReadRequest => self.execute_read(p, frame, mem),
@@ -182,10 +197,15 @@ impl RcQp {
         };
         match result {
             Ok(Executed::Done) => {
-                self.resp.epsn = p.add(1);
+                self.resp.epsn = p.plus(1);
                 self.resp.unacked += 1;
                 if bth.ack_req || self.resp.unacked >= self.limits.ack_every {
-                    self.resp.queue_ack(Syndrome::Ack { credits: ACK_NO_CREDITS }, p);
+                    self.resp.queue_ack(
+                        Syndrome::Ack {
+                            credits: ACK_NO_CREDITS,
+                        },
+                        p,
+                    );
                 }
             }
             Ok(Executed::Read) | Ok(Executed::NotReady) => {}
@@ -195,17 +215,17 @@ impl RcQp {
 
     /// Complete the receive in use with the error, queue the NAK, move to the error state.
     fn fail_request(&mut self, p: Seq, f: Fatal) {
-        if let Some(status) = f.recv {
-            if let Some(r) = self.resp.rq.pop_front() {
-                self.recv_cq.push_back(RecvCompletion {
-                    id: r.id,
-                    status,
-                    kind: RecvKind::Send,
-                    bytes: 0,
-                    imm: None,
-                    solicited: false,
-                });
-            }
+        if let Some(status) = f.recv
+            && let Some(r) = self.resp.rq.pop_front()
+        {
+            self.recv_cq.push_back(RecvCompletion {
+                id: r.id,
+                status,
+                kind: RecvKind::Send,
+                bytes: 0,
+                imm: None,
+                solicited: false,
+            });
         }
         tracing::debug!(qpn = self.attrs.qpn, psn = p.wire(), nak = ?f.nak, "request refused; QP to error");
         self.enter_error();
@@ -216,11 +236,21 @@ impl RcQp {
     fn not_ready(&mut self, p: Seq) -> Result<Executed, Fatal> {
         self.stats.rnr_naks_sent += 1;
         self.resp.nak_sent = true;
-        self.resp.queue_ack(Syndrome::RnrNak { timer: self.attrs.min_rnr_timer }, p);
+        self.resp.queue_ack(
+            Syndrome::RnrNak {
+                timer: self.attrs.min_rnr_timer,
+            },
+            p,
+        );
         Ok(Executed::NotReady)
     }
 
-    fn execute_send<M: Memory + ?Sized>(&mut self, p: Seq, frame: &RoceFrame<'_>, mem: &mut M) -> Result<Executed, Fatal> {
+    fn execute_send<M: Memory + ?Sized>(
+        &mut self,
+        p: Seq,
+        frame: &RoceFrame<'_>,
+        mem: &mut M,
+    ) -> Result<Executed, Fatal> {
         let op = frame.transport.bth.opcode;
         if op.is_first() && self.resp.rq.is_empty() {
             return self.not_ready(p);
@@ -230,16 +260,29 @@ impl RcQp {
             _ => 0,
         };
         self.check_packet_length(op, frame.payload.len())
-            .map_err(|()| fatal(NakCode::InvalidRequest, Some(RespStatus::RemoteInvalidRequest)))?;
+            .map_err(|()| {
+                fatal(
+                    NakCode::InvalidRequest,
+                    Some(RespStatus::RemoteInvalidRequest),
+                )
+            })?;
         let Some(recv) = self.resp.rq.front() else {
             return Err(fatal(NakCode::InvalidRequest, None));
         };
         match scatter_sges(mem, &recv.sges, offset, frame.payload) {
             Ok(true) => {}
-            Ok(false) => return Err(fatal(NakCode::InvalidRequest, Some(RespStatus::LocalLength))),
+            Ok(false) => {
+                return Err(fatal(
+                    NakCode::InvalidRequest,
+                    Some(RespStatus::LocalLength),
+                ));
+            }
             Err(err) => {
                 tracing::debug!(qpn = self.attrs.qpn, %err, "receive scatter refused");
-                return Err(fatal(NakCode::RemoteOperationalError, Some(RespStatus::LocalProtection)));
+                return Err(fatal(
+                    NakCode::RemoteOperationalError,
+                    Some(RespStatus::LocalProtection),
+                ));
             }
         }
         let offset = offset + frame.payload.len() as u64;
@@ -261,20 +304,37 @@ impl RcQp {
         Ok(Executed::Done)
     }
 
-    fn execute_write<M: Memory + ?Sized>(&mut self, p: Seq, frame: &RoceFrame<'_>, mem: &mut M) -> Result<Executed, Fatal> {
+    fn execute_write<M: Memory + ?Sized>(
+        &mut self,
+        p: Seq,
+        frame: &RoceFrame<'_>,
+        mem: &mut M,
+    ) -> Result<Executed, Fatal> {
         let op = frame.transport.bth.opcode;
         if op.has_immdt() && self.resp.rq.is_empty() {
             return self.not_ready(p);
         }
         let (mut va, rkey, remaining, total) = match (self.resp.current, frame.transport.reth) {
-            (Current::Write { va, rkey, remaining, total }, _) => (va, rkey, remaining, total),
+            (
+                Current::Write {
+                    va,
+                    rkey,
+                    remaining,
+                    total,
+                },
+                _,
+            ) => (va, rkey, remaining, total),
             (_, Some(reth)) => {
                 if !self.attrs.access.write || reth.dma_len > MAX_MESSAGE {
                     return Err(fatal(NakCode::InvalidRequest, None));
                 }
                 if reth.dma_len > 0 {
-                    let access = RemoteAccess { read: false, write: true };
-                    mem.check_remote(reth.rkey, reth.va, reth.dma_len, access).map_err(remote_access)?;
+                    let access = RemoteAccess {
+                        read: false,
+                        write: true,
+                    };
+                    mem.check_remote(reth.rkey, reth.va, reth.dma_len, access)
+                        .map_err(remote_access)?;
                 }
                 (reth.va, reth.rkey, reth.dma_len, reth.dma_len)
             }
@@ -287,7 +347,8 @@ impl RcQp {
             return Err(fatal(NakCode::InvalidRequest, None));
         }
         if len > 0 {
-            mem.remote_write(rkey, va, frame.payload).map_err(remote_access)?;
+            mem.remote_write(rkey, va, frame.payload)
+                .map_err(remote_access)?;
         }
         va = va.wrapping_add(len as u64);
         if op.is_last() {
@@ -305,28 +366,53 @@ impl RcQp {
                 });
             }
         } else {
-            self.resp.current = Current::Write { va, rkey, remaining: remaining - len as u32, total };
+            self.resp.current = Current::Write {
+                va,
+                rkey,
+                remaining: remaining - len as u32,
+                total,
+            };
         }
         Ok(Executed::Done)
     }
 
-    fn execute_read<M: Memory + ?Sized>(&mut self, p: Seq, frame: &RoceFrame<'_>, mem: &mut M) -> Result<Executed, Fatal> {
-        let Some(reth) = frame.transport.reth else { return Err(fatal(NakCode::InvalidRequest, None)) };
-        if !self.attrs.access.read || self.attrs.max_dest_rd_atomic == 0 || reth.dma_len > MAX_MESSAGE {
+    fn execute_read<M: Memory + ?Sized>(
+        &mut self,
+        p: Seq,
+        frame: &RoceFrame<'_>,
+        mem: &mut M,
+    ) -> Result<Executed, Fatal> {
+        let Some(reth) = frame.transport.reth else {
+            return Err(fatal(NakCode::InvalidRequest, None));
+        };
+        if !self.attrs.access.read
+            || self.attrs.max_dest_rd_atomic == 0
+            || reth.dma_len > MAX_MESSAGE
+        {
             return Err(fatal(NakCode::InvalidRequest, None));
         }
         if reth.dma_len > 0 {
-            let access = RemoteAccess { read: true, write: false };
-            mem.check_remote(reth.rkey, reth.va, reth.dma_len, access).map_err(remote_access)?;
+            let access = RemoteAccess {
+                read: true,
+                write: false,
+            };
+            mem.check_remote(reth.rkey, reth.va, reth.dma_len, access)
+                .map_err(remote_access)?;
         }
         let npkts = self.attrs.mtu.packets(reth.dma_len);
-        let res = ReadResource { first: p, npkts, va: reth.va, rkey: reth.rkey, len: reth.dma_len };
+        let res = ReadResource {
+            first: p,
+            npkts,
+            va: reth.va,
+            rkey: reth.rkey,
+            len: reth.dma_len,
+        };
         if self.resp.reads.len() >= usize::from(self.attrs.max_dest_rd_atomic) {
             self.resp.reads.pop_front();
         }
         self.resp.reads.push_back(res);
         self.resp.msn = (self.resp.msn + 1) & PSN_MASK;
-        self.resp.epsn = p.add(u64::from(npkts));
+        self.resp.epsn = p.plus(u64::from(npkts));
         self.resp.out.push_back(Response::Read { res, next: 0 });
         self.resp.unacked = 0;
         Ok(Executed::Read)
@@ -349,12 +435,22 @@ impl RcQp {
         let t = &frame.transport;
         if t.bth.opcode != Opcode::ReadRequest {
             // Acknowledge again what was executed (C9-105 via rxe_resp.c `duplicate_request`).
-            self.resp.queue_ack(Syndrome::Ack { credits: ACK_NO_CREDITS }, self.resp.epsn.sub(1));
+            self.resp.queue_ack(
+                Syndrome::Ack {
+                    credits: ACK_NO_CREDITS,
+                },
+                self.resp.epsn.minus(1),
+            );
             return;
         }
         let Some(reth) = t.reth else { return };
         let mtu = u64::from(self.attrs.mtu.bytes());
-        let found = self.resp.reads.iter().copied().find(|r| p >= r.first && p < r.first.add(u64::from(r.npkts)));
+        let found = self
+            .resp
+            .reads
+            .iter()
+            .copied()
+            .find(|r| p >= r.first && p < r.first.plus(u64::from(r.npkts)));
         let Some(res) = found else { return };
         let k = p.since(res.first);
         let resumes = reth.rkey == res.rkey
@@ -365,19 +461,25 @@ impl RcQp {
         }
         let k = k as u32;
         for r in self.resp.out.iter_mut() {
-            if let Response::Read { res: queued, next } = r {
-                if queued.first == res.first {
-                    *next = (*next).min(k);
-                    return;
-                }
+            if let Response::Read { res: queued, next } = r
+                && queued.first == res.first
+            {
+                *next = (*next).min(k);
+                return;
             }
         }
         self.resp.out.push_back(Response::Read { res, next: k });
     }
 
     /// Build the next response into `out`, if any is waiting.
-    pub(super) fn next_response<M: Memory + ?Sized>(&mut self, mem: &mut M, out: &mut Vec<u8>) -> bool {
-        let Some(front) = self.resp.out.front_mut() else { return false };
+    pub(super) fn next_response<M: Memory + ?Sized>(
+        &mut self,
+        mem: &mut M,
+        out: &mut Vec<u8>,
+    ) -> bool {
+        let Some(front) = self.resp.out.front_mut() else {
+            return false;
+        };
         let path = self.attrs.path;
         let msn = self.resp.msn;
         match *front {
@@ -385,7 +487,11 @@ impl RcQp {
                 self.resp.out.pop_front();
                 let t = Transport {
                     aeth: Some(AethRepr { syndrome, msn }),
-                    ..Transport::bth(BthRepr::new(Opcode::Acknowledge, self.attrs.dest_qpn, psn.wire()))
+                    ..Transport::bth(BthRepr::new(
+                        Opcode::Acknowledge,
+                        self.attrs.dest_qpn,
+                        psn.wire(),
+                    ))
                 };
                 match build_frame_with::<WireError>(&path, &t, 0, out, |_| Ok(())) {
                     Ok(()) => {
@@ -403,9 +509,17 @@ impl RcQp {
                 let op = read_response_opcode(next, res.npkts);
                 let offset = u64::from(next) * u64::from(mtu);
                 let len = (u64::from(res.len) - offset).min(u64::from(mtu)) as usize;
-                let psn = res.first.add(u64::from(next));
-                let aeth = op.has_aeth().then_some(AethRepr { syndrome: Syndrome::Ack { credits: ACK_NO_CREDITS }, msn });
-                let t = Transport { aeth, ..Transport::bth(BthRepr::new(op, self.attrs.dest_qpn, psn.wire())) };
+                let psn = res.first.plus(u64::from(next));
+                let aeth = op.has_aeth().then_some(AethRepr {
+                    syndrome: Syndrome::Ack {
+                        credits: ACK_NO_CREDITS,
+                    },
+                    msn,
+                });
+                let t = Transport {
+                    aeth,
+                    ..Transport::bth(BthRepr::new(op, self.attrs.dest_qpn, psn.wire()))
+                };
                 if next + 1 >= res.npkts {
                     self.resp.out.pop_front();
                 } else if let Response::Read { next, .. } = front {
@@ -415,7 +529,8 @@ impl RcQp {
                     if dst.is_empty() {
                         return Ok(());
                     }
-                    mem.remote_read(res.rkey, res.va.wrapping_add(offset), dst).map_err(ReadFail::Access)
+                    mem.remote_read(res.rkey, res.va.wrapping_add(offset), dst)
+                        .map_err(ReadFail::Access)
                 });
                 match built {
                     Ok(()) => {
