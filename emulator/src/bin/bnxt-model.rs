@@ -77,7 +77,8 @@ fn read_faults(path: &Path) -> Result<FaultPlan, String> {
 fn init_tracing(level: &str) {
     use tracing_subscriber::EnvFilter;
     let filter = std::env::var("RUST_LOG").map(EnvFilter::new).unwrap_or_else(|_| EnvFilter::new(level));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).with_target(false).try_init();
 }
 
 fn main() -> ExitCode {

@@ -107,9 +107,8 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
             tracing::info!("SIGTERM or SIGINT: stopping");
             break StopReason::Signal;
         }
-        if listen_ready {
-            accept(&listener, &mut client, &mut summary);
-        }
+        // The client's input first: a client that has just gone is gone before a new one is
+        // accepted in its place.
         if client_ready && let Some(c) = client.as_mut() {
             let turn = serve_messages(c, &mut nic, start, &mut hwrm, options)?;
             if let ClientTurn::Gone(why, broken) = turn {
@@ -129,6 +128,9 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
                 }
             }
         }
+        if listen_ready {
+            accept(&listener, &mut client, &mut summary);
+        }
     };
     if let Some(c) = &client {
         let stats = c.protocol.stats();
@@ -144,9 +146,12 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
 
 /// Wait for input or the deadline: (listener ready, signal ready, client ready).
 fn wait(listener: &Listener, signals: &StopSignals, client: Option<&Client>, timeout: Option<Duration>) -> Result<(bool, bool, bool), ServeError> {
-    let mut fds = vec![PollFd::new(listener.listener(), PollFlags::IN), PollFd::from_borrowed_fd(signals.fd(), PollFlags::IN)];
-    if let Some(c) = client {
-        fds.push(PollFd::new(&c.stream, PollFlags::IN));
+    // While a client is served, the listener is not polled: a second client waits in the
+    // backlog until the first is gone.
+    let mut fds = vec![PollFd::from_borrowed_fd(signals.fd(), PollFlags::IN)];
+    match client {
+        Some(c) => fds.push(PollFd::new(&c.stream, PollFlags::IN)),
+        None => fds.push(PollFd::new(listener.listener(), PollFlags::IN)),
     }
     let ts = timeout.map(|t| Timespec::try_from(t).unwrap_or(Timespec { tv_sec: i64::MAX, tv_nsec: 0 }));
     match poll(&mut fds, ts.as_ref()) {
@@ -154,17 +159,15 @@ fn wait(listener: &Listener, signals: &StopSignals, client: Option<&Client>, tim
         Err(e) => return Err(ServeError::Poll(e.into())),
     }
     let ready = |f: &PollFd<'_>| !f.revents().is_empty();
-    Ok((ready(&fds[0]), ready(&fds[1]), fds.get(2).is_some_and(ready)))
+    let other = ready(&fds[1]);
+    Ok((client.is_none() && other, ready(&fds[0]), client.is_some() && other))
 }
 
+/// Accept one client (the loop only listens while it has none).
 fn accept(listener: &Listener, client: &mut Option<Client>, summary: &mut ServeSummary) {
     loop {
         match listener.listener().accept() {
             Ok((stream, _)) => {
-                if client.is_some() {
-                    tracing::warn!("a second client connected while one is served; closing its connection");
-                    continue;
-                }
                 if let Err(e) = stream.set_nonblocking(true) {
                     tracing::error!(error = %e, "cannot make the client's socket non-blocking; closing it");
                     continue;
@@ -172,6 +175,7 @@ fn accept(listener: &Listener, client: &mut Option<Client>, summary: &mut ServeS
                 summary.clients += 1;
                 tracing::info!(client = summary.clients, "client connected");
                 *client = Some(Client { stream, rx: Receiver::new(MAX_MESSAGE), protocol: Protocol::new() });
+                return;
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}

@@ -7,8 +7,8 @@
 //! deadline (firmware responses fall due `HWRM_LATENCY` after a request), SIGTERM/SIGINT. Before
 //! each input the NIC is advanced to the time since the server started.
 //!
-//! Lifetime: the server serves one client at a time (a second one is told to go away by a closed
-//! connection). When the client disconnects (QEMU exits) or breaks the protocol beyond repair, its
+//! Lifetime: the server serves one client at a time (a second one waits in the listen backlog
+//! until the first is gone). When the client disconnects (QEMU exits) or breaks the protocol beyond repair, its
 //! memory and eventfds are released; then the server exits with status 0, or with `persist` waits
 //! for the next client with the NIC as it was. SIGTERM or SIGINT: exit 0 at once.
 
