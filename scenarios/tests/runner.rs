@@ -103,6 +103,11 @@ fn timing_expectations_use_the_target_clock() {
     let o = run_on_model("name: t\nabout: x.\nnics: 1\nsteps:\n  - wait: 40s\n    expect: {takes_at_least: 40s, takes_at_most: 40s}\n");
     assert_eq!(o.verdict, Verdict::Pass, "{o:#?}");
     assert_eq!(o.target_time, Duration::from_secs(40));
+    // A repeat is timed as a whole.
+    let o = run_on_model(
+        "name: t\nabout: x.\nnics: 1\nsteps:\n  - repeat:\n      times: 3\n      steps: [wait: 1s]\n    expect: {takes_at_most: 2s}\n",
+    );
+    assert_eq!((failure(&o).expected.as_str(), failure(&o).got.as_str()), ("takes at most 2s", "took 3s"));
 }
 
 #[test]

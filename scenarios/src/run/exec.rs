@@ -133,7 +133,8 @@ impl<'s> Exec<'s> {
             expected: m.expected,
             got: m.got,
         });
-        if let Action::Repeat { times, steps } = &step.action {
+        let started = self.now();
+        let note = if let Action::Repeat { times, steps } = &step.action {
             // Inner steps report their own failures; their records are not kept.
             for i in 0..*times {
                 self.iterations.push((i + 1, *times));
@@ -142,13 +143,13 @@ impl<'s> Exec<'s> {
                 self.iterations.pop();
                 result?;
             }
-            return Ok(Some(format!("{times} iterations")));
-        }
-        let started = self.now();
-        let note = match catch(|| self.act(step)) {
-            Ok(Ok(note)) => note,
-            Ok(Err(m)) => return Err(fail(self, m)),
-            Err(panic) => return Err(fail(self, Mismatch::new(format!("`{}` runs", step.action.keyword()), panic))),
+            Some(format!("{times} iterations"))
+        } else {
+            match catch(|| self.act(step)) {
+                Ok(Ok(note)) => note,
+                Ok(Err(m)) => return Err(fail(self, m)),
+                Err(panic) => return Err(fail(self, Mismatch::new(format!("`{}` runs", step.action.keyword()), panic))),
+            }
         };
         let took = self.now().saturating_sub(started);
         if let Some(least) = step.expect.takes_at_least

@@ -164,6 +164,10 @@ impl Checker {
             Action::Identity(check) => {
                 self.open_alias(&check.nic, aliases);
                 for other in &check.differs_from {
+                    if other.name == check.nic.name {
+                        let problem = Problem::Conflict(format!("`{}` cannot differ from itself", other.name));
+                        self.push(other.at, &other.path, problem);
+                    }
                     self.open_alias(other, aliases);
                 }
             }
