@@ -188,3 +188,63 @@ impl Checker {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::scenario::load::load_str;
+    use crate::yaml::Problem;
+
+    /// The problems the checks find in a scenario with these steps and two NICs.
+    fn problems(steps: &str) -> Vec<Problem> {
+        let text = format!("name: t\nabout: x.\nnics: 2\nsteps:\n{steps}");
+        match load_str(Path::new("t.yaml"), &text) {
+            Ok(_) => Vec::new(),
+            Err(errors) => errors.into_iter().map(|e| e.error.problem).collect(),
+        }
+    }
+
+    #[test]
+    fn an_open_and_close_inside_a_repeat_is_fine_but_an_open_alone_is_not() {
+        assert_eq!(problems("  - repeat: {times: 3, steps: [open: {nic: 0, as: a}, close: a]}\n"), vec![]);
+        let found = problems("  - repeat: {times: 3, steps: [open: {nic: 0, as: a}]}\n");
+        assert!(matches!(&found[..], [Problem::AliasInUse { alias, .. }] if alias == "a"), "{found:?}");
+        // Once is fine: the body runs a single time.
+        assert_eq!(problems("  - repeat: {times: 1, steps: [open: {nic: 0, as: a}]}\n"), vec![]);
+    }
+
+    #[test]
+    fn a_close_inside_a_repeat_closes_for_the_next_pass() {
+        let found = problems("  - open: {nic: 0, as: a}\n  - repeat: {times: 2, steps: [identity: {nic: a}, close: a]}\n");
+        assert!(matches!(&found[..], [Problem::AliasClosed { alias, closed_at: 6 }] if alias == "a"), "{found:?}");
+    }
+
+    #[test]
+    fn config_and_inspect_may_name_closed_and_never_opened_aliases() {
+        let steps = "  - open: {nic: 1, as: a}\n    expect: {error: x}\n  - config: {nic: a, bus_master: off}\n  - inspect: {nic: a, dma_mappings: 0}\n  - open: {nic: 0, as: b}\n  - close: b\n  - config: {nic: b, bus_master: off}\n";
+        assert_eq!(problems(steps), vec![]);
+        let found = problems("  - config: {nic: c, bus_master: off}\n");
+        assert!(matches!(&found[..], [Problem::UndefinedAlias { alias }] if alias == "c"), "{found:?}");
+    }
+
+    #[test]
+    fn reopening_a_closed_alias_is_fine() {
+        assert_eq!(problems("  - open: {nic: 0, as: a}\n  - close: a\n  - open: {nic: 1, as: a}\n  - identity: {nic: a}\n"), vec![]);
+    }
+
+    #[test]
+    fn every_problem_is_reported_not_only_the_first() {
+        let found = problems("  - close: x\n  - limits: {nic: y}\n  - open: {nic: 5, as: z}\n");
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(matches!(found[2], Problem::NicOutOfRange { nic: 5, nics: 2 }));
+    }
+
+    #[test]
+    fn faults_must_name_existing_nics() {
+        let text = "name: t\nabout: x.\nnics: 1\nfaults:\n  - firmware: {nic: 1, request: VER_GET, action: no-response}\nsteps:\n  - count: {equals: 1}\n";
+        let errors = load_str(Path::new("t.yaml"), text).unwrap_err();
+        assert_eq!(errors[0].error.field, "faults[0].firmware.nic");
+        assert_eq!(errors[0].error.at.line, 5);
+    }
+}

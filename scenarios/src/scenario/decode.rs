@@ -25,7 +25,7 @@ pub fn decode(file: &Path, root: &Node) -> Result<Scenario, DecodeError> {
     let about_field = top.required("about")?;
     let about = about_field.string("a sentence saying what the scenario shows")?;
     if about.trim().is_empty() {
-        return Err(about_field.invalid("a sentence saying what the scenario shows", "it is empty"));
+        return Err(about_field.error(Problem::Empty { what: "`about`".into() }));
     }
 
     let targets = match top.optional("targets") {
@@ -44,7 +44,7 @@ pub fn decode(file: &Path, root: &Node) -> Result<Scenario, DecodeError> {
                 kinds.push(kind.to_string());
             }
             if kinds.is_empty() {
-                return Err(f.invalid("a list of target kinds", "it is empty; leave `targets` out to run everywhere"));
+                return Err(f.error(Problem::Empty { what: "the list of targets (leave `targets` out to run everywhere)".into() }));
             }
             Some(kinds)
         }

@@ -19,7 +19,7 @@ const REGEX_SIZE_LIMIT: usize = 1 << 20;
 pub(super) fn steps(f: &Field<'_>) -> Result<Vec<Step>, DecodeError> {
     let items = f.list("a list of steps")?;
     if items.is_empty() {
-        return Err(f.invalid("a list of steps", "it is empty"));
+        return Err(f.error(Problem::Empty { what: "the list of steps".into() }));
     }
     items.iter().map(step).collect()
 }
@@ -183,5 +183,54 @@ fn nic_ref(f: &Field<'_>) -> Result<NicRef, DecodeError> {
         }),
         Value::Str(_) => Ok(NicRef::Alias(alias(f)?)),
         _ => Err(f.wrong_type("a NIC index or an alias")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use crate::scenario::load::load_str;
+    use crate::scenario::{Action, CountCheck, NicRef, Step};
+
+    fn steps(text: &str) -> Result<Vec<Step>, String> {
+        let file = format!("name: t\nabout: x.\nnics: 2\nsteps:\n{text}");
+        load_str(Path::new("t.yaml"), &file).map(|mut s| s.remove(0).steps).map_err(|e| e[0].to_string())
+    }
+
+    #[test]
+    fn every_step_keyword_decodes() {
+        let all = steps(
+            "  - count: {at_least: 1}\n  - open: {nic: 1, as: b}\n  - identity: {nic: b, name: \"BNXT:1\", mac: 02:00:00:00:00:01, ipv4: 10.0.0.1, gid: \"::ffff:10.0.0.1\"}\n  - limits: {nic: b, qps: 8}\n  - config: {nic: b, memory: on}\n  - inspect: {nic: 1, driver_registered: yes}\n  - wait: 250us\n  - repeat: {times: 2, steps: [wait: 1s]}\n  - close: b\n",
+        )
+        .unwrap();
+        let keywords: Vec<&str> = all.iter().map(|s| s.action.keyword()).collect();
+        assert_eq!(keywords, ["count", "open", "identity", "limits", "config", "inspect", "wait", "repeat", "close"]);
+        assert!(matches!(all[0].action, Action::Count(CountCheck::AtLeast(1))));
+        let Action::Identity(id) = &all[2].action else { panic!() };
+        assert_eq!((id.mac, id.ipv4.map(|a| a.octets())), (Some([2, 0, 0, 0, 0, 1]), Some([10, 0, 0, 1])));
+        assert!(matches!(&all[5].action, Action::Inspect { nic: NicRef::Index { nic: 1, .. }, driver_registered: Some(true), .. }));
+        assert!(matches!(all[6].action, Action::Wait(d) if d == Duration::from_micros(250)));
+        assert_eq!(all[7].path, "steps[7]");
+        let Action::Repeat { steps: inner, .. } = &all[7].action else { panic!() };
+        assert_eq!(inner[0].path, "steps[7].repeat.steps[0]");
+    }
+
+    #[test]
+    fn steps_that_check_nothing_or_contradict_themselves_are_refused() {
+        assert!(steps("  - config: {nic: 0}\n").unwrap_err().contains("`config` checks nothing"));
+        assert!(steps("  - inspect: {nic: 0}\n").unwrap_err().contains("`inspect` checks nothing"));
+        assert!(steps("  - count: {equals: 1, at_least: 1}\n").unwrap_err().contains("not both"));
+        assert!(steps("  - count: {}\n").unwrap_err().contains("missing key `equals`"));
+        assert!(steps("  - wait: 1s\n    expect: {}\n").unwrap_err().contains("`expect` says nothing"));
+        assert!(steps("  - wait: 1s\n    expect: {takes_at_least: 2s, takes_at_most: 1s}\n").unwrap_err().contains("more than"));
+        assert!(steps("  - expect: {takes_at_least: 1s}\n").unwrap_err().contains("a step needs one of: open, close"));
+        assert!(steps("  []\n").unwrap_err().ends_with("steps: the list of steps is empty"));
+        assert!(steps("  open: {nic: 0, as: a}\n").unwrap_err().contains("steps: expected a list of steps, found a mapping"));
+        assert!(steps("  - open: {nic: 0, as: 7}\n").unwrap_err().contains("expected an alias"));
+        assert!(steps("  - open: {nic: 0, as: \"a b\"}\n").unwrap_err().contains("is not an alias"));
+        assert!(steps("  - config: {nic: [0], bus_master: on}\n").unwrap_err().contains("expected a NIC index or an alias"));
+        assert!(steps("  - identity: {nic: a, mac: 02:00}\n").unwrap_err().contains("six bytes"));
     }
 }

@@ -40,7 +40,7 @@ pub fn expand(root: &Node) -> Result<Vec<Variant>, DecodeError> {
             return Err(field.wrong_type("a mapping of names to lists of values, as {request: [VER_GET, FUNC_RESET]}"));
         };
         if list.is_empty() {
-            return Err(field.invalid("a mapping of names to lists of values", "it is empty"));
+            return Err(field.error(Problem::Empty { what: "the matrix".into() }));
         }
         for var in list {
             let path = format!("matrix.{}", var.key);
@@ -52,7 +52,7 @@ pub fn expand(root: &Node) -> Result<Vec<Variant>, DecodeError> {
             let values = Field::root(&var.value, &path);
             let items = values.list("a list of values")?;
             if items.is_empty() {
-                return Err(values.invalid("a list of values", "it is empty"));
+                return Err(values.error(Problem::Empty { what: "the list of values".into() }));
             }
             for item in &items {
                 if !matches!(item.node.value, Value::Str(_) | Value::Int(_) | Value::Bool(_)) {

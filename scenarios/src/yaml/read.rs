@@ -68,6 +68,12 @@ pub enum Problem {
         /// The closest known name, if one is close.
         suggestion: Option<String>,
     },
+    /// A list, mapping or text that must not be empty is.
+    #[error("{what} is empty")]
+    Empty {
+        /// What is empty.
+        what: String,
+    },
     /// A step with no step keyword.
     #[error("a step needs one of: {}", .valid.join(", "))]
     NoStep {
