@@ -16,8 +16,9 @@
 //! | [`CMD_RIG_STATE`] | none | `{"mac": [u8; 6], "dma_mappings": …, "driver_registered": …, …}` |
 //!
 //! `RIG_RESTART` replaces the NIC by a new one (as a new in-process world does): the firmware's
-//! state, its fault counters and plan, its config space; the client's DMA mappings and interrupt
-//! file descriptors are kept, as they belong to the connection.
+//! state, its fault counters and plan, its config space. The client's interrupt file descriptors
+//! are kept, as they belong to the connection; DMA regions it mapped before stay its own (it
+//! unmaps them as usual) but the new NIC reaches only regions mapped after the restart.
 
 /// Replace the NIC's state: new seed and fault plan, everything else as at power-on.
 pub const CMD_RIG_RESTART: u16 = 0x7b00;

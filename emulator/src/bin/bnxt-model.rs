@@ -100,6 +100,7 @@ fn main() -> ExitCode {
                 faults,
                 hwrm_log: args.hwrm_log,
                 persist: args.persist,
+                catch_signals: true,
             };
             match serve(&options) {
                 Ok(summary) => {

@@ -39,4 +39,7 @@ pub struct ServeOptions {
     pub hwrm_log: Option<PathBuf>,
     /// Keep serving after the client disconnects (wait for the next one).
     pub persist: bool,
+    /// Stop on SIGTERM/SIGINT (the process's handlers; off when serving from a thread of a
+    /// program that handles signals itself, such as a test).
+    pub catch_signals: bool,
 }

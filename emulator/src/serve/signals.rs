@@ -11,20 +11,26 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 /// Readable when SIGTERM or SIGINT arrived.
 pub struct StopSignals {
     read: UnixStream,
+    _write: UnixStream,
     ids: Vec<signal_hook::SigId>,
 }
 
 impl StopSignals {
-    /// Start catching SIGTERM and SIGINT.
-    pub fn install() -> std::io::Result<StopSignals> {
+    /// Start catching SIGTERM and SIGINT (with `catch` false: a descriptor that never becomes
+    /// readable, and no handlers).
+    pub fn install(catch: bool) -> std::io::Result<StopSignals> {
         let (read, write) = UnixStream::pair()?;
         read.set_nonblocking(true)?;
         write.set_nonblocking(true)?;
         let mut ids = Vec::new();
-        for sig in [SIGTERM, SIGINT] {
-            ids.push(signal_hook::low_level::pipe::register(sig, write.try_clone()?)?);
+        if catch {
+            for sig in [SIGTERM, SIGINT] {
+                ids.push(signal_hook::low_level::pipe::register(sig, write.try_clone()?)?);
+            }
         }
-        Ok(StopSignals { read, ids })
+        // Without handlers the write end is kept open (in `_write`) so the read end never sees
+        // end-of-file.
+        Ok(StopSignals { read, _write: write, ids })
     }
 
     /// The descriptor to poll.

@@ -8,7 +8,7 @@ use crate::faults::FaultPlan;
 
 /// `BNXT_RIG_RESTART`: replace the NIC by one just powered on, with this seed and fault plan
 /// (the plan's NIC indexes are the server's: its one NIC is 0).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Restart {
     /// Seed of the model's random choices.

@@ -5,6 +5,7 @@
 //! to it first, so firmware work due by then runs before the input is applied (the world's own
 //! time restarts at 0 when [`ServedNic::restart`] replaces it).
 
+use std::collections::BTreeSet;
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
@@ -39,6 +40,8 @@ pub struct ServedNic {
     mac: [u8; 6],
     epoch: Duration,
     dma: DmaTable,
+    /// Regions mapped before the last restart: in the table, not in the current world.
+    stale: BTreeSet<u64>,
     irqs: IrqTable,
     events: Vec<Event>,
 }
@@ -51,6 +54,7 @@ impl ServedNic {
             mac,
             epoch: Duration::ZERO,
             dma: DmaTable::new(),
+            stale: BTreeSet::new(),
             irqs: IrqTable::new(),
             events: Vec::new(),
         }
@@ -150,17 +154,15 @@ impl ServedNic {
         self.collect();
     }
 
-    /// `BNXT_RIG_RESTART`: a new NIC with the same MAC, the given seed and faults; the client's
-    /// DMA regions are mapped into it again.
+    /// `BNXT_RIG_RESTART`: a new NIC with the same MAC, the given seed and faults, as a new
+    /// machine would have. Regions the client mapped before stay the client's (it unmaps them
+    /// when it lets go) but are not the new NIC's: it reaches only memory mapped after the
+    /// restart, as a NIC of a new machine would.
     pub fn restart(&mut self, now: Duration, restart: Restart) {
         self.advance_to(now);
         self.world = World::with_macs(WorldConfig { nics: 1, seed: restart.seed, faults: restart.faults }, &[self.mac]);
         self.epoch = now;
-        for m in self.dma.mappings() {
-            if let Err(e) = self.world.map_dma(NIC, m.iova, m.backing.clone()) {
-                tracing::error!(iova = m.iova, error = %e, "cannot map a DMA region into the new NIC");
-            }
-        }
+        self.stale.extend(self.dma.mappings().map(|m| m.iova));
     }
 
     /// `VFIO_USER_DMA_MAP`.
@@ -178,6 +180,9 @@ impl ServedNic {
     pub fn dma_unmap(&mut self, req: &DmaUnmap) -> Result<usize, DmaMapError> {
         let gone = self.dma.unmap(req)?;
         for m in &gone {
+            if self.stale.remove(&m.iova) {
+                continue;
+            }
             if let Err(e) = self.world.unmap_dma(NIC, m.iova) {
                 tracing::error!(iova = m.iova, error = %e, "the model had no mapping the server had");
             }
@@ -194,7 +199,9 @@ impl ServedNic {
     /// (the specification's "Client Disconnection").
     pub fn client_gone(&mut self) {
         for m in self.dma.clear() {
-            let _ = self.world.unmap_dma(NIC, m.iova);
+            if !self.stale.remove(&m.iova) {
+                let _ = self.world.unmap_dma(NIC, m.iova);
+            }
         }
         self.irqs.clear();
     }

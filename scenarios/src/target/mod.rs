@@ -8,6 +8,7 @@
 
 pub mod model;
 pub mod model_pci;
+pub mod vfio_user;
 
 use bnxt::{Clock, Machine, PciError};
 
@@ -15,7 +16,7 @@ use crate::scenario::Fault;
 use crate::suggest::closest;
 
 /// The kinds of target a scenario's `targets:` may name.
-pub const KINDS: &[&str] = &["model"];
+pub const KINDS: &[&str] = &["model", vfio_user::KIND];
 
 /// What a target can do beyond running the driver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,6 +130,7 @@ pub trait Session {
 pub fn from_spec(spec: &str) -> Result<Box<dyn Target>, TargetError> {
     match spec {
         "model" => Ok(Box::new(model::ModelTarget)),
+        other if other.starts_with("vfio-user:") => Ok(Box::new(vfio_user::VfioUserTarget::from_spec(&other["vfio-user:".len()..])?)),
         other => {
             let kind = other.split(':').next().unwrap_or(other);
             Err(TargetError::Unknown {
