@@ -144,3 +144,121 @@ impl DmaBuffer {
         self.iova + offset as u64
     }
 }
+
+/// Process memory for the NIC: page-aligned, zeroed at allocation, owned by whoever holds it.
+///
+/// A caller fills it (through [`HostPages::as_mut_slice`] while it holds it alone) and hands it
+/// to [`crate::pci::PciFunction::map_dma`], which maps it for the device and returns a
+/// [`DmaBuffer`] that owns it from then on: the memory is freed when that buffer is dropped.
+pub struct HostPages {
+    ptr: NonNull<u8>,
+    len: usize,
+    capacity: usize,
+}
+
+// SAFETY: `HostPages` owns its allocation exclusively (like a `Box<[u8]>`); moving it to another
+// thread moves that ownership.
+unsafe impl Send for HostPages {}
+// SAFETY: shared references only permit reads of the bytes (`as_slice`), as for `Box<[u8]>`.
+unsafe impl Sync for HostPages {}
+
+impl fmt::Debug for HostPages {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HostPages").field("len", &self.len).field("capacity", &self.capacity).finish()
+    }
+}
+
+impl HostPages {
+    fn layout(capacity: usize) -> std::alloc::Layout {
+        std::alloc::Layout::from_size_align(capacity, PAGE_SIZE).expect("a page-aligned layout of a page multiple")
+    }
+
+    /// `len` zeroed bytes in whole 4-KB pages.
+    ///
+    /// # Panics
+    ///
+    /// If `len` is 0, or the memory cannot be had.
+    pub fn new(len: usize) -> HostPages {
+        assert!(len > 0, "process memory for the NIC must have at least one byte");
+        let capacity = len.div_ceil(PAGE_SIZE).checked_mul(PAGE_SIZE).expect("size overflows");
+        let layout = Self::layout(capacity);
+        // SAFETY: the layout has a non-zero size (capacity >= PAGE_SIZE).
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        HostPages { ptr, len, capacity }
+    }
+
+    /// Pages holding a copy of `bytes`.
+    ///
+    /// # Panics
+    ///
+    /// If `bytes` is empty.
+    pub fn from_bytes(bytes: &[u8]) -> HostPages {
+        let mut pages = HostPages::new(bytes.len());
+        pages.as_mut_slice().copy_from_slice(bytes);
+        pages
+    }
+
+    /// Length in bytes (as asked for).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no bytes (never: see [`HostPages::new`]).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes allocated: the length rounded up to whole pages.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `ptr` is valid for `capacity >= len` initialised (zeroed) bytes owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The bytes, to fill before handing them over.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as in `as_slice`, and `&mut self` makes this the only reference.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The first byte, for a backend that maps the pages for the device. The backend must keep
+    /// `self` alive (usually as the [`DmaBuffer`]'s owner) for as long as the device may use them.
+    pub fn as_ptr(&self) -> NonNull<u8> {
+        self.ptr
+    }
+}
+
+impl Drop for HostPages {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this same layout, and not freed before.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), Self::layout(self.capacity)) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_pages_are_page_aligned_zeroed_and_keep_their_length() {
+        let mut p = HostPages::new(5000);
+        assert_eq!((p.len(), p.capacity()), (5000, 8192));
+        assert_eq!(p.as_ptr().as_ptr() as usize % PAGE_SIZE, 0);
+        assert!(p.as_slice().iter().all(|b| *b == 0));
+        p.as_mut_slice()[4999] = 7;
+        assert_eq!(p.as_slice()[4999], 7);
+        let q = HostPages::from_bytes(b"hello");
+        assert_eq!((q.as_slice(), q.capacity()), (&b"hello"[..], 4096));
+    }
+
+    #[test]
+    #[should_panic(expected = "at least one byte")]
+    fn empty_host_pages_are_refused() {
+        HostPages::new(0);
+    }
+}

@@ -3,8 +3,14 @@
 use std::time::Duration;
 
 use bnxt_hsi::hwrm::ErrorCode;
+use bnxt_hsi::roce::rcfw::CreqStatus;
 
 use crate::pci::PciError;
+
+/// The name of a CREQ status, or `undefined` for a value the interface does not define.
+fn status_name(status: u8) -> &'static str {
+    CreqStatus::from_value(status).map_or("undefined", CreqStatus::name)
+}
 
 /// Why a call on a NIC failed.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -27,7 +33,18 @@ pub enum Error {
         /// The error code it answered.
         code: ErrorCode,
     },
-    /// The firmware did not answer a request in time. The NIC is wedged until close.
+    /// The RoCE firmware refused a command on its command queue.
+    #[error("{nic}: {command} refused by the RoCE firmware: {} (status 0x{status:02x})", status_name(*status))]
+    CommandRefused {
+        /// The NIC's name.
+        nic: String,
+        /// The command's name (`CREATE_QP`).
+        command: String,
+        /// The CREQ status it answered (`CREQ_QP_EVENT_STATUS_*`).
+        status: u8,
+    },
+    /// The firmware did not answer a request (HWRM) or command (RoCE) in time. The NIC is wedged
+    /// until close.
     #[error("{nic}: {request}: no answer from the firmware within {} ms; the NIC is wedged until close", timeout.as_millis())]
     Timeout {
         /// The NIC's name.

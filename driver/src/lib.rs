@@ -17,6 +17,8 @@ mod fw_health;
 mod hwrm;
 pub mod pci;
 mod quarantine;
+pub mod region;
+mod roce;
 mod session;
 pub mod vfio_user;
 #[cfg(test)]
@@ -27,3 +29,4 @@ pub use error::Error;
 pub use pci::{Clock, Machine, PciError, PciFunction};
 pub mod nic;
 pub use nic::{Doorbells, Identity, Limits, Nic, buses, count, name_of};
+pub use region::{DeviceMemory, Region};

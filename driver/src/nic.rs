@@ -196,6 +196,15 @@ impl Nic {
         self.session().channel().send(req)
     }
 
+    /// The NIC's RoCE engine, for regions and queue pairs.
+    ///
+    /// # Panics
+    ///
+    /// On a closed NIC.
+    pub(crate) fn roce(&self) -> &Arc<crate::roce::Roce> {
+        self.session().roce()
+    }
+
     /// The NIC's PCI function, for the parts of the driver built on the open NIC.
     #[allow(dead_code)]
     pub(crate) fn function(&self) -> &Arc<dyn PciFunction> {

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::dma::DmaBuffer;
+use crate::dma::{DmaBuffer, HostPages};
 
 /// Why a backend could not do what the driver asked of a PCI function or machine.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -93,6 +93,16 @@ pub trait PciFunction: Send + Sync {
     /// reach by DMA, page aligned, with its bus address. Freed (and unmapped from the device)
     /// when the returned buffer is dropped.
     fn alloc_dma(&self, len: usize) -> Result<DmaBuffer, PciError>;
+    /// Map process memory the caller hands over for the device, whole pages
+    /// ([`HostPages::capacity`] bytes), with its bus address. The returned buffer owns the
+    /// memory: it is unmapped and freed when the buffer is dropped. A backend that cannot map
+    /// process memory says so (the default).
+    fn map_dma(&self, memory: HostPages) -> Result<DmaBuffer, PciError> {
+        Err(PciError::Dma {
+            len: memory.capacity(),
+            reason: "this target cannot map process memory for the device".into(),
+        })
+    }
     /// Reset the function (PCIe function-level reset) and wait until it may be used again.
     fn reset(&self) -> Result<(), PciError>;
     /// The clock the driver times its waits by.

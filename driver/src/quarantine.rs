@@ -11,6 +11,7 @@ use std::sync::Mutex;
 use crate::ctx_mem::TypeMemory;
 use crate::dma::DmaBuffer;
 use crate::pci::Machine;
+use crate::roce::Memory;
 
 /// Memory named by a request that got no answer.
 pub(crate) enum Retained {
@@ -18,6 +19,8 @@ pub(crate) enum Retained {
     Hwrm(DmaBuffer),
     /// One context type's memory (a FUNC_BACKING_STORE_CFG_V2 pointed the firmware at it).
     Context(TypeMemory),
+    /// The RoCE engine's memory: its channel, rings and objects.
+    Roce(Vec<Memory>),
 }
 
 impl Retained {
@@ -26,6 +29,7 @@ impl Retained {
         match self {
             Retained::Hwrm(buf) => buf.len(),
             Retained::Context(memory) => memory.bytes(),
+            Retained::Roce(memory) => memory.iter().map(Memory::bytes).sum(),
         }
     }
 }

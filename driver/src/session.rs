@@ -12,6 +12,7 @@ use crate::hwrm::Channel;
 use crate::nic::{Doorbells, Identity, Limits, format_mac};
 use crate::pci::{ConfigExt, Machine, PciError, PciFunction, regs};
 use crate::quarantine::{self, Retained};
+use crate::roce::{self, Memory, Roce};
 
 /// What a successful boot learnt.
 pub(crate) struct Booted {
@@ -41,6 +42,10 @@ pub(crate) struct Session {
     ctx: ContextMemory,
     /// Memory named by a request that got no answer.
     retained: Vec<Retained>,
+    /// The RoCE engine, once up.
+    roce: Option<Arc<Roce>>,
+    /// Memory a RoCE bring-up that failed had given the firmware.
+    roce_memory: Vec<Memory>,
 }
 
 impl Session {
@@ -67,12 +72,19 @@ impl Session {
             registered: false,
             ctx: ContextMemory::default(),
             retained: Vec::new(),
+            roce: None,
+            roce_memory: Vec::new(),
         })
     }
 
     /// The function.
     pub(crate) fn function(&self) -> &Arc<dyn PciFunction> {
         &self.function
+    }
+
+    /// The RoCE engine.
+    pub(crate) fn roce(&self) -> &Arc<Roce> {
+        self.roce.as_ref().expect("an open NIC has its RoCE engine")
     }
 
     /// The request whose missing answer wedged the channel, if one did.
@@ -144,6 +156,14 @@ impl Session {
         let doorbells = bringup::func_qcfg(&name, ch)?;
         let link_up = bringup::port_phy(ch)?;
         let identity = Identity::from_mac(caps.mac);
+        let inputs = roce::device::Inputs { nic: &name, function: &function, doorbells, identity, limits: plan.limits };
+        match roce::device::start(inputs, ch) {
+            Ok(engine) => self.roce = Some(Arc::new(engine)),
+            Err((e, memory)) => {
+                self.roce_memory = memory;
+                return Err(e);
+            }
+        }
         tracing::info!(
             nic = %name,
             mac = %format_mac(&identity.mac),
@@ -179,13 +199,18 @@ impl Session {
         Ok(())
     }
 
-    /// Undo what the open did: unregister (unless wedged), bus master off, free the context
-    /// memory, relaxed ordering back as found. Returns the memory a request that got no answer
-    /// named (the channel's buffer, context memory), which the caller keeps or frees.
+    /// Undo what the open did: the RoCE engine and its objects, unregister (unless wedged), bus
+    /// master off, free the context memory, relaxed ordering back as found. Returns the memory a
+    /// request that got no answer named (the channel's buffer, context memory, the RoCE
+    /// engine's memory), which the caller keeps or frees.
     pub(crate) fn shut_down(&mut self) -> Vec<Retained> {
         let mut kept = std::mem::take(&mut self.retained);
+        let mut roce_memory = std::mem::take(&mut self.roce_memory);
         if let Some(channel) = self.channel.take() {
             let mut ch = channel.into_inner().unwrap_or_else(|e| e.into_inner());
+            if let Some(engine) = self.roce.take() {
+                roce_memory.extend(engine.shut_down(&mut ch));
+            }
             if self.registered
                 && !ch.is_wedged()
                 && let Err(e) = bringup::drv_unrgtr(&mut ch)
@@ -205,8 +230,16 @@ impl Session {
                 tracing::error!(nic = %self.name, error = %e, "turning bus mastering off failed");
             }
         }
-        // The NIC can no longer reach memory: free what it was given.
+        // The NIC can no longer reach memory: free what it was given, but what an unanswered
+        // request may have named is kept (a firmware that does not answer may still act).
         self.ctx = ContextMemory::default();
+        if self.wedged.get().is_some() {
+            if !roce_memory.is_empty() {
+                kept.push(Retained::Roce(roce_memory));
+            }
+        } else {
+            drop(roce_memory);
+        }
         if self.changed
             && let Err(e) = self.relaxed_ordering(self.relaxed_ordering_found)
         {

@@ -40,6 +40,20 @@ pub(crate) const VALID_BYTE: Schedule = Schedule {
     cap: Duration::from_micros(20),
 };
 
+/// Polling a RoCE command's completion on the CREQ: as an HWRM response (bnxt_re polls every
+/// millisecond, qplib_rcfw.c `__poll_for_resp`; this starts finer and backs off to that).
+pub(crate) const RCFW_COMPLETION: Schedule = HWRM_RESPONSE;
+
+/// Polling a queue pair's completion queue: 10 × 1 µs, then 2 µs doubling to 1 ms. A message
+/// on a 400 Gb/s link takes microseconds, so the first polls are fine-grained; a wait of
+/// seconds (retries, a peer that is gone) backs off to one poll a millisecond.
+pub(crate) const CQ_COMPLETION: Schedule = Schedule {
+    short: Duration::from_micros(1),
+    short_count: 10,
+    long: Duration::from_micros(2),
+    cap: Duration::from_millis(1),
+};
+
 /// A wait in progress.
 pub(crate) struct Waiter<'a> {
     clock: &'a dyn Clock,

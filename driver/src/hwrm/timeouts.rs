@@ -55,6 +55,14 @@ impl Timeouts {
         self.clip(self.request_ms() * RESET_TIMEOUT_FACTOR)
     }
 
+    /// How long a RoCE firmware command is waited for: the firmware's ceiling itself, which
+    /// bnxt_re takes as its RCFW timeout (main.c `bnxt_re_query_hwrm_intf_version`:
+    /// `hwrm_cmd_max_timeout = max_req_timeout ?: RCFW_FW_STALL_MAX_TIMEOUT` (40 s);
+    /// qplib_rcfw.c `__poll_for_resp` gives up after `max_timeout` seconds).
+    pub(crate) fn rcfw_wait(&self) -> Duration {
+        Duration::from_millis(self.ceiling_ms())
+    }
+
     /// A request's own timeout, clipped to the ceiling as `__hwrm_send` clips it.
     pub(crate) fn clip(&self, ms: u64) -> Duration {
         Duration::from_millis(ms.min(self.ceiling_ms()))
@@ -91,7 +99,9 @@ mod tests {
         assert_eq!(t.default_wait(), Duration::from_secs(20));
         assert_eq!(t.reset_wait(), Duration::from_secs(40));
         // bnxt_en takes a firmware ceiling above 40 s as given (it only warns).
+        assert_eq!(t.rcfw_wait(), Duration::from_secs(40), "bnxt_re's RCFW_FW_STALL_MAX_TIMEOUT");
         let t = Timeouts::from_ver_get(60_000, 90);
+        assert_eq!(t.rcfw_wait(), Duration::from_secs(90));
         assert_eq!(t.default_wait(), Duration::from_secs(60));
         assert_eq!(t.reset_wait(), Duration::from_secs(90));
     }

@@ -1,6 +1,5 @@
 //! `Nic` against a small fake firmware that answers a P7 bring-up.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -10,172 +9,8 @@ use zerocopy::FromZeros;
 
 use super::*;
 use crate::pci::{Clock, regs};
+use crate::testing::machine::{FakeMachine, Fault, Faults, MAC, firmware};
 use crate::testing::{EXP_CAP, FakeFunction, Reply, parse, req_type, respond};
-
-/// What the fake firmware does instead of answering.
-#[derive(Clone, Copy, Debug)]
-enum Fault {
-    Never,
-    Refuse(u16),
-}
-
-/// Faults by (req_type, occurrence); occurrence 0 means every one.
-type Faults = Arc<Mutex<HashMap<(u16, u32), Fault>>>;
-
-const MAC: [u8; 6] = [0x02, 0x11, 0x22, 0x33, 0x44, 0x55];
-const TYPES: [u16; 9] = [0, 1, 2, 3, 4, 5, 6, 0xe, 0xf];
-
-fn qcaps_v2(ty: u16) -> HwrmFuncBackingStoreQcapsV2Output {
-    let mut r = HwrmFuncBackingStoreQcapsV2Output::new_zeroed();
-    let pos = TYPES.iter().position(|t| *t == ty);
-    r.type_ = ty.into();
-    r.next_valid_type = pos.and_then(|p| TYPES.get(p + 1)).copied().unwrap_or(0xffff).into();
-    if pos.is_none() {
-        return r;
-    }
-    r.flags = (HwrmFuncBackingStoreQcapsV2Output::FLAGS_TYPE_VALID
-        | HwrmFuncBackingStoreQcapsV2Output::FLAGS_ENABLE_CTX_KIND_INIT)
-        .into();
-    r.entry_size = 64.into();
-    r.max_num_entries = 2048.into();
-    r.ctx_init_value = if ty == 0 { 0xa5 } else { 0 };
-    r.ctx_init_offset = 1;
-    if ty == 0 {
-        r.subtype_valid_cnt = 2;
-        r.split_entry_0 = 64.into();
-        r.split_entry_1 = 2.into();
-    }
-    if ty == 6 {
-        r.instance_bit_map = 0b101.into();
-    }
-    r
-}
-
-fn firmware(faults: Faults) -> impl FnMut(&[u8]) -> Reply + Send + 'static {
-    let mut seen: HashMap<u16, u32> = HashMap::new();
-    move |req: &[u8]| {
-        let ty = req_type(req);
-        let n = seen.entry(ty).or_insert(0);
-        *n += 1;
-        let fault = {
-            let f = faults.lock().unwrap();
-            f.get(&(ty, *n)).or_else(|| f.get(&(ty, 0))).copied()
-        };
-        match fault {
-            Some(Fault::Never) => return Reply::Never,
-            Some(Fault::Refuse(code)) => {
-                return Reply::Now(respond::<HwrmFuncResetInput>(req, HwrmFuncResetOutput::new_zeroed(), code));
-            }
-            None => {}
-        }
-        Reply::Now(match ty {
-            0x00 => {
-                let mut r = HwrmVerGetOutput::new_zeroed();
-                (r.hwrm_intf_maj_8b, r.hwrm_intf_min_8b, r.hwrm_intf_upd_8b) = (1, 10, 3);
-                r.chip_num = 0x1760.into();
-                r.def_req_timeout = 1000.into();
-                r.max_req_win_len = 128.into();
-                r.max_ext_req_len = 256.into();
-                respond::<HwrmVerGetInput>(req, r, 0)
-            }
-            0x11 => respond::<HwrmFuncResetInput>(req, FromZeros::new_zeroed(), 0),
-            0x15 => {
-                let mut r = HwrmFuncQcapsOutput::new_zeroed();
-                r.flags = HwrmFuncQcapsOutput::FLAGS_ROCE_V2_SUPPORTED.into();
-                r.flags_ext = HwrmFuncQcapsOutput::FLAGS_EXT_BS_V2_SUPPORTED.into();
-                r.mac_address = MAC;
-                respond::<HwrmFuncQcapsInput>(req, r, 0)
-            }
-            0x1d => respond::<HwrmFuncDrvRgtrInput>(req, FromZeros::new_zeroed(), 0),
-            0x1a => respond::<HwrmFuncDrvUnrgtrInput>(req, FromZeros::new_zeroed(), 0),
-            0x30 => {
-                let mut r = HwrmQueueQportcfgOutput::new_zeroed();
-                r.max_configurable_queues = 8;
-                respond::<HwrmQueueQportcfgInput>(req, r, 0)
-            }
-            0x1a8 => {
-                let asked = parse::<HwrmFuncBackingStoreQcapsV2Input>(req).type_.get();
-                respond::<HwrmFuncBackingStoreQcapsV2Input>(req, qcaps_v2(asked), 0)
-            }
-            0x1a3 => respond::<HwrmFuncBackingStoreCfgV2Input>(req, FromZeros::new_zeroed(), 0),
-            0x16 => {
-                let mut r = HwrmFuncQcfgOutput::new_zeroed();
-                r.legacy_l2_db_size_kb = 64.into();
-                r.l2_doorbell_bar_size_kb = 1024.into();
-                r.mac_address = MAC;
-                respond::<HwrmFuncQcfgInput>(req, r, 0)
-            }
-            0x2a => respond::<HwrmPortPhyQcapsInput>(req, FromZeros::new_zeroed(), 0),
-            0x27 => {
-                let mut r = HwrmPortPhyQcfgOutput::new_zeroed();
-                r.link = HwrmPortPhyQcfgOutput::LINK_LINK;
-                respond::<HwrmPortPhyQcfgInput>(req, r, 0)
-            }
-            _ => respond::<HwrmFuncResetInput>(req, FromZeros::new_zeroed(), ErrorCode::CmdNotSupported.value()),
-        })
-    }
-}
-
-/// A machine of fake functions.
-struct FakeMachine {
-    functions: Vec<Arc<FakeFunction>>,
-    held: Mutex<Vec<Weak<FakeFunction>>>,
-    faults: Faults,
-}
-
-impl FakeMachine {
-    fn new(n: usize) -> FakeMachine {
-        let faults: Faults = Arc::default();
-        let functions = (0..n).map(|_| Arc::new(FakeFunction::new(firmware(faults.clone())))).collect();
-        FakeMachine { functions, held: Mutex::new((0..n).map(|_| Weak::new()).collect()), faults }
-    }
-
-    /// One NIC whose answers (by req_type) `patch` changes on their way out.
-    fn patched(patch: impl Fn(u16, &mut Vec<u8>) + Send + 'static) -> FakeMachine {
-        let faults: Faults = Arc::default();
-        let mut inner = firmware(faults.clone());
-        let f = FakeFunction::new(move |req| match inner(req) {
-            Reply::Now(mut bytes) => {
-                patch(req_type(req), &mut bytes);
-                Reply::Now(bytes)
-            }
-            other => other,
-        });
-        FakeMachine { functions: vec![Arc::new(f)], held: Mutex::new(vec![Weak::new()]), faults }
-    }
-
-    fn fault(&self, req_type: u16, nth: u32, fault: Fault) {
-        self.faults.lock().unwrap().insert((req_type, nth), fault);
-    }
-
-    fn clear_faults(&self) {
-        self.faults.lock().unwrap().clear();
-    }
-
-    fn f(&self, i: usize) -> &FakeFunction {
-        &self.functions[i]
-    }
-
-    fn order(&self, i: usize) -> Vec<u16> {
-        self.f(i).submissions().iter().map(|s| req_type(&s.request)).collect()
-    }
-}
-
-impl Machine for FakeMachine {
-    fn buses(&self) -> Result<Vec<String>, PciError> {
-        Ok((0..self.functions.len()).map(|i| format!("0000:{:02x}:00.0", i + 1)).collect())
-    }
-    fn take(&self, bus: &str) -> Result<Arc<dyn PciFunction>, PciError> {
-        let i = self.buses()?.iter().position(|b| b == bus).unwrap();
-        let mut held = self.held.lock().unwrap();
-        if held[i].upgrade().is_some() {
-            return Err(PciError::Busy { bus: bus.into(), holder: "this process".into() });
-        }
-        let f = Arc::new((*self.functions[i]).clone());
-        held[i] = Arc::downgrade(&f);
-        Ok(f)
-    }
-}
 
 fn ro_on(f: &FakeFunction) -> bool {
     f.config16(EXP_CAP + regs::EXP_DEVCTL) & regs::EXP_DEVCTL_RELAX_EN != 0
@@ -192,6 +27,8 @@ fn expected_order() -> Vec<u16> {
     v.extend([0x1a8; 9]);
     v.extend([0x1a3; 10]); // nine types, FP_TQM_RING twice (two instances)
     v.extend([0x16, 0x2a, 0x27]);
+    // The RoCE engine: the CREQ, the statistics context, the NQ.
+    v.extend([0x50, 0xb0, 0x50]);
     v
 }
 

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use bnxt::dma::{DmaBuffer, PAGE_SIZE};
+use bnxt::dma::{DmaBuffer, HostPages, PAGE_SIZE};
 use bnxt::pci::{Clock, ConfigExt, Machine, PciError, PciFunction, regs};
 use bnxt_model::host_memory::{DmaBacking, HeapBacking};
 use bnxt_model::world::{World, WorldConfig};
@@ -124,7 +124,39 @@ struct DmaGuard {
     world: Arc<Mutex<World>>,
     nic: usize,
     iova: u64,
-    _backing: Arc<HeapBacking>,
+    _backing: Arc<dyn DmaBacking>,
+}
+
+/// Process memory the driver handed over for DMA (`PciFunction::map_dma`).
+struct PagesBacking(HostPages);
+
+// SAFETY: `HostPages` owns a page-aligned allocation of `capacity()` bytes that stays put while
+// it lives; once handed over it is reached only by raw-pointer copies (the driver's DmaBuffer and
+// the model's Iommu), never through a Rust reference.
+unsafe impl DmaBacking for PagesBacking {
+    fn as_ptr(&self) -> *mut u8 {
+        self.0.as_ptr().as_ptr()
+    }
+    fn len(&self) -> usize {
+        self.0.capacity()
+    }
+}
+
+impl ModelFunction {
+    /// Map `backing` at the next bus address (one unmapped guard page after it) for the device.
+    fn lend(&self, backing: Arc<dyn DmaBacking>) -> Result<DmaBuffer, PciError> {
+        let len = backing.len();
+        let iova = self.next_iova.fetch_add((len + PAGE_SIZE) as u64, Ordering::Relaxed);
+        lock(&self.world)
+            .map_dma(self.nic, iova, backing.clone())
+            .map_err(|e| PciError::Dma { len, reason: e.to_string() })?;
+        let ptr = std::ptr::NonNull::new(backing.as_ptr()).expect("DMA backings are never null");
+        let guard = DmaGuard { world: self.world.clone(), nic: self.nic, iova, _backing: backing };
+        // SAFETY: `ptr` points at `len` bytes owned by the backing that `guard` keeps alive (the
+        // guard is the buffer's owner and is dropped with it); the memory is only ever accessed
+        // by raw-pointer copies, by the driver's DmaBuffer and the model's Iommu.
+        Ok(unsafe { DmaBuffer::from_raw(ptr, len, iova, Box::new(guard)) })
+    }
 }
 
 impl Drop for DmaGuard {
@@ -167,18 +199,11 @@ impl PciFunction for ModelFunction {
 
     fn alloc_dma(&self, len: usize) -> Result<DmaBuffer, PciError> {
         let len = len.max(1).div_ceil(PAGE_SIZE) * PAGE_SIZE;
-        let backing = Arc::new(HeapBacking::new(len));
-        // One unmapped guard page after each allocation.
-        let iova = self.next_iova.fetch_add((len + PAGE_SIZE) as u64, Ordering::Relaxed);
-        lock(&self.world)
-            .map_dma(self.nic, iova, backing.clone())
-            .map_err(|e| PciError::Dma { len, reason: e.to_string() })?;
-        let ptr = std::ptr::NonNull::new(backing.as_ptr()).expect("heap allocation is never null");
-        let guard = DmaGuard { world: self.world.clone(), nic: self.nic, iova, _backing: backing };
-        // SAFETY: `ptr` points at `len` bytes owned by the HeapBacking that `guard` keeps alive
-        // (the guard is the buffer's owner and is dropped with it); the memory is only ever
-        // accessed by raw-pointer copies, by the driver's DmaBuffer and the model's Iommu.
-        Ok(unsafe { DmaBuffer::from_raw(ptr, len, iova, Box::new(guard)) })
+        self.lend(Arc::new(HeapBacking::new(len)))
+    }
+
+    fn map_dma(&self, memory: HostPages) -> Result<DmaBuffer, PciError> {
+        self.lend(Arc::new(PagesBacking(memory)))
     }
 
     fn reset(&self) -> Result<(), PciError> {

@@ -1,5 +1,9 @@
 //! Test doubles for the seam: a virtual clock and a small fake PCI function whose "firmware" is
-//! a closure, so the HWRM channel and the bring-up can be tested without the model.
+//! a closure, so the HWRM channel and the bring-up can be tested without the model. Its RoCE
+//! command channel is in [`roce_fw`].
+
+pub(crate) mod machine;
+pub(crate) mod roce_fw;
 
 use std::collections::{BTreeMap, HashMap};
 use std::ptr::NonNull;
@@ -56,7 +60,7 @@ struct DmaRegion {
     len: usize,
 }
 
-struct FakeState {
+pub(crate) struct FakeState {
     now: Duration,
     config: Vec<u8>,
     window: [u8; 128],
@@ -69,13 +73,14 @@ struct FakeState {
     pending: Vec<(Duration, u64, Vec<u8>)>,
     submissions: Vec<Submission>,
     resets: u32,
+    rcfw: roce_fw::FakeRcfw,
 }
 
 /// Offset of the fake's PCI Express capability.
 pub(crate) const EXP_CAP: u16 = 0x40;
 
 impl FakeState {
-    fn write_dma(&mut self, addr: u64, bytes: &[u8]) {
+    pub(crate) fn write_dma(&mut self, addr: u64, bytes: &[u8]) {
         let (base, region) = self.dma.range(..=addr).next_back().expect("response address is not mapped");
         let off = (addr - base) as usize;
         assert!(off + bytes.len() <= region.len, "response runs past its buffer");
@@ -84,7 +89,7 @@ impl FakeState {
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), (region.ptr as *mut u8).add(off), bytes.len()) }
     }
 
-    fn read_dma(&self, addr: u64, len: usize) -> Vec<u8> {
+    pub(crate) fn read_dma(&self, addr: u64, len: usize) -> Vec<u8> {
         let (base, region) = self.dma.range(..=addr).next_back().expect("request address is not mapped");
         let off = (addr - base) as usize;
         assert!(off + len <= region.len, "request runs past its buffer");
@@ -92,6 +97,18 @@ impl FakeState {
         // SAFETY: as in `write_dma`.
         unsafe { std::ptr::copy_nonoverlapping((region.ptr as *const u8).add(off), out.as_mut_ptr(), len) }
         out
+    }
+
+    fn rcfw_write(&mut self, offset: u64, value: u32) {
+        let at = (offset - 0x600) as usize;
+        self.rcfw.mailbox[at..at + 4].copy_from_slice(&value.to_le_bytes());
+    }
+
+    fn rcfw_trigger(&mut self) {
+        let mut rcfw = std::mem::take(&mut self.rcfw);
+        rcfw.trigger(self);
+        // Keep what the driver stored while the channel was out (nothing can, under the lock).
+        self.rcfw = rcfw;
     }
 
     fn deliver_due(&mut self) {
@@ -116,7 +133,10 @@ impl FakeState {
         let resp_addr = u64::from_le_bytes(request[8..16].try_into().unwrap());
         self.submissions.push(Submission { short, window, request: request.clone() });
         match (self.firmware)(&request) {
-            Reply::Now(bytes) => self.write_dma(resp_addr, &bytes),
+            Reply::Now(bytes) => {
+                self.rcfw.snoop_hwrm(&request, &bytes);
+                self.write_dma(resp_addr, &bytes)
+            }
             Reply::After(d, bytes) => {
                 let due = self.now + d;
                 self.pending.push((due, resp_addr, bytes));
@@ -137,6 +157,18 @@ struct FakeDmaOwner {
     _mem: Box<[u8]>,
     iova: u64,
     state: Arc<Mutex<FakeState>>,
+}
+
+struct FakePagesOwner {
+    _mem: crate::dma::HostPages,
+    iova: u64,
+    state: Arc<Mutex<FakeState>>,
+}
+
+impl Drop for FakePagesOwner {
+    fn drop(&mut self) {
+        lock(&self.state).dma.remove(&self.iova);
+    }
 }
 
 impl Drop for FakeDmaOwner {
@@ -172,6 +204,7 @@ impl FakeFunction {
             pending: Vec::new(),
             submissions: Vec::new(),
             resets: 0,
+            rcfw: roce_fw::FakeRcfw::new(Box::new(roce_fw::standard())),
         };
         FakeFunction { state: Arc::new(Mutex::new(state)) }
     }
@@ -205,6 +238,31 @@ impl FakeFunction {
     /// Set a 16-bit config register.
     pub(crate) fn set_config16(&self, offset: u16, v: u16) {
         lock(&self.state).config[offset as usize..offset as usize + 2].copy_from_slice(&v.to_le_bytes());
+    }
+
+    /// Answer RoCE commands with `firmware` from now on.
+    pub(crate) fn set_roce_firmware(&self, firmware: impl FnMut(&roce_fw::RoceCmd) -> roce_fw::RoceReply + Send + 'static) {
+        lock(&self.state).rcfw.firmware = Box::new(firmware);
+    }
+
+    /// Every RoCE command submitted so far.
+    pub(crate) fn roce_commands(&self) -> Vec<roce_fw::RoceCmd> {
+        lock(&self.state).rcfw.commands.clone()
+    }
+
+    /// Every 64-bit store so far: (BAR, offset, value).
+    pub(crate) fn doorbells(&self) -> Vec<(u8, u64, u64)> {
+        lock(&self.state).rcfw.doorbells.clone()
+    }
+
+    /// Copy `bytes` to bus address `addr` (as the device would by DMA).
+    pub(crate) fn dma_write(&self, addr: u64, bytes: &[u8]) {
+        lock(&self.state).write_dma(addr, bytes)
+    }
+
+    /// Copy `len` bytes from bus address `addr`.
+    pub(crate) fn dma_read(&self, addr: u64, len: usize) -> Vec<u8> {
+        lock(&self.state).read_dma(addr, len)
     }
 
     /// Number of function-level resets.
@@ -254,6 +312,8 @@ impl PciFunction for FakeFunction {
         match (bar, offset) {
             (0, 0..0x80) => s.window[offset as usize..offset as usize + 4].copy_from_slice(&value.to_le_bytes()),
             (0, 0x100) if value == 1 => s.trigger(),
+            (0, 0x600..0x610) => s.rcfw_write(offset, value),
+            (0, 0x700) if value == 1 => s.rcfw_trigger(),
             (0, 0x400 | 0x404 | 0x408) => {
                 let k = ((offset - 0x400) / 4) as usize;
                 s.grc_base[k] = value;
@@ -261,7 +321,9 @@ impl PciFunction for FakeFunction {
             _ => {}
         }
     }
-    fn bar_write64(&self, _bar: u8, _offset: u64, _value: u64) {}
+    fn bar_write64(&self, bar: u8, offset: u64, value: u64) {
+        lock(&self.state).rcfw.doorbells.push((bar, offset, value));
+    }
     fn alloc_dma(&self, len: usize) -> Result<DmaBuffer, PciError> {
         let len = len.max(1).div_ceil(PAGE_SIZE) * PAGE_SIZE;
         let mut mem = vec![0u8; len].into_boxed_slice();
@@ -276,6 +338,19 @@ impl PciFunction for FakeFunction {
         // a Box does not move its heap allocation); they are only accessed by raw copies.
         Ok(unsafe { DmaBuffer::from_raw(ptr, len, iova, Box::new(owner)) })
     }
+    fn map_dma(&self, memory: crate::dma::HostPages) -> Result<DmaBuffer, PciError> {
+        let len = memory.capacity();
+        let ptr = memory.as_ptr();
+        let mut s = lock(&self.state);
+        let iova = s.next_iova;
+        s.next_iova += (len + PAGE_SIZE) as u64;
+        s.dma.insert(iova, DmaRegion { ptr: ptr.as_ptr() as usize, len });
+        drop(s);
+        let owner = FakePagesOwner { _mem: memory, iova, state: self.state.clone() };
+        // SAFETY: `ptr` points at the `len` bytes `memory` owns, which the owner keeps alive (a
+        // moved HostPages keeps its allocation); they are only accessed by raw copies.
+        Ok(unsafe { DmaBuffer::from_raw(ptr, len, iova, Box::new(owner)) })
+    }
     fn reset(&self) -> Result<(), PciError> {
         let mut s = lock(&self.state);
         s.resets += 1;
@@ -284,6 +359,7 @@ impl PciFunction for FakeFunction {
         s.config[EXP_CAP as usize + 8] = crate::pci::regs::EXP_DEVCTL_RELAX_EN as u8;
         s.config[EXP_CAP as usize + 9] = 0;
         s.pending.clear();
+        s.rcfw.reset();
         Ok(())
     }
     fn clock(&self) -> &dyn Clock {
