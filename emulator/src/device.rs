@@ -26,6 +26,7 @@ use crate::regs::bar0::{Bar0, Bar0Effect};
 use crate::regs::msix::MsixTable;
 use crate::regs::unimplemented::{Unimplemented, UnimplementedHit};
 use crate::regs::{Loud, doorbells};
+use crate::roce::{Env, RoceCounters, RoceEngine};
 
 /// One NIC.
 #[derive(Debug)]
@@ -35,6 +36,7 @@ pub struct Device {
     bar0: Bar0,
     msix: MsixTable,
     firmware: Firmware,
+    roce: RoceEngine,
     unimplemented: Unimplemented,
     rec: Recorder,
     memory_disabled_accesses: u64,
@@ -53,6 +55,7 @@ impl Device {
             bar0: Bar0::new(),
             msix: MsixTable::new(),
             firmware: Firmware::new(id, FaultInjector::new(nic, faults)),
+            roce: RoceEngine::new(mac),
             unimplemented: Unimplemented::default(),
             rec: Recorder::new(nic),
             memory_disabled_accesses: 0,
@@ -89,6 +92,7 @@ impl Device {
         self.bar0 = Bar0::new();
         self.msix = MsixTable::new();
         self.firmware.reset();
+        self.roce.reset();
     }
 
     /// Whether `bar`+`offset` with `len` bytes is an access the device claims; loud if not.
@@ -140,15 +144,17 @@ impl Device {
         }
         let mut loud = Loud { unimplemented: &mut self.unimplemented, rec: &mut self.rec, now };
         if bar == 2 {
-            doorbells::write(offset, value, &mut loud);
+            self.roce.doorbell(now, offset, data.len(), value, &mut self.rec);
             return;
         }
         for (i, chunk) in data.chunks(4).enumerate() {
             let at = offset + 4 * i as u64;
             let v = u32::from_le_bytes(chunk.try_into().expect("4-byte chunk"));
             if bar == 0 {
-                if let Bar0Effect::HwrmSubmit(window) = self.bar0.write32(at, v, &mut loud) {
-                    self.firmware.submit(now, window);
+                match self.bar0.write32(at, v, &mut loud) {
+                    Bar0Effect::HwrmSubmit(window) => self.firmware.submit(now, window),
+                    Bar0Effect::RcfwTrigger(mailbox) => self.roce.trigger(now, mailbox),
+                    Bar0Effect::None => {}
                 }
             } else {
                 self.msix.write32(at, v, &mut loud);
@@ -159,11 +165,50 @@ impl Device {
     /// Run the work due at or before `now`, with `mem` as the function's DMA view.
     pub fn advance(&mut self, now: Duration, mem: &dyn HostMemory) {
         self.firmware.advance(now, mem, &mut self.rec);
+        let mut env = Env { mem, fw: self.firmware.state(), rec: &mut self.rec };
+        self.roce.advance(now, &mut env);
+        self.move_interrupts();
+    }
+
+    /// A frame from the wire arrives at `now`; `mem` is the function's DMA view.
+    pub fn receive_frame(&mut self, now: Duration, frame: &[u8], mem: &dyn HostMemory) {
+        let mut env = Env { mem, fw: self.firmware.state(), rec: &mut self.rec };
+        self.roce.receive(now, frame, &mut env);
+        self.move_interrupts();
+    }
+
+    /// Frames the device sent since the last call, in order.
+    pub fn take_frames(&mut self) -> Vec<Vec<u8>> {
+        self.roce.take_frames()
+    }
+
+    fn move_interrupts(&mut self) {
+        for v in self.roce.take_interrupts() {
+            self.raise_interrupt(v);
+        }
     }
 
     /// When the device next has work.
     pub fn next_deadline(&self) -> Option<Duration> {
-        self.firmware.next_deadline()
+        match (self.firmware.next_deadline(), self.roce.next_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The RoCE engine.
+    pub fn roce(&self) -> &RoceEngine {
+        &self.roce
+    }
+
+    /// The RoCE engine's counters.
+    pub fn roce_counters(&self) -> &RoceCounters {
+        self.roce.counters()
+    }
+
+    /// Record per-doorbell, per-CQE and per-frame events or not (on by default).
+    pub fn set_data_path_events(&mut self, on: bool) {
+        self.roce.set_data_path_events(on);
     }
 
     /// Raise MSI-X vector `vector`: the device's interrupt output. The executor takes raised
@@ -227,7 +272,10 @@ impl Device {
     /// unsupported HWRM requests, and features requests asked for.
     pub fn unimplemented_total(&self) -> u64 {
         let requests: u64 = self.firmware.unsupported().iter().map(|(_, n)| n).sum();
-        self.unimplemented.total() + requests + self.firmware.counters().unimplemented_features
+        self.unimplemented.total()
+            + requests
+            + self.firmware.counters().unimplemented_features
+            + self.roce.counters().unimplemented_total()
     }
 
     /// Firmware counters.

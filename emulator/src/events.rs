@@ -137,6 +137,133 @@ pub enum EventKind {
     },
     /// A function-level reset was initiated (Device Control bit 15).
     FunctionLevelReset,
+    /// The RoCE firmware took a command from the CMDQ.
+    RoceCommand {
+        /// `opcode`.
+        opcode: u8,
+        /// `cookie`.
+        cookie: u16,
+        /// 16-byte slots it occupied.
+        slots: u8,
+        /// Key fields, `name=value` separated by spaces.
+        summary: String,
+    },
+    /// The RoCE firmware wrote a command's completion to the CREQ.
+    RoceCompletion {
+        /// `event` (the command's opcode).
+        opcode: u8,
+        /// `cookie` echoed.
+        cookie: u16,
+        /// `status` (`CREQ_QP_EVENT_STATUS_*`).
+        status: u8,
+        /// `xid` (or the side buffer's size for queries).
+        xid: u32,
+        /// Why the command was refused (empty on success).
+        reason: String,
+    },
+    /// The RoCE command channel could not take a trigger (nothing could be answered).
+    RoceChannelError {
+        /// What was wrong.
+        reason: String,
+    },
+    /// The RoCE firmware reported a QP or CQ error on the CREQ.
+    RoceAsyncEvent {
+        /// `event` (`0xc0` QP error, `0xc1` CQ error).
+        event: u8,
+        /// The QP or CQ.
+        xid: u32,
+        /// The reason code carried.
+        reason: u8,
+    },
+    /// A doorbell was taken.
+    Doorbell {
+        /// Its type (`SQ`, `CQ_ARMALL`, ...).
+        ty: &'static str,
+        /// `xid`.
+        xid: u32,
+        /// `index`.
+        index: u32,
+    },
+    /// A doorbell was ignored.
+    DoorbellIgnored {
+        /// BAR2 offset.
+        offset: u64,
+        /// The value stored.
+        value: u64,
+        /// Why.
+        reason: String,
+    },
+    /// A WQE could not be carried out; it completes in error and its QP goes to the error state.
+    WqeRefused {
+        /// The QP.
+        qp: u32,
+        /// Why.
+        reason: String,
+    },
+    /// A CQE was written.
+    Cqe {
+        /// The CQ.
+        cq: u32,
+        /// The QP it completes.
+        qp: u32,
+        /// Requester (`cq_req`) or responder (`cq_res_rc`).
+        requester: bool,
+        /// CQE status code.
+        status: u8,
+        /// Ring index written.
+        index: u32,
+    },
+    /// A CQE was lost to a full CQ.
+    CqOverflow {
+        /// The CQ.
+        cq: u32,
+    },
+    /// A CQ notification (`nq_cn`) was posted to an NQ.
+    CqNotification {
+        /// The CQ.
+        cq: u32,
+        /// The NQ ring.
+        nq: u16,
+        /// The toggle it carried.
+        toggle: u8,
+    },
+    /// An MSI-X vector was raised.
+    Interrupt {
+        /// The vector.
+        vector: u16,
+    },
+    /// A RoCE frame left the NIC.
+    FrameSent {
+        /// Sending QP.
+        qp: u32,
+        /// BTH opcode.
+        opcode: u8,
+        /// BTH PSN.
+        psn: u32,
+        /// Frame bytes.
+        len: usize,
+    },
+    /// A RoCE frame reached a QP.
+    FrameReceived {
+        /// Destination QP.
+        qp: u32,
+        /// BTH opcode.
+        opcode: u8,
+        /// BTH PSN.
+        psn: u32,
+        /// Frame bytes.
+        len: usize,
+    },
+    /// A frame was dropped on receive.
+    FrameDropped {
+        /// Why.
+        reason: String,
+    },
+    /// The wire's fault stage changed a frame this NIC sent.
+    WireFault {
+        /// The fault, as the fault stage describes it.
+        fault: String,
+    },
 }
 
 impl fmt::Display for SubmitForm {
@@ -153,6 +280,14 @@ pub fn req_label(req_type: u16) -> String {
     match bnxt_hsi::hwrm::req_name(req_type) {
         Some(name) => name.to_string(),
         None => format!("0x{req_type:04x}"),
+    }
+}
+
+/// The name of a RoCE command opcode for logs, `0x..` when the interface does not define it.
+pub fn opcode_label(opcode: u8) -> String {
+    match bnxt_hsi::roce::rcfw::opcode_name(opcode) {
+        Some(name) => name.to_string(),
+        None => format!("0x{opcode:02x}"),
     }
 }
 
@@ -199,6 +334,46 @@ impl fmt::Display for EventKind {
             }
             EventKind::RelaxedOrderingChanged { enabled } => write!(f, "relaxed ordering {}", on_off(*enabled)),
             EventKind::FunctionLevelReset => f.write_str("function-level reset"),
+            EventKind::RoceCommand { opcode, cookie, slots, summary } => {
+                write!(f, "roce command {} cookie=0x{cookie:04x} ({slots} slots)", opcode_label(*opcode))?;
+                if !summary.is_empty() {
+                    write!(f, " {summary}")?;
+                }
+                Ok(())
+            }
+            EventKind::RoceCompletion { opcode, cookie, status, xid, reason } => {
+                let st = bnxt_hsi::roce::rcfw::CreqStatus::from_value(*status).map_or("?", |s| s.name());
+                write!(f, "roce completion {} cookie=0x{cookie:04x} {st} xid={xid}", opcode_label(*opcode))?;
+                if !reason.is_empty() {
+                    write!(f, ": {reason}")?;
+                }
+                Ok(())
+            }
+            EventKind::RoceChannelError { reason } => write!(f, "roce channel: {reason}"),
+            EventKind::RoceAsyncEvent { event, xid, reason } => {
+                let what = if *event == 0xc0 { "QP error" } else { "CQ error" };
+                write!(f, "roce async {what} xid={xid} reason=0x{reason:x}")
+            }
+            EventKind::Doorbell { ty, xid, index } => write!(f, "doorbell {ty} xid={xid} index={index}"),
+            EventKind::DoorbellIgnored { offset, value, reason } => {
+                write!(f, "doorbell 0x{value:016x} at BAR2+0x{offset:x} ignored: {reason}")
+            }
+            EventKind::WqeRefused { qp, reason } => write!(f, "QP {qp}: WQE refused: {reason}"),
+            EventKind::Cqe { cq, qp, requester, status, index } => {
+                let side = if *requester { "req" } else { "res" };
+                write!(f, "CQE {side} cq={cq} qp={qp} status={status} index={index}")
+            }
+            EventKind::CqOverflow { cq } => write!(f, "CQ {cq} overflowed"),
+            EventKind::CqNotification { cq, nq, toggle } => write!(f, "CQ {cq} notified on NQ {nq} toggle={toggle}"),
+            EventKind::Interrupt { vector } => write!(f, "MSI-X vector {vector} raised"),
+            EventKind::FrameSent { qp, opcode, psn, len } => {
+                write!(f, "frame out qp={qp} opcode=0x{opcode:02x} psn={psn} {len} B")
+            }
+            EventKind::FrameReceived { qp, opcode, psn, len } => {
+                write!(f, "frame in qp={qp} opcode=0x{opcode:02x} psn={psn} {len} B")
+            }
+            EventKind::FrameDropped { reason } => write!(f, "frame dropped: {reason}"),
+            EventKind::WireFault { fault } => write!(f, "wire fault: {fault}"),
         }
     }
 }

@@ -1,8 +1,17 @@
 //! Faults the model injects on request: what the hardware cannot be made to do on demand.
+//!
+//! Firmware faults act on HWRM requests of one NIC ([`FirmwareFault`]); wire faults act on the
+//! frames the NICs send on the shared segment ([`WirePlan`]): each frame is dropped, duplicated,
+//! held back behind the next (reordered), has a bit flipped (corrupted) or is delayed, by chance
+//! (probabilities drawn from a generator seeded from the run's seed) or by rule (the nth frame
+//! of a NIC, of an opcode, of a PSN, to a QP). [`crate::net::fault`] carries them out.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+use crate::net::fault::{FaultConfigError, FaultKind, FaultRule, FaultStage, FrameMatch, WireFaults};
+use crate::net::switch::PortId;
 
 /// What the firmware does instead of answering a request normally.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,6 +44,147 @@ pub struct FirmwareFault {
 pub struct FaultPlan {
     /// Firmware faults, checked in order; the first that matches a request applies.
     pub firmware: Vec<FirmwareFault>,
+    /// Wire faults (none by default).
+    #[serde(default)]
+    pub wire: WirePlan,
+}
+
+/// What a wire fault does to a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WireFaultKind {
+    /// The frame is lost.
+    Drop,
+    /// The frame arrives twice.
+    Duplicate,
+    /// The frame is held back and goes after the next frame from its NIC.
+    Reorder,
+    /// One bit of the frame (past the Ethernet header) is flipped; the receiver's checksums or
+    /// ICRC catch it.
+    Corrupt,
+    /// The frame arrives later than it would.
+    Delay,
+}
+
+impl WireFaultKind {
+    fn kind(self) -> FaultKind {
+        match self {
+            WireFaultKind::Drop => FaultKind::Drop,
+            WireFaultKind::Duplicate => FaultKind::Duplicate,
+            WireFaultKind::Reorder => FaultKind::Reorder,
+            WireFaultKind::Corrupt => FaultKind::Corrupt,
+            WireFaultKind::Delay => FaultKind::Delay,
+        }
+    }
+}
+
+/// A wire fault applied to chosen frames; every field left out matches anything.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WireRule {
+    /// Frames sent by this NIC (index in the machine).
+    #[serde(default)]
+    pub nic: Option<usize>,
+    /// Frames with this BTH opcode byte.
+    #[serde(default)]
+    pub opcode: Option<u8>,
+    /// Frames with this BTH PSN.
+    #[serde(default)]
+    pub psn: Option<u32>,
+    /// Frames to this destination QP.
+    #[serde(default)]
+    pub dest_qp: Option<u32>,
+    /// Only the nth matching frame (1 = the first); every matching frame if left out.
+    #[serde(default)]
+    pub nth: Option<u64>,
+    /// What to do.
+    pub kind: WireFaultKind,
+    /// For `delay`: by how much (the plan's `delay_by` if left out).
+    #[serde(default)]
+    pub delay: Option<Duration>,
+}
+
+/// Wire faults: a probability per kind (0 to 1, per frame) and rules.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WirePlan {
+    /// Chance a frame is lost.
+    pub drop: f64,
+    /// Chance a frame arrives twice.
+    pub duplicate: f64,
+    /// Chance a frame is held back behind the next.
+    pub reorder: f64,
+    /// Chance a frame has a bit flipped.
+    pub corrupt: f64,
+    /// Chance a frame is delayed.
+    pub delay: f64,
+    /// Extra latency of a delayed frame (100 µs if left out).
+    pub delay_by: Option<Duration>,
+    /// Longest a reordered frame waits for a next frame (50 µs if left out).
+    pub reorder_hold: Option<Duration>,
+    /// Rules, looked at before the probabilities; the first that fires wins.
+    pub rules: Vec<WireRule>,
+}
+
+// Probabilities compare as numbers. A NaN one (the only value for which `==` is not reflexive) is
+// refused by `WirePlan::stage`, so plans that are used compare as an equivalence.
+impl Eq for WirePlan {}
+
+/// Why a wire plan cannot be used.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WirePlanError {
+    /// A probability or rule the fault stage refuses.
+    #[error(transparent)]
+    Config(#[from] FaultConfigError),
+    /// A rule names a NIC the machine does not have.
+    #[error("wire fault rule {rule} names NIC {nic}, but the machine has {nics}")]
+    NoSuchNic {
+        /// Position of the rule.
+        rule: usize,
+        /// The NIC named.
+        nic: usize,
+        /// NICs in the machine.
+        nics: usize,
+    },
+}
+
+impl WirePlan {
+    /// Whether the plan injects nothing.
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+            && [self.drop, self.duplicate, self.reorder, self.corrupt, self.delay].iter().all(|&p| p == 0.0)
+    }
+
+    /// The fault stage of a segment whose NIC `i` sends through `ports[i]`, drawing from a
+    /// generator seeded with `seed`.
+    pub fn stage(&self, seed: u64, ports: &[PortId]) -> Result<FaultStage, WirePlanError> {
+        let d = WireFaults::default();
+        let chance = WireFaults {
+            drop: self.drop,
+            duplicate: self.duplicate,
+            reorder: self.reorder,
+            corrupt: self.corrupt,
+            delay: self.delay,
+            delay_by: self.delay_by.unwrap_or(d.delay_by),
+            reorder_hold: self.reorder_hold.unwrap_or(d.reorder_hold),
+        };
+        let mut rules = Vec::with_capacity(self.rules.len());
+        for (i, r) in self.rules.iter().enumerate() {
+            let port = match r.nic {
+                Some(nic) => {
+                    Some(*ports.get(nic).ok_or(WirePlanError::NoSuchNic { rule: i, nic, nics: ports.len() })?)
+                }
+                None => None,
+            };
+            rules.push(FaultRule {
+                matching: FrameMatch { port, opcode: r.opcode, psn: r.psn, dest_qp: r.dest_qp },
+                nth: r.nth,
+                kind: r.kind.kind(),
+                delay: r.delay,
+            });
+        }
+        Ok(FaultStage::new(seed, chance, rules)?)
+    }
 }
 
 impl FaultPlan {
@@ -58,10 +208,32 @@ mod tests {
                 FirmwareFault { nic: 0, req_type: 0x1d, nth: Some(2), action: FirmwareAction::NoResponse },
                 FirmwareFault { nic: 0, req_type: 0x1d, nth: None, action: FirmwareAction::Error(4) },
             ],
+            ..FaultPlan::default()
         };
         assert_eq!(plan.firmware_action(0, 0x1d, 1), Some(&FirmwareAction::Error(4)));
         assert_eq!(plan.firmware_action(0, 0x1d, 2), Some(&FirmwareAction::NoResponse));
         assert_eq!(plan.firmware_action(1, 0x1d, 2), None);
         assert_eq!(plan.firmware_action(0, 0x15, 1), None);
+    }
+
+    #[test]
+    fn wire_plans_check_probabilities_and_nics() {
+        let ports = [PortId(0), PortId(1)];
+        let ok = WirePlan { drop: 0.5, ..WirePlan::default() };
+        assert!(ok.stage(1, &ports).is_ok());
+        assert!(!ok.is_empty() && WirePlan::default().is_empty());
+        let bad = WirePlan { corrupt: 1.5, ..WirePlan::default() };
+        assert!(matches!(bad.stage(1, &ports), Err(WirePlanError::Config(_))));
+        let rule = WireRule {
+            nic: Some(2),
+            opcode: None,
+            psn: None,
+            dest_qp: None,
+            nth: None,
+            kind: WireFaultKind::Drop,
+            delay: None,
+        };
+        let far = WirePlan { rules: vec![rule], ..WirePlan::default() };
+        assert_eq!(far.stage(1, &ports).unwrap_err(), WirePlanError::NoSuchNic { rule: 0, nic: 2, nics: 2 });
     }
 }

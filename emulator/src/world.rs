@@ -9,16 +9,27 @@
 //! store that submits work (the HWRM trigger) has that work taken at once, at the current time;
 //! answers come later, as the NIC's firmware schedules them.
 //!
+//! The NICs share one Ethernet segment: an in-process [`Switch`] with a port per NIC, the
+//! [`FaultStage`](crate::net::fault::FaultStage) the run's [`WirePlan`](crate::faults::WirePlan)
+//! configures (seeded from [`WorldConfig::seed`]), and an optional pcap tap
+//! ([`World::set_pcap`]). Frames a NIC sends enter the switch at the time the NIC sent them; a
+//! frame's arrival at a port is one more piece of work in time order with the NICs' own, and it
+//! runs the destination NIC's RoCE engine at that time.
+//!
 //! This file fixes the API the in-process target (in `bnxt-rig`) is written against.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::device::Device;
-use crate::events::Event;
-use crate::faults::FaultPlan;
+use crate::events::{Event, EventKind};
+use crate::faults::{FaultPlan, WirePlanError};
 use crate::firmware::context_mem::ContextLimits;
 use crate::host_memory::{DmaBacking, Iommu, MapError};
+use crate::net::fault::FaultCounters;
+use crate::net::pcap::{PcapTap, PcapTapError};
+use crate::net::switch::{LinkTiming, PortId, Switch, SwitchStats};
+use crate::roce::RoceCounters;
 
 /// How to build a [`World`].
 #[derive(Debug, Clone, Default)]
@@ -67,13 +78,17 @@ pub struct NicState {
     pub stat_contexts: usize,
     /// HWRM responses the firmware still has to write.
     pub pending_responses: usize,
+    /// The RoCE engine's counters (commands, doorbells, CQEs, frames; frames dropped for a bad
+    /// ICRC are `roce.rx_drops.icrc`).
+    pub roce: RoceCounters,
 }
 
-/// One NIC and its address space.
+/// One NIC, its address space and its port on the segment.
 struct Nic {
     device: Device,
     iommu: Iommu,
     bus: String,
+    port: PortId,
 }
 
 impl Nic {
@@ -83,6 +98,21 @@ impl Nic {
         self.device.advance(at, &view);
         self.device.drain_events(events);
     }
+
+    /// Hand a frame that arrived at `at` to the device.
+    fn deliver(&mut self, at: Duration, frame: &[u8], events: &mut Vec<Event>) {
+        let view = self.iommu.view(self.device.bus_master());
+        self.device.receive_frame(at, frame, &view);
+        self.device.drain_events(events);
+    }
+}
+
+/// Why a world could not be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WorldError {
+    /// The wire fault plan is unusable.
+    #[error("wire faults: {0}")]
+    Wire(#[from] WirePlanError),
 }
 
 /// A machine of model NICs.
@@ -91,7 +121,13 @@ pub struct World {
     nics: Vec<Nic>,
     events: Vec<Event>,
     strict: bool,
+    switch: Switch,
+    /// Frames the switch refused (runts from a NIC: none are expected).
+    switch_refusals: u64,
 }
+
+/// Mixed into the seed for the wire fault stage, so its draws do not follow the MAC addresses'.
+const WIRE_SEED_SALT: u64 = 0x7769_7265_6661_756c;
 
 /// Broadcom's OUI (00:0a:f7), the first three bytes of every model MAC.
 pub const BROADCOM_OUI: [u8; 3] = [0x00, 0x0a, 0xf7];
@@ -129,7 +165,23 @@ impl World {
     /// A machine like [`World::new`] whose first `macs.len()` NICs have these MAC addresses
     /// instead of ones derived from the seed (a `bnxt-model serve` process gives its NIC the MAC
     /// its command line names).
+    ///
+    /// Panics with the reason if the wire fault plan is unusable; [`World::try_with_macs`]
+    /// returns it instead.
     pub fn with_macs(config: WorldConfig, macs: &[[u8; 6]]) -> World {
+        World::try_with_macs(config, macs).unwrap_or_else(|e| panic!("cannot build the world: {e}"))
+    }
+
+    /// A machine like [`World::new`], or why its configuration is unusable.
+    pub fn try_new(config: WorldConfig) -> Result<World, WorldError> {
+        World::try_with_macs(config, &[])
+    }
+
+    /// A machine like [`World::with_macs`], or why its configuration is unusable.
+    pub fn try_with_macs(config: WorldConfig, macs: &[[u8; 6]]) -> Result<World, WorldError> {
+        let mut switch = Switch::new(LinkTiming::default());
+        let ports: Vec<PortId> = (0..config.nics).map(|_| switch.add_port()).collect();
+        switch.set_faults(config.faults.wire.stage(splitmix64(config.seed ^ WIRE_SEED_SALT), &ports)?);
         let plan = Arc::new(config.faults);
         let mut chosen = macs_from_seed(config.seed, config.nics);
         for (slot, mac) in chosen.iter_mut().zip(macs) {
@@ -144,10 +196,85 @@ impl World {
                     device: Device::new(i, mac, bus, plan.clone()),
                     iommu: Iommu::new(),
                     bus: format!("0000:{bus:02x}:00.0"),
+                    port: ports[i],
                 }
             })
             .collect();
-        World { now: Duration::ZERO, nics, events: Vec::new(), strict: false }
+        Ok(World { now: Duration::ZERO, nics, events: Vec::new(), strict: false, switch, switch_refusals: 0 })
+    }
+
+    /// Record every frame the segment carries (as the switch sees it, after the fault stage)
+    /// into a pcap file at `path`, replacing any tap before (which is finished).
+    pub fn set_pcap(&mut self, path: &std::path::Path) -> Result<(), PcapTapError> {
+        let tap = PcapTap::create(path)?;
+        if let Some(old) = self.switch.set_tap(tap) {
+            old.finish()?;
+        }
+        Ok(())
+    }
+
+    /// Finish the pcap tap, if one is set: the number of frames it holds.
+    pub fn finish_pcap(&mut self) -> Result<Option<u64>, PcapTapError> {
+        self.switch.take_tap().map(PcapTap::finish).transpose()
+    }
+
+    /// Counters of the segment's switch.
+    pub fn switch_stats(&self) -> SwitchStats {
+        self.switch.stats()
+    }
+
+    /// Counters of the segment's fault stage.
+    pub fn wire_fault_counters(&self) -> FaultCounters {
+        self.switch.fault_counters()
+    }
+
+    /// Frames the switch refused from the NICs.
+    pub fn switch_refusals(&self) -> u64 {
+        self.switch_refusals
+    }
+
+    /// Record per-doorbell, per-CQE and per-frame events on every NIC, or not (on by default;
+    /// benchmarks turn them off).
+    pub fn set_data_path_events(&mut self, on: bool) {
+        for n in &mut self.nics {
+            n.device.set_data_path_events(on);
+        }
+    }
+
+    /// Move the frames NIC `i` sent into the switch at `at`, and record wire faults.
+    fn pump(&mut self, i: usize, at: Duration) {
+        let port = self.nics[i].port;
+        for frame in self.nics[i].device.take_frames() {
+            if let Err(e) = self.switch.send(at, port, frame) {
+                self.switch_refusals += 1;
+                tracing::warn!(nic = i, %e, "frame refused by the switch");
+            }
+        }
+        self.record_wire_faults();
+    }
+
+    fn record_wire_faults(&mut self) {
+        for f in self.switch.drain_fault_events() {
+            let nic = self.nics.iter().position(|n| n.port == f.port).unwrap_or(usize::MAX);
+            self.events.push(Event { at: f.at, nic, kind: EventKind::WireFault { fault: f.to_string() } });
+        }
+    }
+
+    /// Run NIC `i`'s work due at `at` and send what it sent.
+    fn run_nic(&mut self, i: usize, at: Duration) {
+        self.nics[i].run(at, &mut self.events);
+        self.pump(i, at);
+    }
+
+    /// Deliver every frame the switch has for `at`, each to its NIC, and send what they answer.
+    fn run_switch(&mut self, at: Duration) {
+        let deliveries = self.switch.poll(at);
+        self.record_wire_faults();
+        for d in deliveries {
+            let Some(i) = self.nics.iter().position(|n| n.port == d.port) else { continue };
+            self.nics[i].deliver(d.at, &d.frame, &mut self.events);
+            self.pump(i, d.at);
+        }
     }
 
     /// Number of NICs.
@@ -180,17 +307,19 @@ impl World {
     pub fn advance(&mut self, d: Duration) {
         let target = self.now.saturating_add(d);
         loop {
-            let next = self
-                .nics
-                .iter()
-                .enumerate()
-                .filter_map(|(i, n)| n.device.next_deadline().map(|t| (t, i)))
-                .min();
-            match next {
-                Some((at, i)) if at <= target => {
+            let nic = self.nics.iter().enumerate().filter_map(|(i, n)| n.device.next_deadline().map(|t| (t, i))).min();
+            let wire = self.switch.next_deadline();
+            match (nic, wire) {
+                // Frames arriving at a time go before the NICs' own work at that time.
+                (_, Some(w)) if w <= target && nic.is_none_or(|(t, _)| w <= t) => {
+                    self.now = self.now.max(w);
+                    let now = self.now;
+                    self.run_switch(now);
+                }
+                (Some((at, i)), _) if at <= target => {
                     self.now = self.now.max(at);
                     let now = self.now;
-                    self.nics[i].run(now, &mut self.events);
+                    self.run_nic(i, now);
                 }
                 _ => break,
             }
@@ -198,9 +327,9 @@ impl World {
         self.now = target;
     }
 
-    /// When the next NIC work falls due, if any is queued.
+    /// When the next work falls due (a NIC's, or a frame's arrival), if any is queued.
     pub fn next_deadline(&self) -> Option<Duration> {
-        self.nics.iter().filter_map(|n| n.device.next_deadline()).min()
+        self.nics.iter().filter_map(|n| n.device.next_deadline()).chain(self.switch.next_deadline()).min()
     }
 
     /// Read config space of NIC `nic`.
@@ -228,7 +357,7 @@ impl World {
         let (n, events, now) = self.parts(nic);
         n.device.bar_write(now, bar, offset, data);
         if n.device.next_deadline().is_some_and(|t| t <= now) {
-            n.run(now, events);
+            self.run_nic(nic, now);
         } else {
             n.device.drain_events(events);
         }
@@ -268,6 +397,7 @@ impl World {
             rings: st.rings.len(),
             stat_contexts: st.stat_ctxs.len(),
             pending_responses: fw.pending_responses(),
+            roce: d.roce_counters().clone(),
         }
     }
 
@@ -295,7 +425,8 @@ impl World {
     }
 
     /// Everything unimplemented any NIC was asked for (register accesses, unsupported HWRM
-    /// requests, unimplemented request features), summed over NICs.
+    /// requests, unimplemented request features, RoCE commands, features and doorbells), summed
+    /// over NICs.
     pub fn unimplemented_total(&self) -> u64 {
         self.nics.iter().map(|n| n.device.unimplemented_total()).sum()
     }
@@ -329,6 +460,7 @@ mod tests {
     #[test]
     fn time_passes_only_when_advanced() {
         let mut w = World::new(WorldConfig { nics: 2, seed: 1, faults: FaultPlan::default() });
+        assert_eq!(w.switch.ports().count(), 2);
         assert_eq!(w.now(), Duration::ZERO);
         assert_eq!(w.next_deadline(), None);
         w.advance(Duration::from_secs(40));

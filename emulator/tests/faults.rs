@@ -16,7 +16,7 @@ use zerocopy::IntoBytes;
 const RGTR: u16 = <HwrmFuncDrvRgtrInput as Request>::REQ_TYPE;
 
 fn plan(nic: usize, req_type: u16, nth: Option<u32>, action: FirmwareAction) -> FaultPlan {
-    FaultPlan { firmware: vec![FirmwareFault { nic, req_type, nth, action }] }
+    FaultPlan { firmware: vec![FirmwareFault { nic, req_type, nth, action }], ..FaultPlan::default() }
 }
 
 fn fired(rig: &mut Rig) -> Vec<(u16, u32, FirmwareAction)> {

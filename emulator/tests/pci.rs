@@ -235,22 +235,35 @@ fn unimplemented_registers_are_loud_counted_and_read_all_ones() {
     assert_eq!(bar32(w, 0, 0x800), u32::MAX);
     assert_eq!(bar32(w, 0, 0x800), u32::MAX);
     w.bar_write(0, 0, 0xa00, &1u32.to_le_bytes()); // KONG
-    w.bar_write(0, 0, 0x700, &1u32.to_le_bytes()); // RoCE trigger
-    w.bar_write(0, 0, 0x600, &0xabcdu32.to_le_bytes()); // RoCE mailbox: kept, but loud
-    w.bar_write(0, 2, 0x10000, &0x1234_5678_0000_0001u64.to_le_bytes()); // doorbell
     w.bar_write(0, 0, 0x20000, &1u32.to_le_bytes()); // beyond BAR0
     w.bar_write(0, 0, 0x0, &[1, 2]); // 2-byte store
     let mut b = [0u8; 4];
     w.bar_read(0, 1, 0, &mut b); // no BAR 1
     assert_eq!(b, [0xff; 4]);
-    assert_eq!(w.device(0).bar0().rcfw_mailbox()[..4], 0xabcdu32.to_le_bytes());
-    assert_eq!(w.nic_state(0).unimplemented, 9);
+    assert_eq!(w.nic_state(0).unimplemented, 6);
     let hits = w.device(0).unimplemented_hits();
     assert!(hits.iter().any(|h| h.bar == 0 && h.offset == 0x800 && h.count == 2));
-    assert!(hits.iter().any(|h| h.bar == 2 && h.offset == 0x10000));
-    let doorbell = w.take_events().into_iter().find_map(|e| match e.kind {
-        EventKind::UnimplementedAccess { bar: 2, value, .. } => Some(value),
+    assert!(hits.iter().any(|h| h.bar == 0 && h.offset == 0xa00));
+}
+
+#[test]
+fn roce_mailbox_trigger_and_doorbells_are_taken_not_unimplemented() {
+    let mut rig = Rig::new(1);
+    let w = &mut rig.world;
+    w.bar_write(0, 0, 0x600, &0xabcdu32.to_le_bytes()); // RoCE mailbox: kept
+    assert_eq!(w.device(0).bar0().rcfw_mailbox()[..4], 0xabcdu32.to_le_bytes());
+    w.bar_write(0, 0, 0x700, &1u32.to_le_bytes()); // trigger before the channel was started
+    // A doorbell without the P7 valid bit on the kernel doorbell page.
+    w.bar_write(0, 2, 0x10000, &0x1234_5678_0000_0001u64.to_le_bytes());
+    let st = w.nic_state(0);
+    assert_eq!(st.unimplemented, 0);
+    assert_eq!(st.roce.channel_errors, 1);
+    assert_eq!(st.roce.bad_doorbells_total(), 1);
+    let events = w.take_events();
+    assert!(events.iter().any(|e| matches!(&e.kind, EventKind::RoceChannelError { reason } if reason.contains("before the channel was started"))));
+    let doorbell = events.iter().find_map(|e| match e.kind {
+        EventKind::DoorbellIgnored { value, .. } => Some(value),
         _ => None,
     });
-    assert_eq!(doorbell, Some(0x1234_5678_0000_0001), "a 64-bit doorbell is one event with its value");
+    assert_eq!(doorbell, Some(0x1234_5678_0000_0001), "an ignored doorbell is one event with its value");
 }

@@ -62,6 +62,7 @@ fn work_of_several_nics_runs_in_time_order_ties_by_nic_index() {
             nth: None,
             action: FirmwareAction::Delay(Duration::from_micros(30)),
         }],
+        ..FaultPlan::default()
     };
     let mut rig = Rig::with(2, 5, faults);
     let send = |rig: &mut Rig, nic: usize| {

@@ -15,7 +15,7 @@ use bnxt_rig::target::model_pci::ModelMachine;
 use zerocopy::FromZeros;
 
 fn machine(nics: usize, faults: Vec<FirmwareFault>) -> Arc<ModelMachine> {
-    ModelMachine::new(WorldConfig { nics, seed: 7, faults: FaultPlan { firmware: faults } })
+    ModelMachine::new(WorldConfig { nics, seed: 7, faults: FaultPlan { firmware: faults, ..FaultPlan::default() } })
 }
 
 fn fault(nic: usize, request: &str, nth: Option<u32>, action: FirmwareAction) -> FirmwareFault {

@@ -49,7 +49,9 @@ impl ContextRegion {
     }
 }
 
-/// What the configured context memory allows the function (the RoCE engine enforces these).
+/// What the configured context memory allows the function (the RoCE engine enforces these:
+/// RoCE QPs are the QP entries less the L2 and QP1 ones, RoCE CQs the CQ entries less the L2
+/// ones, memory regions and windows the MRAV entries less the AVs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ContextLimits {
     /// QP contexts (QP entries), L2 and QP1 included.
@@ -58,14 +60,35 @@ pub struct ContextLimits {
     pub l2_qps: u32,
     /// QP entries reserved for QP1 (QP split 1).
     pub qp1_qps: u32,
-    /// SRQ contexts.
+    /// SRQ contexts, L2 SRQs included.
     pub srqs: u32,
-    /// CQ contexts.
+    /// SRQ entries reserved for L2 (SRQ split 0).
+    pub l2_srqs: u32,
+    /// CQ contexts, L2 completion rings included.
     pub cqs: u32,
+    /// CQ entries reserved for L2 completion rings (CQ split 0).
+    pub l2_cqs: u32,
     /// Memory regions and windows: MRAV entries less the AVs.
     pub regions: u32,
     /// Address vectors (MRAV split 0).
     pub avs: u32,
+}
+
+impl ContextLimits {
+    /// QP contexts left for RoCE QPs once the L2 and QP1 entries are set aside.
+    pub fn roce_qps(&self) -> u32 {
+        self.qps.saturating_sub(self.l2_qps).saturating_sub(self.qp1_qps)
+    }
+
+    /// CQ contexts left for RoCE CQs once the L2 completion rings' are set aside.
+    pub fn roce_cqs(&self) -> u32 {
+        self.cqs.saturating_sub(self.l2_cqs)
+    }
+
+    /// SRQ contexts left for RoCE SRQs once the L2 ones are set aside.
+    pub fn roce_srqs(&self) -> u32 {
+        self.srqs.saturating_sub(self.l2_srqs)
+    }
 }
 
 /// Every region the driver configured, and whether it said it was done.
@@ -117,7 +140,9 @@ impl ContextMemory {
             l2_qps: split(CtxType::Qp, 0),
             qp1_qps: split(CtxType::Qp, 1),
             srqs: entries(CtxType::Srq),
+            l2_srqs: split(CtxType::Srq, 0),
             cqs: entries(CtxType::Cq),
+            l2_cqs: split(CtxType::Cq, 0),
             regions: mrav - avs,
             avs,
         }

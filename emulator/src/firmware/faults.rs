@@ -38,6 +38,7 @@ mod tests {
     fn occurrences_are_counted_per_request_type() {
         let plan = FaultPlan {
             firmware: vec![FirmwareFault { nic: 2, req_type: 0x15, nth: Some(2), action: FirmwareAction::NoResponse }],
+            ..FaultPlan::default()
         };
         let mut f = FaultInjector::new(2, Arc::new(plan));
         assert_eq!(f.on_request(0x15), (1, None));

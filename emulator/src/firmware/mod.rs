@@ -156,7 +156,8 @@ impl Firmware {
     /// occurrence counts and the unsupported-request counts are kept (they count since the NIC
     /// was made).
     pub fn reset(&mut self) {
-        self.state = FwState::default();
+        let (next_ring_serial, resets) = (self.state.next_ring_serial, self.state.resets + 1);
+        self.state = FwState { next_ring_serial, resets, ..FwState::default() };
         self.jobs.clear();
     }
 

@@ -85,11 +85,23 @@ pub enum PageTableError {
 /// The data pages (addresses, in order) holding `bytes` bytes through the tables `spec` names,
 /// after checking every table entry and every data byte is reachable.
 pub fn walk(mem: &dyn HostMemory, spec: TableSpec, bytes: u64) -> Result<Vec<u64>, PageTableError> {
+    walk_split(mem, spec, spec.page_size, bytes)
+}
+
+/// As [`walk`], with page-table pages of `table_page_size` bytes (each holding
+/// `table_page_size / 8` entries) while data pages are `spec.page_size` bytes: RoCE commands
+/// name the two sizes apart (REGISTER_MR `log2_pbl_pg_size`, CREATE_QP `sq_pbl_pg_size`).
+pub fn walk_split(
+    mem: &dyn HostMemory,
+    spec: TableSpec,
+    table_page_size: u64,
+    bytes: u64,
+) -> Result<Vec<u64>, PageTableError> {
     let TableSpec { root, level, page_size } = spec;
     if bytes == 0 {
         return Err(PageTableError::Empty);
     }
-    let per_table = page_size / 8;
+    let per_table = table_page_size / 8;
     let pages = bytes.div_ceil(page_size);
     let max = match level {
         0 => 1,

@@ -104,10 +104,11 @@ pub fn ring_alloc(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
         .state
         .free_ring_id()
         .ok_or_else(|| Reject::new(ErrorCode::ResourceAllocError, "no ring id left").cmd_err(AllocErr::CODE_RESMGR_ALLOC_FAIL))?;
-    ctx.state.rings.insert(
-        id,
-        Ring { ty, length, logical_id, pages, page_size, nq_ring_id, cmpl_ring_id, stat_ctx_id, cq_handle: req.cq_handle.get() },
-    );
+    let serial = ctx.state.next_ring_serial;
+    ctx.state.next_ring_serial += 1;
+    let cq_handle = req.cq_handle.get();
+    let ring = Ring { ty, length, logical_id, pages, page_size, nq_ring_id, cmpl_ring_id, stat_ctx_id, cq_handle, serial };
+    ctx.state.rings.insert(id, ring);
     reply::<HwrmRingAllocOutput>(|o| {
         o.ring_id = id.into();
         o.logical_ring_id = logical_id.into();

@@ -93,6 +93,9 @@ pub struct Ring {
     pub stat_ctx_id: Option<u32>,
     /// `cq_handle` (echoed in NQ entries of completion rings).
     pub cq_handle: u64,
+    /// Which allocation this is (distinct for every RING_ALLOC since the firmware started), so
+    /// users of a ring id notice when the id was freed and handed out again.
+    pub serial: u64,
 }
 
 /// A statistics context the driver allocated.
@@ -121,11 +124,17 @@ pub struct FwState {
     pub stat_ctxs: BTreeMap<u32, StatCtx>,
     /// Context memory.
     pub context: ContextMemory,
+    /// Serial the next allocated ring gets.
+    pub next_ring_serial: u64,
+    /// How many times the function's resources were freed (FUNC_RESET); the RoCE engine drops
+    /// its objects when this changes.
+    pub resets: u64,
 }
 
 impl FwState {
     /// FUNC_RESET: free the function's rings and statistics contexts.
     pub fn free_resources(&mut self) {
+        self.resets += 1;
         self.rings.clear();
         self.stat_ctxs.clear();
         self.if_up = false;

@@ -7,7 +7,8 @@
 //! | 0x100 | HWRM trigger | a store of 1 submits the window's contents |
 //! | 0x400, 0x404, 0x408 | GRC window 1-3 base | stores `addr & 0xfffff000` |
 //! | 0x520 | firmware status (P5/P7) | reads 0x8000 (ready) |
-//! | 0x600-0x60f, 0x700 | RoCE command-queue mailbox and trigger | stores kept, loud: RoCE comes later |
+//! | 0x600-0x60f | RoCE command-queue mailbox (`cmdq_init`, producer at 0x60c) | stores kept, readable |
+//! | 0x700 | RoCE command-queue trigger | a store of 1 hands the mailbox to the RoCE engine |
 //! | 0xa00-0xa7f, 0xb00 | KONG mailbox | not implemented, loud |
 //! | 0x1000-0x3fff | GRC windows 1-3 | reads of the addresses in [`super::grc`] |
 //! | anything else | | not implemented, loud, reads all-ones |
@@ -38,6 +39,9 @@ pub enum Bar0Effect {
     None,
     /// The HWRM trigger was written: submit this snapshot of the request window.
     HwrmSubmit(Box<[u8; WINDOW_LEN]>),
+    /// The RoCE command-queue trigger was written: the mailbox as it stands (`cmdq_init`, with the
+    /// producer in its last dword).
+    RcfwTrigger([u8; RCFW_MAILBOX_LEN as usize]),
 }
 
 /// BAR0 register state.
@@ -113,8 +117,8 @@ impl Bar0 {
             }
             o if in_range(o, RCFW_COMM_BASE, RCFW_MAILBOX_LEN) => {
                 put_dword(&mut self.rcfw_mailbox, (o - RCFW_COMM_BASE) as usize, value);
-                loud.write(BAR, o, value.into(), "RoCE command-queue mailbox (RoCE not implemented yet)");
             }
+            RCFW_CMDQ_TRIG if value == TRIGGER_VALUE => return Bar0Effect::RcfwTrigger(self.rcfw_mailbox),
             o => loud.write(BAR, o, value.into(), region_name(o)),
         }
         Bar0Effect::None
@@ -137,7 +141,7 @@ fn put_dword(bytes: &mut [u8], at: usize, v: u32) {
 fn region_name(o: u64) -> &'static str {
     match o {
         HWRM_TRIGGER => "HWRM trigger (only a store of 1 is defined)",
-        RCFW_CMDQ_TRIG => "RoCE command-queue trigger (RoCE not implemented yet)",
+        RCFW_CMDQ_TRIG => "RoCE command-queue trigger (write-only; only a store of 1 is defined)",
         o if in_range(o, KONG_REQ_WINDOW, KONG_WINDOW_LEN) => "KONG mailbox (not implemented)",
         KONG_TRIGGER => "KONG trigger (not implemented)",
         FW_STATUS_P5 => "firmware status (read-only)",
@@ -174,8 +178,14 @@ mod tests {
         assert_eq!(bar.read32(0xa00, &mut loud), u32::MAX);
         bar.write32(0xb00, 1, &mut loud);
         bar.write32(0x600, 7, &mut loud);
+        bar.write32(0x60c, 0x8000_0002, &mut loud);
         assert_eq!(bar.rcfw_mailbox()[0], 7);
-        assert_eq!(unimpl.total(), 3);
+        match bar.write32(0x700, 1, &mut loud) {
+            Bar0Effect::RcfwTrigger(m) => assert_eq!(&m[12..16], &0x8000_0002u32.to_le_bytes()),
+            other => panic!("{other:?}"),
+        }
+        bar.write32(0x700, 2, &mut loud);
+        assert_eq!(unimpl.total(), 3, "KONG read and write, and a trigger value other than 1");
         assert_eq!(rec.pending().len(), 3);
     }
 }

@@ -1,6 +1,30 @@
-//! The RoCE engine of the model.
+//! The RoCE engine of the model: the RoCE firmware channel (command queue, completion ring,
+//! notification queues), the RoCE objects (GIDs, CQs, memory keys, QPs), doorbells, and the glue
+//! between the BCM57608's work-queue and completion formats and the HSI-agnostic
+//! reliable-connected [`transport`].
 //!
-//! [`transport`] is the reliable-connected transport (requester, responder and completer), which
-//! knows nothing of the BCM57608's work-queue or completion formats.
+//! [`engine::RoceEngine`] is what the device drives: CMDQ triggers and BAR2 doorbells in, frames
+//! in and out, DMA through the function's view, completions on the CREQ and CQs, MSI-X vectors
+//! out. [`transport`] is the reliable-connected transport (requester, responder and completer),
+//! which knows nothing of the BCM57608's work-queue or completion formats.
 
+pub mod caps;
+pub mod channel;
+mod cmd;
+pub mod counters;
+pub mod cq;
+mod datapath;
+pub mod doorbell;
+pub mod engine;
+pub mod gid;
+pub mod memory;
+pub mod mr;
+pub mod nq;
+pub mod pages;
+pub mod qp;
+pub mod state;
 pub mod transport;
+pub mod wqe;
+
+pub use counters::RoceCounters;
+pub use engine::{Env, RoceEngine};

@@ -1,0 +1,92 @@
+//! CREATE_CQ and DESTROY_CQ (hardware-map §4.5; bnxt_re qplib_fp.c `bnxt_qplib_create_cq`,
+//! `bnxt_qplib_destroy_cq`).
+//!
+//! A CQ is `cq_size` 32-byte entries in pages of the size `pg_size_lvl` names, behind a page
+//! table of `lvl` levels (table pages of `pbl_pg_size` when `PBL_PG_SIZE_VALID`, else 4 KiB). Its
+//! notifications go to the NQ ring `cq_fco_cnq_id` bits 11:0 names, which HWRM RING_ALLOC must
+//! have made. CQ ids are CQ context entries past the L2 completion rings' (CQ split 0), so a
+//! function has at most `ContextLimits::roce_cqs` of them. A first-page offset (bits 31:12) and
+//! infinite-CQ mode are not modelled (NOT_IMPLEMENTED); interrupt coalescing settings are taken
+//! and have no effect (the model notifies at once, which coalescing allows).
+
+use bnxt_hsi::roce::layouts::{CmdqCreateCq as C, CmdqDestroyCq, CreqCreateCqResp, CreqDestroyCqResp};
+
+use super::{Cmd, CmdCtx, Outcome, Refusal, answer, parse};
+use crate::firmware::state::RingType;
+use crate::roce::caps::{MAX_CQE, page_shift_of_code};
+use crate::roce::cq::Cq;
+use crate::roce::pages::{PageList, PblSpec};
+use crate::roce::state::RoceState;
+
+/// DPIs are BAR2 pages: 8 MiB of 4 KiB pages.
+pub const MAX_DPI_NUMBER: u32 = (crate::config_space::BAR2_SIZE / 4096) as u32;
+
+/// CREATE_CQ.
+pub fn create_cq(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
+    let req: C = parse(cmd, 0x30)?;
+    let flags = req.flags.get();
+    if flags & C::FLAGS_INFINITE_CQ_MODE != 0 {
+        return Err(Refusal::not_implemented("infinite CQ mode is not modelled"));
+    }
+    let lvl_size = req.pg_size_lvl.get();
+    let level = (lvl_size & C::LVL_MASK) as u8;
+    if level > 2 {
+        return Err(Refusal::invalid(format!("level {level} is not 0, 1 or 2")));
+    }
+    let code = ((lvl_size & C::PG_SIZE_MASK) >> 2) as u8;
+    let page_shift =
+        page_shift_of_code(code).ok_or_else(|| Refusal::invalid(format!("page size code {code} is not defined")))?;
+    let table_shift = if flags & C::FLAGS_PBL_PG_SIZE_VALID != 0 {
+        let c = req.pbl_pg_size & C::PBL_PG_SIZE_MASK;
+        page_shift_of_code(c).ok_or_else(|| Refusal::invalid(format!("pbl_pg_size code {c} is not defined")))?
+    } else {
+        12
+    };
+    let fco_cnq = req.cq_fco_cnq_id.get();
+    if fco_cnq & C::CQ_FCO_MASK != 0 {
+        return Err(Refusal::not_implemented(format!("first-page offset {} is not modelled", fco_cnq >> 12)));
+    }
+    let nq = (fco_cnq & C::CNQ_ID_MASK) as u16;
+    match cx.fw.rings.get(&nq) {
+        Some(r) if r.ty == RingType::Nq => {}
+        _ => return Err(Refusal::invalid(format!("cnq_id {nq} is not an NQ ring (HWRM RING_ALLOC type NQ)"))),
+    }
+    let size = req.cq_size.get();
+    if size == 0 || size > MAX_CQE {
+        return Err(Refusal::invalid(format!("cq_size {size} outside 1..={MAX_CQE}")));
+    }
+    let dpi = req.dpi.get();
+    if dpi >= MAX_DPI_NUMBER {
+        return Err(Refusal::invalid(format!("dpi {dpi} is not a doorbell page of BAR2")));
+    }
+    let base = cx.limits.l2_cqs;
+    let count = cx.limits.roce_cqs();
+    if st.cqs.len() as u64 >= u64::from(count) {
+        return Err(Refusal::resources(format!("all {count} CQs the context memory holds are in use")));
+    }
+    let spec = PblSpec { root: req.pbl.get(), level, page_shift, table_shift };
+    let mem =
+        PageList::walk(cx.mem, spec, u64::from(size) * 32).map_err(|e| Refusal::invalid(format!("CQ memory: {e}")))?;
+    let id =
+        (base..base + count).find(|id| !st.cqs.contains_key(id)).ok_or_else(|| Refusal::resources("no CQ id left"))?;
+    let unchecked = flags & C::FLAGS_DISABLE_CQ_OVERFLOW_DETECTION != 0;
+    st.cqs.insert(id, Cq::new(id, req.cq_handle.get(), nq, size, dpi, unchecked, mem));
+    answer::<CreqCreateCqResp>(|r| r.xid = id.into())
+}
+
+/// DESTROY_CQ. A CQ a QP still completes to cannot go.
+pub fn destroy_cq(st: &mut RoceState, cmd: &Cmd<'_>) -> Outcome {
+    let req: CmdqDestroyCq = parse(cmd, 0x18)?;
+    let id = req.cq_cid.get();
+    if !st.cqs.contains_key(&id) {
+        return Err(Refusal::invalid(format!("cq_cid {id} is not a CQ")));
+    }
+    if let Some(qp) = st.qp_using_cq(id) {
+        return Err(Refusal::invalid(format!("CQ {id} is still used by QP {qp}")));
+    }
+    let cq = st.cqs.remove(&id).expect("checked above");
+    answer::<CreqDestroyCqResp>(|r| {
+        r.xid = id.into();
+        r.total_cnq_events = (cq.notifications.min(u64::from(u16::MAX)) as u16).into();
+    })
+}

@@ -1,0 +1,275 @@
+//! The commands of the RoCE firmware channel: routing by opcode, the checks common to all, and
+//! the completion each earns (hardware-map §4.4-4.5).
+//!
+//! Every command is checked before it acts: its length (`cmd_size` slots) against the fields the
+//! model reads, then each field. A refusal carries the CREQ status real firmware gives for it
+//! (roce_hsi.h `CREQ_QP_EVENT_STATUS_*`): INVALID_PARAMETER for a bad field, RESOURCES when a
+//! limit from the context memory is reached, FAIL for a command the function's state does not
+//! allow (anything but QUERY_FUNC/QUERY_VERSION before INITIALIZE_FW), NOT_IMPLEMENTED for
+//! opcodes the interface defines and the model does not carry out (and for features of
+//! implemented ones it does not model), INVALID_CMD for opcodes the interface does not define.
+//! Refusals and unimplemented opcodes are logged and counted.
+
+mod cq;
+mod func;
+mod gid;
+mod mr;
+mod qp;
+
+use bnxt_hsi::roce::command::Command;
+use bnxt_hsi::roce::layouts::{CmdqBase as B, *};
+use bnxt_hsi::roce::rcfw::{CreqStatus, opcode_name};
+use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
+
+use crate::firmware::context_mem::ContextLimits;
+use crate::firmware::state::FwState;
+use crate::host_memory::HostMemory;
+
+use super::state::RoceState;
+
+/// A command as the handlers see it.
+pub struct Cmd<'a> {
+    /// `opcode`.
+    pub opcode: u8,
+    /// `cookie`.
+    pub cookie: u16,
+    /// Every byte of it (a multiple of 16).
+    pub bytes: &'a [u8],
+}
+
+impl Cmd<'_> {
+    /// `resp_addr` of the common header.
+    fn resp_addr(&self) -> u64 {
+        u64::from_le_bytes(self.bytes[8..16].try_into().expect("16-byte header"))
+    }
+
+    /// `resp_size` of the common header, in bytes.
+    fn resp_bytes(&self) -> usize {
+        usize::from(self.bytes[6]) * 16
+    }
+}
+
+/// What a handler needs besides the objects.
+pub struct CmdCtx<'a> {
+    /// The function's DMA view.
+    pub mem: &'a dyn HostMemory,
+    /// The HWRM firmware's state (rings, statistics contexts, context memory).
+    pub fw: &'a FwState,
+    /// What the context memory allows.
+    pub limits: ContextLimits,
+}
+
+/// Why a command was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The status.
+    pub status: CreqStatus,
+    /// What was wrong.
+    pub reason: String,
+}
+
+impl Refusal {
+    /// INVALID_PARAMETER.
+    pub fn invalid(reason: impl Into<String>) -> Refusal {
+        Refusal { status: CreqStatus::InvalidParameter, reason: reason.into() }
+    }
+    /// RESOURCES.
+    pub fn resources(reason: impl Into<String>) -> Refusal {
+        Refusal { status: CreqStatus::Resources, reason: reason.into() }
+    }
+    /// NOT_IMPLEMENTED (a feature the model does not carry out).
+    pub fn not_implemented(reason: impl Into<String>) -> Refusal {
+        Refusal { status: CreqStatus::NotImplemented, reason: reason.into() }
+    }
+    /// FAIL.
+    pub fn fail(reason: impl Into<String>) -> Refusal {
+        Refusal { status: CreqStatus::Fail, reason: reason.into() }
+    }
+    /// HARDWARE_ERROR (the device could not reach host memory it needed).
+    pub fn hardware(reason: impl Into<String>) -> Refusal {
+        Refusal { status: CreqStatus::HardwareError, reason: reason.into() }
+    }
+}
+
+/// A CREQ completion's bytes (type, status, cookie, valid bit and event are filled in by the
+/// channel), or a refusal.
+pub type Outcome = Result<[u8; 16], Refusal>;
+
+/// The completion layout `T` after `fill`.
+pub fn answer<T: FromZeros + IntoBytes + Immutable>(fill: impl FnOnce(&mut T)) -> Outcome {
+    let mut t = T::new_zeroed();
+    fill(&mut t);
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&t.as_bytes()[..16]);
+    Ok(out)
+}
+
+/// A completion that only carries `xid` (the `creq_*_resp` layouts of the commands without
+/// further fields share this shape).
+pub fn answer_xid(xid: u32) -> Outcome {
+    answer::<CreqAddGidResp>(|r| r.xid = xid.into())
+}
+
+/// Parse the command as `T`, requiring at least `min` bytes (shorter layouts of older
+/// interface versions are zero-extended beyond that).
+pub fn parse<T: FromBytes + KnownLayout + Immutable + Command>(cmd: &Cmd<'_>, min: usize) -> Result<T, Refusal> {
+    if cmd.bytes.len() < min {
+        return Err(Refusal::invalid(format!(
+            "{} of {} bytes ({} slots) is shorter than the {min} bytes the model reads",
+            T::NAME,
+            cmd.bytes.len(),
+            cmd.bytes.len() / 16
+        )));
+    }
+    let mut buf = vec![0u8; size_of::<T>()];
+    let n = cmd.bytes.len().min(buf.len());
+    buf[..n].copy_from_slice(&cmd.bytes[..n]);
+    Ok(T::read_from_bytes(&buf).expect("buffer of the layout's size"))
+}
+
+/// Write a side buffer (`sb`, with its `creq_resp_sb_hdr` filled here) to the command's
+/// `resp_addr`, checking `resp_size` holds it.
+pub fn write_side_buffer(cmd: &Cmd<'_>, cx: &CmdCtx<'_>, mut sb: Vec<u8>) -> Result<(), Refusal> {
+    let need = sb.len();
+    if cmd.resp_bytes() < need {
+        return Err(Refusal::invalid(format!(
+            "resp_size {} ({} bytes) is smaller than the {need}-byte side buffer",
+            cmd.bytes[6],
+            cmd.resp_bytes()
+        )));
+    }
+    let addr = cmd.resp_addr();
+    if addr == 0 {
+        return Err(Refusal::invalid("resp_addr is 0 but the command answers in a side buffer"));
+    }
+    sb[0] = cmd.opcode;
+    sb[1] = 0;
+    sb[2..4].copy_from_slice(&cmd.cookie.to_le_bytes());
+    sb[6] = (need / 16) as u8;
+    cx.mem.write(addr, &sb).map_err(|e| Refusal::hardware(format!("side buffer: {e}")))
+}
+
+/// How the model handles an opcode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Support {
+    /// Carried out.
+    Implemented,
+    /// Defined by the interface, not carried out (NOT_IMPLEMENTED).
+    NotImplemented,
+    /// Not defined (INVALID_CMD).
+    Undefined,
+}
+
+/// Opcodes the model carries out.
+pub const IMPLEMENTED: [u8; 17] = [
+    B::OPCODE_QUERY_FUNC,
+    B::OPCODE_QUERY_VERSION,
+    B::OPCODE_INITIALIZE_FW,
+    B::OPCODE_DEINITIALIZE_FW,
+    B::OPCODE_ADD_GID,
+    B::OPCODE_DELETE_GID,
+    B::OPCODE_MODIFY_GID,
+    B::OPCODE_CREATE_CQ,
+    B::OPCODE_DESTROY_CQ,
+    B::OPCODE_ALLOCATE_MRW,
+    B::OPCODE_DEALLOCATE_KEY,
+    B::OPCODE_REGISTER_MR,
+    B::OPCODE_DEREGISTER_MR,
+    B::OPCODE_CREATE_QP,
+    B::OPCODE_MODIFY_QP,
+    B::OPCODE_QUERY_QP,
+    B::OPCODE_DESTROY_QP,
+];
+
+/// How the model handles `opcode`.
+pub fn support(opcode: u8) -> Support {
+    if IMPLEMENTED.contains(&opcode) {
+        Support::Implemented
+    } else if opcode_name(opcode).is_some() {
+        Support::NotImplemented
+    } else {
+        Support::Undefined
+    }
+}
+
+/// Run the command.
+pub fn execute(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
+    match support(cmd.opcode) {
+        Support::Undefined => {
+            return Err(Refusal {
+                status: CreqStatus::InvalidCmd,
+                reason: format!("opcode 0x{:02x} is not defined", cmd.opcode),
+            });
+        }
+        Support::NotImplemented => {
+            return Err(Refusal::not_implemented("not implemented by the model"));
+        }
+        Support::Implemented => {}
+    }
+    let before_init = matches!(cmd.opcode, B::OPCODE_QUERY_FUNC | B::OPCODE_QUERY_VERSION | B::OPCODE_INITIALIZE_FW);
+    if st.init.is_none() && !before_init {
+        return Err(Refusal::fail("the RoCE function is not initialized (no INITIALIZE_FW since reset)"));
+    }
+    match cmd.opcode {
+        B::OPCODE_QUERY_FUNC => func::query_func(cmd, cx),
+        B::OPCODE_QUERY_VERSION => func::query_version(cmd),
+        B::OPCODE_INITIALIZE_FW => func::initialize_fw(st, cmd, cx),
+        B::OPCODE_DEINITIALIZE_FW => func::deinitialize_fw(st, cmd),
+        B::OPCODE_ADD_GID => gid::add_gid(st, cmd, cx),
+        B::OPCODE_DELETE_GID => gid::delete_gid(st, cmd),
+        B::OPCODE_MODIFY_GID => gid::modify_gid(st, cmd, cx),
+        B::OPCODE_CREATE_CQ => cq::create_cq(st, cmd, cx),
+        B::OPCODE_DESTROY_CQ => cq::destroy_cq(st, cmd),
+        B::OPCODE_ALLOCATE_MRW => mr::allocate_mrw(st, cmd, cx),
+        B::OPCODE_DEALLOCATE_KEY => mr::deallocate_key(st, cmd),
+        B::OPCODE_REGISTER_MR => mr::register_mr(st, cmd, cx),
+        B::OPCODE_DEREGISTER_MR => mr::deregister_mr(st, cmd),
+        B::OPCODE_CREATE_QP => qp::create_qp(st, cmd, cx),
+        B::OPCODE_MODIFY_QP => qp::modify_qp(st, cmd, cx),
+        B::OPCODE_QUERY_QP => qp::query_qp(st, cmd, cx),
+        B::OPCODE_DESTROY_QP => qp::destroy_qp(st, cmd),
+        other => unreachable!("opcode 0x{other:02x} is listed as implemented"),
+    }
+}
+
+/// Key fields of a command for the event log (empty when there are none worth naming).
+pub fn summary(opcode: u8, bytes: &[u8]) -> String {
+    let get = |at: usize, n: usize| -> u64 {
+        let mut b = [0u8; 8];
+        if let Some(s) = bytes.get(at..at + n) {
+            b[..n].copy_from_slice(s);
+        }
+        u64::from_le_bytes(b)
+    };
+    match opcode {
+        B::OPCODE_CREATE_QP => format!(
+            "type={} sq_size={} rq_size={} scq={} rcq={} pd={} flags=0x{:x}",
+            get(0x1c, 1),
+            get(0x24, 4),
+            get(0x28, 4),
+            get(0x30, 4),
+            get(0x34, 4),
+            get(0x3c, 4),
+            get(0x18, 4)
+        ),
+        B::OPCODE_MODIFY_QP => {
+            format!("qp={} mask=0x{:x} state={}", get(0x14, 4), get(0x10, 4), get(0x18, 1) & 0xf)
+        }
+        B::OPCODE_DESTROY_QP | B::OPCODE_QUERY_QP => format!("qp={}", get(0x10, 4)),
+        B::OPCODE_CREATE_CQ => format!("cq_size={} nq={} lvl={}", get(0x24, 4), get(0x1c, 4) & 0xfff, get(0x18, 4) & 3),
+        B::OPCODE_DESTROY_CQ => format!("cq={}", get(0x10, 4)),
+        B::OPCODE_REGISTER_MR => format!(
+            "key=0x{:x} flags=0x{:x} lvl={} va=0x{:x} size={}",
+            get(0x14, 4),
+            get(2, 2),
+            get(0x10, 1) & 3,
+            get(0x20, 8),
+            get(0x28, 8)
+        ),
+        B::OPCODE_DEREGISTER_MR => format!("lkey=0x{:x}", get(0x10, 4)),
+        B::OPCODE_DEALLOCATE_KEY => format!("key=0x{:x}", get(0x14, 4)),
+        B::OPCODE_DELETE_GID => format!("gid_index={}", get(0x10, 2)),
+        B::OPCODE_INITIALIZE_FW => format!("flags=0x{:x} stat_ctx_id={}", get(2, 2), get(0x6c, 4)),
+        _ => String::new(),
+    }
+}

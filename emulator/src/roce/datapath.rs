@@ -1,0 +1,513 @@
+//! The data path glue: WQEs from the rings to the QP's transport, the transport's frames to the
+//! wire and its completions to CQEs, frames from the wire to the right QP, and the transport's
+//! timers.
+//!
+//! * Send WQEs are read when the QP is in RTS (or ERR, where they complete flushed) and handed to
+//!   the transport in ring order, each numbered; a WQE the engine cannot carry out completes with
+//!   LOCAL_QP_OPERATION_ERR after everything before it, and moves the QP to the error state with a
+//!   QP error notification on the CREQ. Receive WQEs are read from RTR on; before RTS they wait in
+//!   the engine.
+//! * The MSN table entry of each WQE (P7 host-MSN retransmission) is read and compared with the
+//!   WQE's start slot and PSN range; disagreements are counted and logged (the model's
+//!   transport keeps its own retransmission state, so a wrong table changes nothing else).
+//! * Requester CQEs (`cq_req`) carry `sq_cons_idx`: for a success, the number of the WQE after
+//!   the completed one modulo `sq_size` (bnxt_re and rdma-core compare it with their software
+//!   queue index: qplib_fp.c `bnxt_qplib_cq_process_req`, verbs.c `bnxt_re_poll_success_scqe`);
+//!   for an error in variable WQE mode, the start slot of the failed WQE
+//!   (`bnxt_qplib_get_cqe_sq_cons`). Responder CQEs (`cq_res_rc`) carry the RQ WQE's `wr_id`.
+//! * When the transport enters the error state on its own (retry exceeded, a NAK, a local
+//!   protection error), the QP moves to ERR and a QP error notification goes to the CREQ.
+
+use std::time::Duration;
+
+use bnxt_hsi::roce::cqe::{CQE_BYTES, CqeType, type_toggle};
+use bnxt_hsi::roce::layouts::{
+    CqReq, CqResRc, CreqCqErrorNotification as CqErr, CreqQpErrorNotification as QpErr, SqBase,
+};
+use bnxt_hsi::roce::msn::MsnEntry;
+use bnxt_hsi::roce::qp::QpState;
+use bnxt_hsi::roce::rcfw::{CREQ_TYPE_QP_EVENT, cq_err_reason};
+use zerocopy::{FromZeros, IntoBytes};
+
+use crate::events::EventKind;
+use crate::net::RoceFrame;
+use crate::roce::transport::{
+    QpState as TState, RecvCompletion, RecvKind, RecvWqe, ReqStatus, RespStatus, SendCompletion, SendOp, SendWqe, Sge,
+};
+
+use super::caps::{MAX_INLINE_DATA, MAX_INLINE_DATA_VAR_WQE};
+use super::cq::CqeOutcome;
+use super::engine::{Env, RoceEngine};
+use super::memory::{INLINE_LKEY, QpMemory};
+use super::qp::Qp;
+use super::state::RoceState;
+use super::wqe::{SqWqe, read_rq_wqe, read_sq_wqe};
+
+/// A completion waiting to become a CQE.
+enum Done {
+    Send(SendCompletion),
+    Recv(RecvCompletion),
+    /// A WQE the engine refused: its number (or the RQ wr_id) and whether it was a send.
+    Refused {
+        send: bool,
+        id: u64,
+    },
+}
+
+impl RoceEngine {
+    /// Service every QP with something to look at.
+    pub(super) fn service_dirty(&mut self, now: Duration, env: &mut Env<'_>) {
+        while let Some(qpn) = self.st.dirty.pop_first() {
+            self.service_qp(now, qpn, env);
+        }
+    }
+
+    fn service_qp(&mut self, now: Duration, qpn: u32, env: &mut Env<'_>) {
+        let mut done = Vec::new();
+        self.read_rq(now, qpn, env, &mut done);
+        self.read_sq(now, qpn, env, &mut done);
+        self.pump(now, qpn, env, &mut done);
+    }
+
+    /// Read newly posted receive WQEs.
+    fn read_rq(&mut self, now: Duration, qpn: u32, env: &mut Env<'_>, done: &mut Vec<Done>) {
+        let Some(qp) = self.st.qps.get_mut(&qpn) else { return };
+        if !matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Err) {
+            return;
+        }
+        while qp.rq.taken != qp.rq.prod {
+            let index = qp.rq.taken.index;
+            qp.rq.taken = qp.rq.taken.advance(1, qp.rq.size);
+            self.counters.wqes += 1;
+            match read_rq_wqe(&qp.rq.mem, env.mem, index, qp.rq.stride_slots, qp.rq.max_sge) {
+                Ok(w) => {
+                    let sges = w.sges.iter().map(|&(addr, lkey, len)| Sge { addr, lkey, len }).collect();
+                    let wqe = RecvWqe { id: u64::from(w.wr_id), sges };
+                    match qp.transport.as_mut() {
+                        Some(t) => t.post_recv(wqe),
+                        None if qp.state == QpState::Err => done.push(Done::Recv(flushed_recv(wqe.id))),
+                        None => qp.early_recvs.push_back(wqe),
+                    }
+                }
+                Err(e) => {
+                    self.counters.bad_wqes += 1;
+                    let reason = format!("RQ WQE {index}: {e}");
+                    env.rec.record(now, EventKind::WqeRefused { qp: qpn, reason: reason.clone() });
+                    tracing::debug!(qpn, %reason, "RQ WQE refused");
+                    // The wr_id is unknown when the header cannot be read; the index stands in.
+                    let id = read_wr_id(qp, env, index).unwrap_or(index);
+                    if let Some(t) = qp.transport.as_mut() {
+                        t.set_error();
+                    }
+                    done.push(Done::Refused { send: false, id: u64::from(id) });
+                }
+            }
+        }
+        if let (Some(t), false) = (qp.transport.as_mut(), qp.early_recvs.is_empty()) {
+            for w in qp.early_recvs.drain(..) {
+                t.post_recv(w);
+            }
+        }
+    }
+
+    /// Read newly posted send WQEs.
+    fn read_sq(&mut self, now: Duration, qpn: u32, env: &mut Env<'_>, done: &mut Vec<Done>) {
+        let Some(qp) = self.st.qps.get_mut(&qpn) else { return };
+        if !matches!(qp.state, QpState::Rts | QpState::Err) {
+            return;
+        }
+        let max_inline = if qp.sq.variable { u32::from(MAX_INLINE_DATA_VAR_WQE) } else { MAX_INLINE_DATA };
+        let layout = qp.sq.layout(max_inline);
+        let force = qp.flags & bnxt_hsi::roce::layouts::CmdqCreateQp::QP_FLAGS_FORCE_COMPLETION != 0;
+        while qp.sq.taken != qp.sq.prod {
+            let avail = qp.sq.taken.distance(qp.sq.prod, qp.sq.size) as u32;
+            let slot = qp.sq.next_slot();
+            let slots_avail = if qp.sq.variable { avail } else { super::wqe::STATIC_WQE_SLOTS };
+            let seq = qp.sq.wqes;
+            self.counters.wqes += 1;
+            match read_sq_wqe(&qp.sq.mem, env.mem, layout, slot, slots_avail) {
+                Ok((w, owned)) => {
+                    let step = if qp.sq.variable { owned } else { 1 };
+                    qp.sq.taken = qp.sq.taken.advance(step, qp.sq.size);
+                    qp.sq.wqes += 1;
+                    qp.in_flight.insert(seq, (slot, owned));
+                    if let Some(m) = check_msn(qp, env, &w, slot) {
+                        self.counters.msn_mismatches += 1;
+                        let msg = format!("QP {qpn}: MSN table entry disagrees with WQE {seq}: {m}");
+                        if self.warned.insert(format!("msn {qpn}")) {
+                            tracing::warn!("{msg}");
+                        }
+                    }
+                    let wqe = send_wqe(seq, &w, force, &mut qp.inline);
+                    match qp.transport.as_mut() {
+                        Some(t) => t.post_send(wqe),
+                        None => done.push(Done::Send(SendCompletion {
+                            id: seq,
+                            status: ReqStatus::Flushed,
+                            op: wqe.op,
+                            bytes: wqe.length,
+                        })),
+                    }
+                }
+                Err((e, owned)) => {
+                    self.counters.bad_wqes += 1;
+                    let reason = format!("SQ WQE at slot {slot}: {e}");
+                    env.rec.record(now, EventKind::WqeRefused { qp: qpn, reason: reason.clone() });
+                    tracing::debug!(qpn, %reason, "SQ WQE refused");
+                    match owned {
+                        Some(n) => {
+                            let step = if qp.sq.variable { n } else { 1 };
+                            qp.sq.taken = qp.sq.taken.advance(step, qp.sq.size);
+                            qp.sq.wqes += 1;
+                            qp.in_flight.insert(seq, (slot, n));
+                            if let Some(t) = qp.transport.as_mut() {
+                                t.set_error();
+                            }
+                            done.push(Done::Refused { send: true, id: seq });
+                        }
+                        None => {
+                            // The WQE's extent is unknown: nothing after it can be found either.
+                            qp.sq.taken = qp.sq.prod;
+                            if let Some(t) = qp.transport.as_mut() {
+                                t.set_error();
+                            }
+                            qp.in_flight.insert(seq, (slot, 0));
+                            qp.sq.wqes += 1;
+                            done.push(Done::Refused { send: true, id: seq });
+                        }
+                    }
+                    if qp.state != QpState::Err {
+                        qp.state = QpState::Err;
+                        self.pending_qp_error.push((qpn, QpErr::REQ_ERR_STATE_REASON_REQ_WQE_FORMAT_ERROR, 0));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Frames out, completions to CQEs, the timer, and the error state.
+    fn pump(&mut self, now: Duration, qpn: u32, env: &mut Env<'_>, done: &mut Vec<Done>) {
+        let RoceState { qps, keys, .. } = &mut self.st;
+        let Some(qp) = qps.get_mut(&qpn) else { return };
+        let mut became_error = None;
+        let mut dma_errors = 0;
+        if let Some(t) = qp.transport.as_mut() {
+            let mut mem = QpMemory { keys, mem: env.mem, pd: qp.pd, inline: &qp.inline, dma_errors: 0 };
+            let mut buf = Vec::new();
+            // Refused WQEs complete after everything the transport flushes for them.
+            let refused: Vec<Done> = std::mem::take(done);
+            while t.poll_transmit(now, &mut mem, &mut buf) {
+                self.counters.frames_sent += 1;
+                if self.data_path_events
+                    && let Some(b) = crate::net::roce::peek_bth(&buf)
+                {
+                    env.rec.record(
+                        now,
+                        EventKind::FrameSent { qp: qpn, opcode: b.opcode(), psn: b.psn(), len: buf.len() },
+                    );
+                }
+                self.frames.push(std::mem::take(&mut buf));
+            }
+            dma_errors = mem.dma_errors;
+            while let Some(c) = t.pop_send_completion() {
+                if !c.status.is_ok() && became_error.is_none() {
+                    became_error = Some(req_reason(c.status));
+                }
+                done.push(Done::Send(c));
+            }
+            while let Some(c) = t.pop_recv_completion() {
+                if !c.status.is_ok() && c.status != RespStatus::Flushed && became_error.is_none() {
+                    became_error = Some((0, res_reason(c.status)));
+                }
+                done.push(Done::Recv(c));
+            }
+            done.extend(refused);
+            let entered_error = t.state() == TState::Error && qp.state != QpState::Err;
+            if entered_error {
+                qp.state = QpState::Err;
+                let (req, res) = became_error.unwrap_or((0, 0));
+                self.pending_qp_error.push((qpn, req, res));
+            }
+            let deadline = t.next_deadline();
+            match (self.qp_timer.get(&qpn).copied(), deadline) {
+                (Some(old), Some(new)) if old == new => {}
+                (old, new) => {
+                    if let Some(o) = old {
+                        self.timers.remove(&(o, qpn));
+                        self.qp_timer.remove(&qpn);
+                    }
+                    if let Some(n) = new {
+                        self.timers.insert((n, qpn));
+                        self.qp_timer.insert(qpn, n);
+                    }
+                }
+            }
+        }
+        self.counters.dma_errors += dma_errors;
+        for d in std::mem::take(done) {
+            self.complete(now, qpn, d, env);
+        }
+        for (q, req, res) in std::mem::take(&mut self.pending_qp_error) {
+            self.qp_error_event(now, q, req, res, env);
+        }
+    }
+
+    /// Write one completion as a CQE.
+    fn complete(&mut self, now: Duration, qpn: u32, d: Done, env: &mut Env<'_>) {
+        let Some(qp) = self.st.qps.get_mut(&qpn) else { return };
+        let (cq, cqe, requester, status, solicited) = match d {
+            Done::Send(c) => {
+                let (cqe, status) = req_cqe(qp, c.id, c.status.code());
+                (qp.scq, cqe, true, status, !c.status.is_ok())
+            }
+            Done::Refused { send: true, id } => {
+                let (cqe, status) = req_cqe(qp, id, ReqStatus::LocalQpOperation.code());
+                (qp.scq, cqe, true, status, true)
+            }
+            Done::Recv(c) => {
+                let cqe = res_cqe(qp.handle, &c);
+                (qp.rcq, cqe, false, c.status.code(), c.solicited || !c.status.is_ok())
+            }
+            Done::Refused { send: false, id } => {
+                let c = RecvCompletion {
+                    id,
+                    status: RespStatus::LocalQpOperation,
+                    kind: RecvKind::Send,
+                    bytes: 0,
+                    imm: None,
+                    solicited: false,
+                };
+                (qp.rcq, res_cqe(qp.handle, &c), false, c.status.code(), true)
+            }
+        };
+        self.write_cqe(now, cq, qpn, cqe, requester, status, solicited, env);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write_cqe(
+        &mut self,
+        now: Duration,
+        cq_id: u32,
+        qpn: u32,
+        cqe: [u8; CQE_BYTES],
+        requester: bool,
+        status: u8,
+        solicited: bool,
+        env: &mut Env<'_>,
+    ) {
+        let Some(cq) = self.st.cqs.get_mut(&cq_id) else { return };
+        let index = cq.producer().0;
+        match cq.write(env.mem, cqe, solicited) {
+            CqeOutcome::Written(notification) => {
+                self.counters.cqes += 1;
+                if self.data_path_events {
+                    env.rec.record(now, EventKind::Cqe { cq: cq_id, qp: qpn, requester, status, index });
+                }
+                if let Some(cn) = notification {
+                    let (nq, toggle) = (cq.nq, cq.toggle());
+                    self.notify(now, cq_id, nq, toggle, cn, env);
+                }
+            }
+            CqeOutcome::DmaFailed => {
+                self.counters.dma_errors += 1;
+                self.warn_once(format!("CQ {cq_id}: a CQE could not be written (DMA refused)"));
+            }
+            CqeOutcome::Overflow { first } => {
+                self.counters.cq_overflows += 1;
+                if first {
+                    env.rec.record(now, EventKind::CqOverflow { cq: cq_id });
+                    self.warn_once(format!("CQ {cq_id} overflowed"));
+                    let reason =
+                        if requester { cq_err_reason::REQ_CQ_OVERFLOW } else { cq_err_reason::RES_CQ_OVERFLOW };
+                    let mut e = CqErr::new_zeroed();
+                    e.type_ = CREQ_TYPE_QP_EVENT;
+                    e.cq_err_reason = reason;
+                    e.xid = cq_id.into();
+                    e.event = CqErr::EVENT_CQ_ERROR_NOTIFICATION;
+                    self.async_event(now, e.as_bytes().try_into().expect("16 bytes"), e.event, cq_id, reason, env);
+                }
+            }
+        }
+    }
+
+    fn qp_error_event(&mut self, now: Duration, qpn: u32, req: u8, res: u8, env: &mut Env<'_>) {
+        let Some(qp) = self.st.qps.get(&qpn) else { return };
+        let mut e = QpErr::new_zeroed();
+        e.type_ = CREQ_TYPE_QP_EVENT;
+        e.req_slow_path_state = QpState::Err.field();
+        e.req_err_state_reason = req;
+        e.xid = qpn.into();
+        e.event = QpErr::EVENT_QP_ERROR_NOTIFICATION;
+        e.res_slow_path_state = QpState::Err.field();
+        e.res_err_state_reason = res;
+        e.sq_cons_idx = ((qp.sq.wqes % u64::from(qp.sq.size)) as u16).into();
+        e.rq_cons_idx = (qp.rq.taken.index as u16).into();
+        let reason = if req != 0 { req } else { res };
+        self.async_event(now, e.as_bytes().try_into().expect("16 bytes"), e.event, qpn, reason, env);
+    }
+
+    fn async_event(&mut self, now: Duration, bytes: [u8; 16], event: u8, xid: u32, reason: u8, env: &mut Env<'_>) {
+        self.counters.async_events += 1;
+        env.rec.record(now, EventKind::RoceAsyncEvent { event, xid, reason });
+        self.queue_creq(now, bytes, String::new());
+    }
+
+    /// A frame from the wire at `now`.
+    pub fn receive(&mut self, now: Duration, frame: &[u8], env: &mut Env<'_>) {
+        let parsed = match RoceFrame::parse(frame) {
+            Ok(p) => p,
+            Err(e) => {
+                self.counters.rx_drops.count(&e);
+                env.rec.record(now, EventKind::FrameDropped { reason: e.to_string() });
+                return;
+            }
+        };
+        let dst_mac = parsed.eth.dst.0;
+        let dst_ip = parsed.ip.dst.octets();
+        let ours = (dst_mac == self.mac || self.st.gids_have_mac(&dst_mac)) && self.st.gids_have_ipv4(dst_ip);
+        if !ours {
+            self.counters.rx_not_ours += 1;
+            return;
+        }
+        let qpn = parsed.transport.bth.dest_qp;
+        let RoceState { qps, keys, dirty, .. } = &mut self.st;
+        let Some(Qp { transport: Some(t), inline, pd, .. }) = qps.get_mut(&qpn) else {
+            self.counters.rx_no_qp += 1;
+            env.rec.record(now, EventKind::FrameDropped { reason: format!("no QP {qpn} ready to receive (RTS)") });
+            return;
+        };
+        let pd = *pd;
+        self.counters.frames_received += 1;
+        if self.data_path_events {
+            let b = &parsed.transport.bth;
+            env.rec.record(
+                now,
+                EventKind::FrameReceived { qp: qpn, opcode: b.opcode.code(), psn: b.psn, len: frame.len() },
+            );
+        }
+        let mut mem = QpMemory { keys, mem: env.mem, pd, inline, dma_errors: 0 };
+        t.handle_frame(now, &parsed, &mut mem);
+        self.counters.dma_errors += mem.dma_errors;
+        dirty.insert(qpn);
+        self.service_dirty(now, env);
+        self.collect_irqs(now, env.rec);
+    }
+}
+
+/// The RQ WQE's wr_id at `index`, if its header can be read.
+fn read_wr_id(qp: &Qp, env: &Env<'_>, index: u32) -> Option<u32> {
+    let mut b = [0u8; 12];
+    let at = u64::from(index) * u64::from(qp.rq.stride_slots) * 16;
+    qp.rq.mem.read(env.mem, at, &mut b).ok()?;
+    Some(u32::from_le_bytes([b[8], b[9], b[10], b[11]]) & 0xf_ffff)
+}
+
+/// Compare the MSN table entry of the next WQE with the WQE; a description of the difference.
+fn check_msn(qp: &mut Qp, env: &Env<'_>, w: &SqWqe, slot: u32) -> Option<String> {
+    if qp.sq.msn_entries == 0 {
+        return None;
+    }
+    let i = qp.sq.msn_next;
+    qp.sq.msn_next = (i + 1) % qp.sq.msn_entries;
+    let mut b = [0u8; 8];
+    if let Err(e) = qp.sq.mem.read(env.mem, qp.sq.msn_offset(i), &mut b) {
+        return Some(format!("entry {i} unreadable: {e}"));
+    }
+    let e = MsnEntry::decode(u64::from_le_bytes(b));
+    let mtu = 256u32 << qp.attrs.path_mtu;
+    let packets = w.length.div_ceil(mtu).max(1);
+    let span = e.next_psn.wrapping_sub(e.start_psn) & 0xff_ffff;
+    if u32::from(e.start_slot) != slot || span != packets {
+        return Some(format!(
+            "entry {i}: start slot {} (WQE at {slot}), PSN span {span} (WQE takes {packets})",
+            e.start_slot
+        ));
+    }
+    None
+}
+
+/// The transport's view of a send WQE numbered `seq`.
+fn send_wqe(seq: u64, w: &SqWqe, force: bool, inline: &mut std::collections::BTreeMap<u64, Vec<u8>>) -> SendWqe {
+    let op = match w.wqe_type {
+        SqBase::WQE_TYPE_SEND => SendOp::Send { imm: None },
+        SqBase::WQE_TYPE_SEND_W_IMMEAD => SendOp::Send { imm: Some(w.imm) },
+        SqBase::WQE_TYPE_WRITE_WQE => SendOp::RdmaWrite { va: w.remote_va, rkey: w.remote_key, imm: None },
+        SqBase::WQE_TYPE_WRITE_W_IMMEAD => SendOp::RdmaWrite { va: w.remote_va, rkey: w.remote_key, imm: Some(w.imm) },
+        _ => SendOp::RdmaRead { va: w.remote_va, rkey: w.remote_key },
+    };
+    let sges = match &w.inline {
+        Some(data) => {
+            inline.insert(seq, data.clone());
+            vec![Sge { addr: seq, lkey: INLINE_LKEY, len: data.len() as u32 }]
+        }
+        None => w.sges.iter().map(|&(addr, lkey, len)| Sge { addr, lkey, len }).collect(),
+    };
+    SendWqe { id: seq, op, sges, length: w.length, signaled: w.signaled() || force, solicited: w.solicited() }
+}
+
+/// A requester CQE for WQE `seq` with `status`; forgets what the WQEs up to it held.
+fn req_cqe(qp: &mut Qp, seq: u64, status: u8) -> ([u8; CQE_BYTES], u8) {
+    let start = qp.in_flight.get(&seq).map_or(0, |&(s, _)| s);
+    let keep = qp.in_flight.split_off(&(seq + 1));
+    qp.in_flight = keep;
+    let keep = qp.inline.split_off(&(seq + 1));
+    qp.inline = keep;
+    let size = u64::from(qp.sq.size);
+    let cons = if status != ReqStatus::Ok.code() && qp.sq.variable { u64::from(start) } else { (seq + 1) % size };
+    let mut c = CqReq::new_zeroed();
+    c.qp_handle = qp.handle.into();
+    c.sq_cons_idx = (cons as u16).into();
+    c.cqe_type_toggle = type_toggle(CqeType::Req, false);
+    c.status = status;
+    (c.as_bytes().try_into().expect("32 bytes"), status)
+}
+
+/// A responder CQE.
+fn res_cqe(handle: u64, c: &RecvCompletion) -> [u8; CQE_BYTES] {
+    let mut r = CqResRc::new_zeroed();
+    r.length = c.bytes.into();
+    r.imm_data_or_inv_r_key = c.imm.unwrap_or(0).into();
+    r.qp_handle = handle.into();
+    r.cqe_type_toggle = type_toggle(CqeType::ResRc, false);
+    r.status = c.status.code();
+    let mut flags = 0;
+    if c.imm.is_some() {
+        flags |= CqResRc::FLAGS_IMM;
+    }
+    if c.kind == RecvKind::RdmaWriteImm {
+        flags |= CqResRc::FLAGS_RDMA_RDMA_WRITE;
+    }
+    r.flags = flags.into();
+    r.srq_or_rq_wr_id = ((c.id as u32) & CqResRc::SRQ_OR_RQ_WR_ID_MASK).into();
+    r.as_bytes().try_into().expect("32 bytes")
+}
+
+fn flushed_recv(id: u64) -> RecvCompletion {
+    RecvCompletion { id, status: RespStatus::Flushed, kind: RecvKind::Send, bytes: 0, imm: None, solicited: false }
+}
+
+/// The QP error notification's requester reason for a send completion status.
+fn req_reason(s: ReqStatus) -> (u8, u8) {
+    let r = match s {
+        ReqStatus::RetryExceeded => QpErr::REQ_ERR_STATE_REASON_REQ_TIMEOUT_RETRY_LIMIT,
+        ReqStatus::RnrRetryExceeded => QpErr::REQ_ERR_STATE_REASON_REQ_RNR_TIMEOUT_RETRY_LIMIT,
+        ReqStatus::RemoteInvalidRequest => QpErr::REQ_ERR_STATE_REASON_REQ_NAK_ARRIVAL_1,
+        ReqStatus::RemoteAccess => QpErr::REQ_ERR_STATE_REASON_REQ_NAK_ARRIVAL_2,
+        ReqStatus::RemoteOperation => QpErr::REQ_ERR_STATE_REASON_REQ_NAK_ARRIVAL_3,
+        ReqStatus::LocalProtection => QpErr::REQ_ERR_STATE_REASON_REQ_TX_MEMORY_ERROR,
+        ReqStatus::BadResponse => QpErr::REQ_ERR_STATE_REASON_REQ_INVALID_READ_RESP,
+        ReqStatus::LocalLength => QpErr::REQ_ERR_STATE_REASON_REQ_WQE_FORMAT_ERROR,
+        _ => QpErr::REQ_ERR_STATE_REASON_NO_ERROR,
+    };
+    (r, 0)
+}
+
+/// The QP error notification's responder reason for a receive completion status.
+fn res_reason(s: RespStatus) -> u8 {
+    match s {
+        RespStatus::LocalLength => QpErr::RES_ERR_STATE_REASON_RES_EXCEEDS_WQE,
+        RespStatus::LocalProtection | RespStatus::LocalAccess => QpErr::RES_ERR_STATE_REASON_RES_MEMORY_ERROR,
+        RespStatus::RemoteInvalidRequest => QpErr::RES_ERR_STATE_REASON_RES_OPCODE_ERROR,
+        _ => QpErr::RES_ERR_STATE_REASON_NO_ERROR,
+    }
+}

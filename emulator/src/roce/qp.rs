@@ -1,0 +1,201 @@
+//! Queue pairs as the firmware keeps them: what CREATE_QP gave (rings, CQs, PD, WQE mode), what
+//! MODIFY_QP set, the RC state machine, and the rings' producer and consumer positions
+//! (hardware-map §4.5, §5.1-5.3; bnxt_re qplib_fp.c `bnxt_qplib_create_qp`,
+//! `bnxt_qplib_modify_qp`, `bnxt_qplib_query_qp`; ib_verbs.c `bnxt_re_modify_qp`).
+//!
+//! Ring positions: a doorbell's index and epoch name a position modulo twice the ring's size
+//! (SQ: WQEs in static mode, 16-byte slots in variable mode; RQ: WQEs). What lies between the
+//! position the engine has taken up to and the doorbell's is newly posted; a doorbell that would
+//! make more than a ring's worth available is inconsistent and ignored.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use bnxt_hsi::roce::qp::{Access, QpState};
+
+use crate::net::MacAddr;
+use crate::roce::transport::{RcQp, RecvWqe};
+
+use super::pages::PageList;
+use super::wqe::{STATIC_WQE_SLOTS, SqLayout};
+
+/// A ring position: index within `size`, and the epoch bit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RingPos {
+    /// Index.
+    pub index: u32,
+    /// Epoch.
+    pub epoch: bool,
+}
+
+impl RingPos {
+    /// Position modulo `2 * size`.
+    fn linear(self, size: u32) -> u64 {
+        u64::from(self.index) + if self.epoch { u64::from(size) } else { 0 }
+    }
+
+    /// Entries from `self` to `to`, on a ring of `size`.
+    pub fn distance(self, to: RingPos, size: u32) -> u64 {
+        let two = 2 * u64::from(size);
+        (to.linear(size) + two - self.linear(size)) % two
+    }
+
+    /// `self` moved on by `n` entries.
+    pub fn advance(self, n: u32, size: u32) -> RingPos {
+        let two = 2 * u64::from(size);
+        let l = (self.linear(size) + u64::from(n)) % two;
+        RingPos { index: (l % u64::from(size)) as u32, epoch: l >= u64::from(size) }
+    }
+}
+
+/// A send queue.
+#[derive(Debug)]
+pub struct SendRing {
+    /// Its memory (ring, then the MSN table).
+    pub mem: PageList,
+    /// `sq_size`: WQEs (static) or slots (variable).
+    pub size: u32,
+    /// Slots in the ring.
+    pub depth: u32,
+    /// Variable-size WQEs.
+    pub variable: bool,
+    /// Most SGEs per WQE.
+    pub max_sge: u32,
+    /// Entries of the MSN table after the ring (0: none).
+    pub msn_entries: u32,
+    /// The producer the driver last rang.
+    pub prod: RingPos,
+    /// How far the engine has read.
+    pub taken: RingPos,
+    /// WQEs read so far.
+    pub wqes: u64,
+    /// Next MSN table entry.
+    pub msn_next: u32,
+}
+
+impl SendRing {
+    /// The WQE layout.
+    pub fn layout(&self, max_inline: u32) -> SqLayout {
+        SqLayout { depth: self.depth, variable: self.variable, max_sge: self.max_sge, max_inline }
+    }
+
+    /// The slot the next WQE starts at.
+    pub fn next_slot(&self) -> u32 {
+        if self.variable { self.taken.index } else { self.taken.index * STATIC_WQE_SLOTS }
+    }
+
+    /// Byte offset of MSN table entry `i`: right after the ring's slots (bnxt_re
+    /// `bnxt_qplib_init_psn_ptr`: the first entry is ring element `depth`).
+    pub fn msn_offset(&self, i: u32) -> u64 {
+        u64::from(self.depth) * 16 + u64::from(i) * 8
+    }
+}
+
+/// A receive queue.
+#[derive(Debug)]
+pub struct RecvRing {
+    /// Its memory.
+    pub mem: PageList,
+    /// WQEs.
+    pub size: u32,
+    /// Slots per WQE.
+    pub stride_slots: u32,
+    /// Most SGEs per WQE.
+    pub max_sge: u32,
+    /// The producer the driver last rang.
+    pub prod: RingPos,
+    /// How far the engine has read.
+    pub taken: RingPos,
+}
+
+/// What MODIFY_QP set, as QUERY_QP reports it back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QpAttributes {
+    /// Access rights (MODIFY_QP order decoded).
+    pub access: Access,
+    /// `pkey`.
+    pub pkey: u16,
+    /// `qkey`.
+    pub qkey: u32,
+    /// Destination GID, wire order.
+    pub dgid: [u8; 16],
+    /// `flow_label`.
+    pub flow_label: u32,
+    /// Hardware GID index of the source GID.
+    pub sgid_index: u16,
+    /// `hop_limit`.
+    pub hop_limit: u8,
+    /// `traffic_class`.
+    pub traffic_class: u8,
+    /// Destination MAC, wire order.
+    pub dest_mac: [u8; 6],
+    /// Path MTU code (0 = 256 ... 4 = 4096).
+    pub path_mtu: u8,
+    /// Local ACK timeout code.
+    pub timeout: u8,
+    /// Retry count.
+    pub retry_cnt: u8,
+    /// RNR retry count.
+    pub rnr_retry: u8,
+    /// Minimum RNR NAK timer code.
+    pub min_rnr_timer: u8,
+    /// Expected PSN of the next request received.
+    pub rq_psn: u32,
+    /// PSN of the next request sent.
+    pub sq_psn: u32,
+    /// ORRQ slots as sent (ORD + 1).
+    pub max_rd_atomic: u8,
+    /// IRRQ slots as sent (2 IRD + 2).
+    pub max_dest_rd_atomic: u8,
+    /// Destination QP number.
+    pub dest_qp: u32,
+    /// Network type bits (7:6 of byte 0x18).
+    pub network_type: u8,
+    /// `tos` byte.
+    pub tos: u8,
+}
+
+/// One queue pair.
+#[derive(Debug)]
+pub struct Qp {
+    /// QP number.
+    pub id: u32,
+    /// `qp_handle`, echoed in CQEs.
+    pub handle: u64,
+    /// Protection domain.
+    pub pd: u32,
+    /// `dpi`.
+    pub dpi: u32,
+    /// Send CQ id.
+    pub scq: u32,
+    /// Receive CQ id.
+    pub rcq: u32,
+    /// `qp_flags` as created.
+    pub flags: u32,
+    /// State.
+    pub state: QpState,
+    /// What MODIFY_QP set.
+    pub attrs: QpAttributes,
+    /// Which attributes MODIFY_QP has set so far (mask bits).
+    pub set_mask: u32,
+    /// Send queue.
+    pub sq: SendRing,
+    /// Receive queue.
+    pub rq: RecvRing,
+    /// Source MAC frames carry (from the source GID), once at RTR.
+    pub src_mac: Option<MacAddr>,
+    /// The transport, from RTS on.
+    pub transport: Option<RcQp>,
+    /// Receives read before the transport exists (RTR), handed over at RTS.
+    pub early_recvs: VecDeque<RecvWqe>,
+    /// Inline payloads by WQE number, kept until the WQE completes.
+    pub inline: BTreeMap<u64, Vec<u8>>,
+    /// WQEs handed to the transport and not completed: number → (start slot, slots).
+    pub in_flight: BTreeMap<u64, (u32, u32)>,
+}
+
+/// Transitions MODIFY_QP takes for an RC QP, with the attributes each requires (IBA Vol 1
+/// §11.2.4.2 table "QP state transition attributes", as bnxt_re sends them: hardware-map §4.5).
+pub fn transition_allowed(from: QpState, to: QpState) -> bool {
+    use QpState::*;
+    matches!((from, to), (Reset, Init) | (Init, Init) | (Init, Rtr) | (Rtr, Rts) | (Rts, Rts) | (_, Err) | (_, Reset))
+}
