@@ -1,9 +1,11 @@
 //! Whole RoCE v2 frames: `Ethernet / IPv4 / UDP / BTH / [RETH | AETH] / [ImmDt] / payload / pad /
 //! ICRC` (IBA Vol 1 Annex A17 over IPv4; the transport headers of §9.2-9.3).
 //!
-//! [`build_frame`] and [`build_frame_with`] write the headers, let the payload be written once
-//! (copied from a slice, or written in place by a closure, e.g. straight from host memory), pad it
-//! to 4 bytes and compute the ICRC in one pass. [`RoceFrame::parse`] checks everything a receiver
+//! [`build_frame`], [`build_frame_with`] and [`build_frame_overwrite`] write the headers, let the
+//! payload be written once (copied from a slice, or written in place by a closure, e.g. straight
+//! from host memory), pad it to 4 bytes and compute the ICRC in one pass. They reuse the bytes of
+//! the buffer they are given; [`build_frame_overwrite`] does not clear the payload before the
+//! closure writes it, so a recycled buffer has each of its bytes written once. [`RoceFrame::parse`] checks everything a receiver
 //! checks and returns the headers and a borrowed payload; each error names what was wrong and
 //! maps to a [`DropReason`](super::error::DropReason) for the receiver's counters.
 
@@ -129,17 +131,18 @@ pub fn frame_len(transport: &Transport, payload_len: usize) -> usize {
     (IPV4_OFFSET + ip_packet_len(transport, payload_len)).max(ethernet::MIN_FRAME_LEN)
 }
 
-/// Build a frame carrying `payload` into `out` (cleared first; its capacity is reused).
+/// Build a frame carrying `payload` into `out` (its contents replaced; its capacity, and its
+/// bytes when it is long enough, are reused).
 pub fn build_frame(path: &Path, transport: &Transport, payload: &[u8], out: &mut Vec<u8>) -> Result<(), WireError> {
-    let headers_end = write_headers(path, transport, payload.len(), out)?;
-    debug_assert_eq!(out.len(), headers_end);
-    out.extend_from_slice(payload);
-    finish(out, headers_end, payload.len())
+    build_frame_overwrite(path, transport, payload.len(), out, |dst| {
+        dst.copy_from_slice(payload);
+        Ok::<(), WireError>(())
+    })
 }
 
 /// Build a frame whose `payload_len` bytes of payload `fill` writes in place (given a zeroed
-/// slice of exactly that length), into `out` (cleared first). An error from `fill` is returned
-/// as is, with `out` left unspecified.
+/// slice of exactly that length), into `out` (its contents replaced). An error from `fill` is
+/// returned as is, with `out` left unspecified.
 pub fn build_frame_with<E: From<WireError>>(
     path: &Path,
     transport: &Transport,
@@ -147,26 +150,76 @@ pub fn build_frame_with<E: From<WireError>>(
     out: &mut Vec<u8>,
     fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
 ) -> Result<(), E> {
-    let headers_end = write_headers(path, transport, payload_len, out)?;
-    out.resize(headers_end + payload_len, 0);
-    fill(&mut out[headers_end..])?;
-    Ok(finish(out, headers_end, payload_len)?)
+    build_frame_overwrite(path, transport, payload_len, out, |dst| {
+        dst.fill(0);
+        fill(dst)
+    })
 }
 
-/// Write Ethernet, IPv4, UDP and transport headers into `out` (cleared), returning their end.
-fn write_headers(path: &Path, t: &Transport, payload_len: usize, out: &mut Vec<u8>) -> Result<usize, WireError> {
-    t.check(payload_len)?;
-    let ip_len = ip_packet_len(t, payload_len);
-    if ip_len > usize::from(u16::MAX) {
-        return Err(WireError::Emit { layer: Layer::Ipv4, why: "packet longer than 65535 bytes" });
+/// Build a frame whose `payload_len` bytes of payload `fill` writes in place, into `out` (its
+/// contents replaced), without clearing the payload first: the slice `fill` gets holds whatever
+/// `out` held at those offsets (bytes of an earlier frame when `out` is a recycled buffer,
+/// zeroes where `out` had to grow), so `fill` must write every byte of it, as a gather from
+/// host memory does. With a recycled buffer every byte of the frame is then written once.
+/// An error from `fill` is returned as is, with `out` left unspecified.
+pub fn build_frame_overwrite<E: From<WireError>>(
+    path: &Path,
+    transport: &Transport,
+    payload_len: usize,
+    out: &mut Vec<u8>,
+    fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
+) -> Result<(), E> {
+    let layout = Layout::of(transport, payload_len)?;
+    // Reuse the bytes already there; grow (zero-filled, as safe code must) only past them.
+    if out.len() >= layout.frame_end {
+        out.truncate(layout.frame_end);
+    } else {
+        out.resize(layout.frame_end, 0);
     }
-    let headers_end = EXT_OFFSET + t.bth.opcode.ext_headers_len();
-    out.clear();
-    out.reserve(frame_len(t, payload_len));
-    out.resize(headers_end, 0);
+    write_headers(path, transport, &layout, &mut out[..layout.headers_end])?;
+    fill(&mut out[layout.headers_end..layout.payload_end])?;
+    Ok(finish(out, &layout)?)
+}
 
+/// Where the parts of a frame end, for given headers and payload length.
+struct Layout {
+    /// End of the transport headers (start of the payload).
+    headers_end: usize,
+    /// End of the payload (start of the pad bytes).
+    payload_end: usize,
+    /// End of the pad bytes (start of the ICRC).
+    pad_end: usize,
+    /// End of the IPv4 packet (after the ICRC).
+    ip_end: usize,
+    /// End of the frame (after Ethernet padding, if any).
+    frame_end: usize,
+}
+
+impl Layout {
+    /// Check the headers against the payload length and lay the frame out.
+    fn of(t: &Transport, payload_len: usize) -> Result<Layout, WireError> {
+        t.check(payload_len)?;
+        let ip_len = ip_packet_len(t, payload_len);
+        if ip_len > usize::from(u16::MAX) {
+            return Err(WireError::Emit { layer: Layer::Ipv4, why: "packet longer than 65535 bytes" });
+        }
+        let headers_end = EXT_OFFSET + t.bth.opcode.ext_headers_len();
+        let payload_end = headers_end + payload_len;
+        let pad_end = payload_end + pad_count(payload_len);
+        let ip_end = IPV4_OFFSET + ip_len;
+        debug_assert_eq!(pad_end + ICRC_LEN, ip_end);
+        Ok(Layout { headers_end, payload_end, pad_end, ip_end, frame_end: ip_end.max(ethernet::MIN_FRAME_LEN) })
+    }
+}
+
+/// Write Ethernet, IPv4, UDP and transport headers over `out` (exactly the headers' bytes; every
+/// byte is written, reserved bits as zeroes).
+fn write_headers(path: &Path, t: &Transport, layout: &Layout, out: &mut [u8]) -> Result<(), WireError> {
+    // Zero first: the emitters set fields, not the reserved bits between them.
+    out.fill(0);
+    let ip_len = layout.ip_end - IPV4_OFFSET;
     EthernetRepr { src: path.src_mac, dst: path.dst_mac, ethertype: ETHERTYPE_IPV4 }
-        .emit(&mut EthernetFrame::new_unchecked(&mut out[..]));
+        .emit(&mut EthernetFrame::new_unchecked(&mut *out));
     Ipv4Repr::roce(path.src_ip, path.dst_ip, ip_len - ipv4::HEADER_LEN)
         .emit(&mut Ipv4Packet::new_unchecked(&mut out[IPV4_OFFSET..]))?;
     UdpRepr {
@@ -176,7 +229,7 @@ fn write_headers(path: &Path, t: &Transport, payload_len: usize, out: &mut Vec<u
     }
     .emit(&mut UdpPacket::new_unchecked(&mut out[UDP_OFFSET..]))?;
     let mut bth = t.bth;
-    bth.pad_count = pad_count(payload_len) as u8;
+    bth.pad_count = (layout.pad_end - layout.payload_end) as u8;
     bth.emit(&mut BthPacket::new_unchecked(&mut out[BTH_OFFSET..]));
     let mut at = EXT_OFFSET;
     if let Some(reth) = t.reth {
@@ -191,20 +244,16 @@ fn write_headers(path: &Path, t: &Transport, payload_len: usize, out: &mut Vec<u
         ext::emit_immdt(imm, &mut out[at..]);
         at += ext::IMMDT_LEN;
     }
-    debug_assert_eq!(at, headers_end);
-    Ok(headers_end)
+    debug_assert_eq!(at, layout.headers_end);
+    Ok(())
 }
 
-/// Append pad bytes, the ICRC and Ethernet padding after the payload.
-fn finish(out: &mut Vec<u8>, headers_end: usize, payload_len: usize) -> Result<(), WireError> {
-    let pad = pad_count(payload_len);
-    let end = headers_end + payload_len + pad;
-    out.resize(end, 0);
-    let icrc = icrc::compute(&out[IPV4_OFFSET..end])?;
-    out.extend_from_slice(&icrc.to_le_bytes());
-    if out.len() < ethernet::MIN_FRAME_LEN {
-        out.resize(ethernet::MIN_FRAME_LEN, 0);
-    }
+/// Write the pad bytes, the ICRC and Ethernet padding after the payload.
+fn finish(out: &mut [u8], layout: &Layout) -> Result<(), WireError> {
+    out[layout.payload_end..layout.pad_end].fill(0);
+    let icrc = icrc::compute(&out[IPV4_OFFSET..layout.pad_end])?;
+    out[layout.pad_end..layout.ip_end].copy_from_slice(&icrc.to_le_bytes());
+    out[layout.ip_end..layout.frame_end].fill(0);
     Ok(())
 }
 
@@ -433,6 +482,34 @@ mod tests {
         })
         .unwrap();
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn a_recycled_buffer_gives_the_same_frame_as_a_fresh_one() {
+        let p = path();
+        for (t, len) in every_kind() {
+            let payload: Vec<u8> = (0..len).map(|i| (i * 5 + 1) as u8).collect();
+            let mut fresh = Vec::new();
+            build_frame(&p, &t, &payload, &mut fresh).unwrap();
+            // Longer and shorter than the frame, full of bytes that must not survive.
+            for stale_len in [0, 10, fresh.len() - 1, fresh.len(), fresh.len() + 100, 9000] {
+                let mut reused = vec![0xee; stale_len];
+                build_frame_overwrite::<WireError>(&p, &t, len, &mut reused, |dst| {
+                    dst.copy_from_slice(&payload);
+                    Ok(())
+                })
+                .unwrap();
+                assert_eq!(reused, fresh, "{:?} over {stale_len} stale bytes", t.bth.opcode);
+                let mut zeroed = vec![0xee; stale_len];
+                build_frame_with::<WireError>(&p, &t, len, &mut zeroed, |dst| {
+                    assert!(dst.iter().all(|b| *b == 0), "build_frame_with hands over zeroes");
+                    dst.copy_from_slice(&payload);
+                    Ok(())
+                })
+                .unwrap();
+                assert_eq!(zeroed, fresh);
+            }
+        }
     }
 
     #[test]

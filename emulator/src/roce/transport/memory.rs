@@ -49,7 +49,8 @@ pub enum AccessError {
 /// The memory a QP's transport reads and writes, passed to every call that may touch it.
 pub trait Memory {
     /// Copy `dst.len()` bytes from `offset` bytes into the local buffer `sge` (a local read:
-    /// SEND and WRITE payloads).
+    /// SEND and WRITE payloads). On `Ok` every byte of `dst` must have been written: `dst` is
+    /// the payload of the frame being built, which is not cleared first.
     fn gather(&mut self, sge: &Sge, offset: u32, dst: &mut [u8]) -> Result<(), AccessError>;
 
     /// Copy `src` to `offset` bytes into the local buffer `sge` (a local write: receives and READ
@@ -67,7 +68,8 @@ pub trait Memory {
         access: RemoteAccess,
     ) -> Result<(), AccessError>;
 
-    /// Copy `dst.len()` bytes from `va` of the region `rkey` (READ responses).
+    /// Copy `dst.len()` bytes from `va` of the region `rkey` (READ responses). On `Ok` every byte
+    /// of `dst` must have been written, as for [`Memory::gather`].
     fn remote_read(&mut self, rkey: u32, va: u64, dst: &mut [u8]) -> Result<(), AccessError>;
 
     /// Copy `src` to `va` of the region `rkey` (WRITE payloads).

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use crate::net::bth::BthRepr;
 use crate::net::ext::RethRepr;
-use crate::net::roce::{Transport, build_frame_with};
+use crate::net::roce::{Transport, build_frame_overwrite};
 use crate::net::{Opcode, WireError};
 
 use super::attrs::{QpAttrs, RNR_RETRY_INFINITE};
@@ -162,7 +162,7 @@ impl RcQp {
                     reth: Some(reth),
                     ..Transport::bth(bth)
                 };
-                build_frame_with::<BuildError>(&self.attrs.path, &t, 0, out, |_| Ok(()))
+                build_frame_overwrite::<BuildError>(&self.attrs.path, &t, 0, out, |_| Ok(()))
             }
             SendOp::Send { imm } | SendOp::RdmaWrite { imm, .. } => {
                 let len = (wqe.length - offset as u32).min(mtu) as usize;
@@ -184,7 +184,7 @@ impl RcQp {
                     immdt: imm.filter(|_| op.has_immdt()),
                     ..Transport::bth(bth)
                 };
-                build_frame_with::<BuildError>(&self.attrs.path, &t, len, out, |dst| {
+                build_frame_overwrite::<BuildError>(&self.attrs.path, &t, len, out, |dst| {
                     gather_sges(mem, &wqe.sges, offset, dst).map_err(BuildError::Access)
                 })
             }

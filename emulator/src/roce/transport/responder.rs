@@ -26,7 +26,7 @@ use std::collections::VecDeque;
 
 use crate::net::bth::BthRepr;
 use crate::net::ext::{ACK_NO_CREDITS, AethRepr, NakCode, Syndrome};
-use crate::net::roce::{Transport, build_frame_with};
+use crate::net::roce::{Transport, build_frame_overwrite};
 use crate::net::{Opcode, RoceFrame, WireError};
 
 use super::attrs::RemoteAccess;
@@ -493,7 +493,7 @@ impl RcQp {
                         psn.wire(),
                     ))
                 };
-                match build_frame_with::<WireError>(&path, &t, 0, out, |_| Ok(())) {
+                match build_frame_overwrite::<WireError>(&path, &t, 0, out, |_| Ok(())) {
                     Ok(()) => {
                         self.stats.acks_sent += 1;
                         true
@@ -525,7 +525,7 @@ impl RcQp {
                 } else if let Response::Read { next, .. } = front {
                     *next += 1;
                 }
-                let built = build_frame_with::<ReadFail>(&path, &t, len, out, |dst| {
+                let built = build_frame_overwrite::<ReadFail>(&path, &t, len, out, |dst| {
                     if dst.is_empty() {
                         return Ok(());
                     }
