@@ -55,7 +55,7 @@ pub fn fault_plan(plan: &MachinePlan<'_>) -> FaultPlan {
             },
         })
         .collect();
-    FaultPlan { firmware }
+    FaultPlan { firmware, ..FaultPlan::default() }
 }
 
 /// One scenario's world.
