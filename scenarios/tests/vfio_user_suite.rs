@@ -42,6 +42,7 @@ impl Servers {
                 faults: FaultPlan::default(),
                 hwrm_log: Some(dir.path().join(format!("hwrm{i}.log"))),
                 persist: false,
+                segment: None,
                 catch_signals: false,
             };
             threads.push(std::thread::spawn(move || serve(&options).expect("the server runs")));

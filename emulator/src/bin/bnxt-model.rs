@@ -1,14 +1,17 @@
 //! `bnxt-model`: the BCM57608 model as a process.
 //!
 //! `bnxt-model serve --socket PATH --mac MAC [--hwrm-log PATH] [--faults FILE] [--seed N]
-//! [--log-level LEVEL] [--persist]` serves one model NIC over vfio-user (QEMU's `vfio-user-pci`,
-//! or the driver's vfio-user backend). Exit status: 0 when the client disconnected or on
-//! SIGTERM/SIGINT; 1 when the server could not start or failed; 2 for a bad command line.
+//! [--segment PATH] [--log-level LEVEL] [--persist]` serves one model NIC over vfio-user (QEMU's
+//! `vfio-user-pci`, or the driver's vfio-user backend). `bnxt-model segment --socket PATH
+//! [--pcap FILE]` runs a virtual Ethernet segment in QEMU's stream-netdev framing. Exit status:
+//! 0 when the client disconnected or on SIGTERM/SIGINT; 1 when the server could not start or
+//! failed; 2 for a bad command line.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use bnxt_model::faults::FaultPlan;
+use bnxt_model::serve::segment::{SegmentOptions, segment};
 use bnxt_model::serve::{ServeOptions, serve};
 use clap::{Args, Parser, Subcommand};
 
@@ -28,6 +31,19 @@ struct Cli {
 enum Command {
     /// Serve one model NIC as a vfio-user device on a UNIX socket.
     Serve(ServeArgs),
+    /// Run a virtual Ethernet segment that `serve --segment` processes and QEMU guests'
+    /// `-netdev stream` NICs join (frames with a 4-byte big-endian length prefix).
+    Segment(SegmentArgs),
+}
+
+#[derive(Debug, Args)]
+struct SegmentArgs {
+    /// The UNIX socket peers connect to (mode 0600).
+    #[arg(long)]
+    socket: PathBuf,
+    /// Record every frame that enters the segment in this pcap file.
+    #[arg(long)]
+    pcap: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -52,6 +68,9 @@ struct ServeArgs {
     /// Keep serving after the client disconnects (the next client finds the NIC as it was).
     #[arg(long)]
     persist: bool,
+    /// Join the virtual Ethernet segment whose hub (`bnxt-model segment`) listens here.
+    #[arg(long)]
+    segment: Option<PathBuf>,
 }
 
 fn parse_mac(s: &str) -> Result<[u8; 6], String> {
@@ -100,6 +119,7 @@ fn main() -> ExitCode {
                 faults,
                 hwrm_log: args.hwrm_log,
                 persist: args.persist,
+                segment: args.segment,
                 catch_signals: true,
             };
             match serve(&options) {
@@ -107,12 +127,21 @@ fn main() -> ExitCode {
                     tracing::info!(?summary, "stopped");
                     ExitCode::SUCCESS
                 }
-                Err(e) => {
-                    tracing::error!("{e}");
-                    eprintln!("error: {e}");
-                    ExitCode::from(1)
-                }
+                Err(e) => fail(&e),
+            }
+        }
+        Command::Segment(args) => {
+            let options = SegmentOptions { socket: args.socket, pcap: args.pcap, catch_signals: true };
+            match segment(&options) {
+                Ok(_) => ExitCode::SUCCESS,
+                Err(e) => fail(&e),
             }
         }
     }
+}
+
+fn fail(e: &dyn std::fmt::Display) -> ExitCode {
+    tracing::error!("{e}");
+    eprintln!("error: {e}");
+    ExitCode::from(1)
 }

@@ -31,6 +31,7 @@ pub mod opcode;
 pub mod pcap;
 pub mod roce;
 pub mod source_port;
+pub mod stream;
 pub mod switch;
 pub mod udp;
 

@@ -13,6 +13,7 @@ use super::ServeOptions;
 use super::hwrm_log::HwrmLog;
 use super::signals::StopSignals;
 use super::socket::{Listener, SocketError};
+use crate::net::stream::FrameDecoder;
 use crate::vfio_user::nic::ServedNic;
 use crate::vfio_user::protocol::{MAX_MESSAGE, Protocol};
 
@@ -39,6 +40,17 @@ pub enum ServeError {
     /// Waiting for input failed.
     #[error("poll failed: {0}")]
     Poll(std::io::Error),
+    /// The segment hub could not be joined.
+    #[error("cannot join the segment at {path}: {source}")]
+    Segment {
+        /// The hub's socket.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The pcap file could not be written.
+    #[error("pcap: {0}")]
+    Pcap(String),
 }
 
 /// Why the server stopped.
@@ -65,6 +77,9 @@ pub struct ServeSummary {
     pub broken_connections: u64,
     /// Lines written to the HWRM log.
     pub hwrm_lines: u64,
+    /// Frames that came from the segment and were dropped (the model NIC has no Ethernet port
+    /// yet).
+    pub segment_frames_dropped: u64,
 }
 
 /// One connected client.
@@ -96,13 +111,23 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
 
     let start = Instant::now();
     let mut client: Option<Client> = None;
-    let mut summary = ServeSummary { stop: StopReason::ClientGone, clients: 0, commands: 0, refused: 0, broken_connections: 0, hwrm_lines: 0 };
+    let mut summary = ServeSummary { stop: StopReason::ClientGone, clients: 0, commands: 0, refused: 0, broken_connections: 0, hwrm_lines: 0, segment_frames_dropped: 0 };
+    let mut segment = match &options.segment {
+        Some(path) => Some(SegmentLink::join(path)?),
+        None => None,
+    };
     let stop = loop {
         nic.advance_to(start.elapsed());
         log_events(&mut nic, &mut hwrm, options)?;
 
         let timeout = nic.next_deadline().map(|due| due.saturating_sub(start.elapsed()));
-        let (listen_ready, signal_ready, client_ready) = wait(&listener, &signals, client.as_ref(), timeout)?;
+        let (listen_ready, signal_ready, client_ready, segment_ready) = wait(&listener, &signals, client.as_ref(), segment.as_ref(), timeout)?;
+        if segment_ready && let Some(link) = segment.as_mut() {
+            if let Err(why) = link.drain(&mut summary) {
+                tracing::warn!("left the segment: {why}");
+                segment = None;
+            }
+        }
         if signal_ready && signals.arrived() {
             tracing::info!("SIGTERM or SIGINT: stopping");
             break StopReason::Signal;
@@ -145,13 +170,22 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
 }
 
 /// Wait for input or the deadline: (listener ready, signal ready, client ready).
-fn wait(listener: &Listener, signals: &StopSignals, client: Option<&Client>, timeout: Option<Duration>) -> Result<(bool, bool, bool), ServeError> {
+fn wait(
+    listener: &Listener,
+    signals: &StopSignals,
+    client: Option<&Client>,
+    segment: Option<&SegmentLink>,
+    timeout: Option<Duration>,
+) -> Result<(bool, bool, bool, bool), ServeError> {
     // While a client is served, the listener is not polled: a second client waits in the
     // backlog until the first is gone.
     let mut fds = vec![PollFd::from_borrowed_fd(signals.fd(), PollFlags::IN)];
     match client {
         Some(c) => fds.push(PollFd::new(&c.stream, PollFlags::IN)),
         None => fds.push(PollFd::new(listener.listener(), PollFlags::IN)),
+    }
+    if let Some(link) = segment {
+        fds.push(PollFd::new(&link.stream, PollFlags::IN));
     }
     let ts = timeout.map(|t| Timespec::try_from(t).unwrap_or(Timespec { tv_sec: i64::MAX, tv_nsec: 0 }));
     match poll(&mut fds, ts.as_ref()) {
@@ -160,7 +194,7 @@ fn wait(listener: &Listener, signals: &StopSignals, client: Option<&Client>, tim
     }
     let ready = |f: &PollFd<'_>| !f.revents().is_empty();
     let other = ready(&fds[1]);
-    Ok((client.is_none() && other, ready(&fds[0]), client.is_some() && other))
+    Ok((client.is_none() && other, ready(&fds[0]), client.is_some() && other, fds.get(2).is_some_and(ready)))
 }
 
 /// Accept one client (the loop only listens while it has none).
@@ -224,4 +258,44 @@ fn log_events(nic: &mut ServedNic, hwrm: &mut Option<HwrmLog>, options: &ServeOp
         }
     }
     Ok(())
+}
+
+/// The server's connection to a segment hub. The model NIC has no Ethernet port yet: frames from
+/// the segment are counted and dropped (loudly, once), and the NIC sends none.
+struct SegmentLink {
+    stream: UnixStream,
+    decoder: FrameDecoder,
+    warned: bool,
+}
+
+impl SegmentLink {
+    fn join(path: &std::path::Path) -> Result<SegmentLink, ServeError> {
+        let err = |source| ServeError::Segment { path: path.to_path_buf(), source };
+        let stream = UnixStream::connect(path).map_err(err)?;
+        stream.set_nonblocking(true).map_err(err)?;
+        tracing::info!(segment = %path.display(), "joined the segment");
+        Ok(SegmentLink { stream, decoder: FrameDecoder::new(), warned: false })
+    }
+
+    /// Take what the hub sent; `Err` when the hub is gone or sent garbage.
+    fn drain(&mut self, summary: &mut ServeSummary) -> Result<(), String> {
+        let mut buf = vec![0u8; 65536];
+        loop {
+            match std::io::Read::read(&mut self.stream, &mut buf) {
+                Ok(0) => return Err("the hub closed the connection".into()),
+                Ok(n) => self.decoder.push(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        while let Some(frame) = self.decoder.next_frame().map_err(|e| e.to_string())? {
+            summary.segment_frames_dropped += 1;
+            if !self.warned {
+                self.warned = true;
+                tracing::warn!(len = frame.len(), "a frame from the segment is dropped: the model NIC has no Ethernet port yet (counted)");
+            }
+        }
+        Ok(())
+    }
 }

@@ -13,6 +13,7 @@
 //! for the next client with the NIC as it was. SIGTERM or SIGINT: exit 0 at once.
 
 pub mod hwrm_log;
+pub mod segment;
 pub mod signals;
 pub mod socket;
 
@@ -20,7 +21,7 @@ mod event_loop;
 
 use std::path::PathBuf;
 
-pub use event_loop::{ServeError, ServeSummary, serve};
+pub use event_loop::{ServeError, ServeSummary, StopReason, serve};
 
 use crate::faults::FaultPlan;
 
@@ -39,6 +40,8 @@ pub struct ServeOptions {
     pub hwrm_log: Option<PathBuf>,
     /// Keep serving after the client disconnects (wait for the next one).
     pub persist: bool,
+    /// The segment hub (`bnxt-model segment`) to join, if any.
+    pub segment: Option<PathBuf>,
     /// Stop on SIGTERM/SIGINT (the process's handlers; off when serving from a thread of a
     /// program that handles signals itself, such as a test).
     pub catch_signals: bool,

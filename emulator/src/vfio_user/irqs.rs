@@ -13,7 +13,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use bnxt_vfio_user::linux::{
     IRQ_INFO_AUTOMASKED, IRQ_INFO_EVENTFD, IRQ_INFO_MASKABLE, IRQ_INFO_NORESIZE, IRQ_SET_ACTION_MASK, IRQ_SET_ACTION_TRIGGER,
     IRQ_SET_ACTION_TYPE_MASK, IRQ_SET_ACTION_UNMASK, IRQ_SET_DATA_BOOL, IRQ_SET_DATA_EVENTFD, IRQ_SET_DATA_NONE,
-    IRQ_SET_DATA_TYPE_MASK, PCI_INTX_IRQ_INDEX, PCI_MSIX_IRQ_INDEX, PCI_NUM_IRQS, errno,
+    IRQ_SET_DATA_TYPE_MASK, PCI_ERR_IRQ_INDEX, PCI_INTX_IRQ_INDEX, PCI_MSIX_IRQ_INDEX, PCI_NUM_IRQS, PCI_REQ_IRQ_INDEX, errno,
 };
 use bnxt_vfio_user::payload::IrqInfo;
 
@@ -33,11 +33,15 @@ fn refuse(errno: u32, reason: impl Into<String>) -> IrqError {
     IrqError { errno, reason: reason.into() }
 }
 
-/// Number of interrupts and flags of interrupt type `index`.
+/// Number of interrupts and flags of interrupt type `index`, as Linux vfio-pci reports them for
+/// a PCIe function with INTx and MSI-X and no MSI (drivers/vfio/pci/vfio_pci_core.c
+/// `vfio_pci_get_irq_count`: ERR and REQ have one interrupt each). The model never raises ERR
+/// or REQ; QEMU registers eventfds for them and warns when they are missing.
 fn shape(index: u32) -> (u32, u32) {
     match index {
         PCI_INTX_IRQ_INDEX => (1, IRQ_INFO_EVENTFD | IRQ_INFO_MASKABLE | IRQ_INFO_AUTOMASKED),
         PCI_MSIX_IRQ_INDEX => (u32::from(MSIX_VECTORS), IRQ_INFO_EVENTFD | IRQ_INFO_NORESIZE),
+        PCI_ERR_IRQ_INDEX | PCI_REQ_IRQ_INDEX => (1, IRQ_INFO_EVENTFD),
         _ => (0, IRQ_INFO_EVENTFD),
     }
 }
@@ -213,10 +217,11 @@ mod tests {
     }
 
     #[test]
-    fn info_describes_intx_and_msix_only() {
+    fn info_describes_intx_msix_err_and_req_but_no_msi() {
         assert_eq!(info(0).unwrap().count, 1);
         assert_eq!(info(1).unwrap().count, 0);
         assert_eq!(info(2).unwrap().count, 128);
+        assert_eq!((info(3).unwrap().count, info(4).unwrap().count), (1, 1));
         assert_eq!(info(2).unwrap().flags, IRQ_INFO_EVENTFD | IRQ_INFO_NORESIZE);
         assert!(info(5).is_none());
     }

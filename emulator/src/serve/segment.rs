@@ -1,0 +1,183 @@
+//! `bnxt-model segment`: a virtual Ethernet segment other processes join over a UNIX socket, in
+//! QEMU's stream-netdev framing ([`crate::net::stream`]): `bnxt-model serve --segment PATH`
+//! processes and QEMU guests' own NICs (`-netdev stream,server=off,addr.type=unix,addr.path=PATH`)
+//! alike. Each connection is a port of the model's learning switch ([`crate::net::switch`]),
+//! which forwards each frame to the port its destination was learned on, or floods it; `--pcap`
+//! records every frame that enters the switch.
+//!
+//! A peer whose stream is not frames (a length of 0 or above the largest frame) is disconnected
+//! with a message; a peer that does not read loses frames once [`MAX_BACKLOG`] bytes wait for it
+//! (counted), rather than stalling the others. The hub runs until SIGTERM or SIGINT (exit 0).
+
+use std::collections::HashMap;
+use std::io::{ErrorKind, Read, Write};
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+
+use super::signals::StopSignals;
+use super::socket::Listener;
+use super::ServeError;
+use crate::net::pcap::PcapTap;
+use crate::net::stream::{FrameDecoder, encode_frame};
+use crate::net::switch::{LinkTiming, PortId, Switch};
+
+/// Most bytes kept waiting for a peer that does not read; frames beyond are dropped.
+pub const MAX_BACKLOG: usize = 4 << 20;
+
+/// What the hub does.
+#[derive(Debug, Clone)]
+pub struct SegmentOptions {
+    /// Where peers connect.
+    pub socket: PathBuf,
+    /// Where to record the frames, if anywhere.
+    pub pcap: Option<PathBuf>,
+    /// Stop on SIGTERM/SIGINT (off when run from a thread of a program with its own handlers).
+    pub catch_signals: bool,
+}
+
+/// What a run of the hub did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SegmentSummary {
+    /// Peers that connected.
+    pub peers: u64,
+    /// Frames received from peers.
+    pub frames_in: u64,
+    /// Frames written to peers.
+    pub frames_out: u64,
+    /// Frames dropped: too short for Ethernet, or for a peer that did not read.
+    pub dropped: u64,
+    /// Peers disconnected for sending something other than frames.
+    pub garbage_peers: u64,
+}
+
+struct Peer {
+    stream: UnixStream,
+    decoder: FrameDecoder,
+    backlog: Vec<u8>,
+}
+
+/// Run the hub until a signal.
+pub fn segment(options: &SegmentOptions) -> Result<SegmentSummary, ServeError> {
+    let listener = Listener::bind(&options.socket)?;
+    let mut signals = StopSignals::install(options.catch_signals).map_err(ServeError::Signals)?;
+    let mut switch = Switch::new(LinkTiming::default());
+    if let Some(path) = &options.pcap {
+        let tap = PcapTap::create(path).map_err(|e| ServeError::Pcap(e.to_string()))?;
+        switch.set_tap(tap);
+    }
+    tracing::info!(socket = %listener.path().display(), "segment hub listening");
+    let start = Instant::now();
+    let mut peers: HashMap<PortId, Peer> = HashMap::new();
+    let mut summary = SegmentSummary::default();
+    loop {
+        let timeout = switch.next_deadline().map(|d| d.saturating_sub(start.elapsed()));
+        let ids: Vec<PortId> = peers.keys().copied().collect();
+        let mut fds = vec![PollFd::from_borrowed_fd(signals.fd(), PollFlags::IN), PollFd::new(listener.listener(), PollFlags::IN)];
+        for id in &ids {
+            let p = &peers[id];
+            let flags = if p.backlog.is_empty() { PollFlags::IN } else { PollFlags::IN | PollFlags::OUT };
+            fds.push(PollFd::from_borrowed_fd(p.stream.as_fd(), flags));
+        }
+        let ts = timeout.map(|t| Timespec::try_from(t).unwrap_or(Timespec { tv_sec: i64::MAX, tv_nsec: 0 }));
+        match poll(&mut fds, ts.as_ref()) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(ServeError::Poll(e.into())),
+        }
+        let ready: Vec<bool> = fds.iter().map(|f| !f.revents().is_empty()).collect();
+        drop(fds);
+        if ready[0] && signals.arrived() {
+            break;
+        }
+        if ready[1] {
+            while let Ok((stream, _)) = listener.listener().accept() {
+                if stream.set_nonblocking(true).is_err() {
+                    continue;
+                }
+                let port = switch.add_port();
+                summary.peers += 1;
+                tracing::info!(%port, "peer joined the segment");
+                peers.insert(port, Peer { stream, decoder: FrameDecoder::new(), backlog: Vec::new() });
+            }
+        }
+        for (i, id) in ids.iter().enumerate() {
+            if !ready[i + 2] {
+                continue;
+            }
+            let gone = match peers.get_mut(id) {
+                Some(peer) => read_peer(*id, peer, &mut switch, start.elapsed(), &mut summary).err(),
+                None => None,
+            };
+            if let Some(why) = gone {
+                tracing::info!(port = %id, "peer left the segment: {why}");
+                peers.remove(id);
+                switch.remove_port(*id);
+            } else if let Some(peer) = peers.get_mut(id) {
+                flush(peer);
+            }
+        }
+        for d in switch.poll(start.elapsed()) {
+            let Some(peer) = peers.get_mut(&d.port) else { continue };
+            if peer.backlog.len() + d.frame.len() > MAX_BACKLOG {
+                summary.dropped += 1;
+                continue;
+            }
+            peer.backlog.extend_from_slice(&encode_frame(&d.frame));
+            summary.frames_out += 1;
+            flush(peer);
+        }
+    }
+    if let Some(tap) = switch.take_tap() {
+        let frames = tap.finish().map_err(|e| ServeError::Pcap(e.to_string()))?;
+        tracing::info!(frames, "pcap written");
+    }
+    tracing::info!(?summary, "segment hub stopped");
+    Ok(summary)
+}
+
+/// Read what `peer` sent; `Err(why)` when it is gone or sent garbage.
+fn read_peer(id: PortId, peer: &mut Peer, switch: &mut Switch, now: Duration, summary: &mut SegmentSummary) -> Result<(), String> {
+    let mut buf = vec![0u8; 65536];
+    loop {
+        match peer.stream.read(&mut buf) {
+            Ok(0) => return Err("disconnected".into()),
+            Ok(n) => peer.decoder.push(&buf[..n]),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    loop {
+        match peer.decoder.next_frame() {
+            Ok(Some(frame)) => {
+                summary.frames_in += 1;
+                if let Err(e) = switch.send(now, id, frame) {
+                    summary.dropped += 1;
+                    tracing::warn!("frame dropped: {e}");
+                }
+            }
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                summary.garbage_peers += 1;
+                tracing::error!(port = %id, "not a frame stream, disconnecting: {e}");
+                return Err(e.to_string());
+            }
+        }
+    }
+}
+
+/// Write as much of the peer's backlog as it takes now.
+fn flush(peer: &mut Peer) {
+    while !peer.backlog.is_empty() {
+        match peer.stream.write(&peer.backlog) {
+            Ok(n) => {
+                peer.backlog.drain(..n);
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}
