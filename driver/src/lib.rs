@@ -20,6 +20,7 @@ mod quarantine;
 pub mod region;
 mod roce;
 mod session;
+pub mod trace;
 pub mod vfio_user;
 #[cfg(test)]
 mod testing;

@@ -26,6 +26,7 @@ use zerocopy::FromBytes;
 use crate::dma::{DmaBuffer, PAGE_SIZE};
 use crate::error::Error;
 use crate::pci::PciFunction;
+use crate::trace::{self, Outcome, TraceEvent};
 use crate::wait::{self, Waiter};
 use framing::{Mode, WindowLimits};
 use timeouts::Timeouts;
@@ -130,8 +131,12 @@ impl Channel {
             }
         }
         self.function.bar_write32(BAR_REGS, bar0::HWRM_TRIGGER, bar0::TRIGGER_VALUE);
+        trace::emit(|| TraceEvent::HwrmRequest { bus: self.function.bus().to_string(), request: R::NAME, seq_id });
 
-        let resp_len = self.await_response::<R>(seq_id, timeout, start)?;
+        let resp_len = self.await_response::<R>(seq_id, timeout, start).inspect_err(|e| {
+            let outcome = Outcome::of_error(e);
+            trace::emit(|| TraceEvent::HwrmAnswer { bus: self.function.bus().to_string(), request: R::NAME, seq_id, outcome });
+        })?;
         let mut bytes = vec![0u8; size_of::<R::Response>()];
         let n = resp_len.min(bytes.len());
         self.buffer.read(RESP_OFFSET, &mut bytes[..n]);
@@ -140,8 +145,11 @@ impl Channel {
         if code != 0 {
             let code = ErrorCode::from_value(code);
             tracing::warn!(nic = %self.nic, request = R::NAME, %code, "HWRM request refused");
+            let outcome = Outcome::Refused(code.to_string());
+            trace::emit(|| TraceEvent::HwrmAnswer { bus: self.function.bus().to_string(), request: R::NAME, seq_id, outcome });
             return Err(Error::Refused { nic: self.nic.clone(), request: R::NAME.to_string(), code });
         }
+        trace::emit(|| TraceEvent::HwrmAnswer { bus: self.function.bus().to_string(), request: R::NAME, seq_id, outcome: Outcome::Ok });
         Ok(resp)
     }
 

@@ -15,6 +15,7 @@ use bnxt_hsi::roce::doorbell::Doorbell;
 
 use crate::dma::PAGE_SIZE;
 use crate::pci::PciFunction;
+use crate::trace::{self, TraceEvent};
 
 /// The doorbell page.
 #[derive(Clone)]
@@ -38,5 +39,6 @@ impl DbPage {
     pub(crate) fn ring(&self, db: Doorbell) {
         fence(Ordering::SeqCst);
         self.function.bar_write64(BAR_DOORBELLS, self.offset, db.encode());
+        trace::emit(|| TraceEvent::Doorbell { bus: self.function.bus().to_string(), ty: db.ty.name(), xid: db.xid, index: db.index });
     }
 }

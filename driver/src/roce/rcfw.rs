@@ -41,6 +41,7 @@ use super::queue::{Cursor, Queue, Shape};
 use crate::dma::{DmaBuffer, PAGE_SIZE};
 use crate::error::Error;
 use crate::pci::{PciError, PciFunction};
+use crate::trace::{self, Outcome, TraceEvent};
 use crate::wait::{self, Waiter};
 
 /// Cookies wrap at this mask (`RCFW_MAX_COOKIE_VALUE`, the CMDQ's slot count less one).
@@ -187,11 +188,20 @@ impl Rcfw {
         fence(Ordering::SeqCst);
         self.function.bar_write32(BAR_REGS, bar0::RCFW_CMDQ_PROD, prod);
         self.function.bar_write32(BAR_REGS, bar0::RCFW_CMDQ_TRIG, bar0::TRIGGER_VALUE);
+        trace::emit(|| TraceEvent::RoceCommand { bus: self.function.bus().to_string(), command: C::NAME, cookie });
 
-        let entry = self.await_answer::<C>(cookie, start)?;
+        let entry = self.await_answer::<C>(cookie, start).inspect_err(|e| {
+            let outcome = Outcome::of_error(e);
+            trace::emit(|| TraceEvent::RoceAnswer { bus: self.function.bus().to_string(), command: C::NAME, cookie, outcome });
+        })?;
         if entry[CREQ_EVENT] != C::OPCODE {
             tracing::warn!(nic = %self.nic, command = C::NAME, event = entry[CREQ_EVENT], "completion names another opcode");
         }
+        let outcome = match entry[CREQ_STATUS] {
+            0 => Outcome::Ok,
+            status => Outcome::Refused(format!("0x{status:02x}")),
+        };
+        trace::emit(|| TraceEvent::RoceAnswer { bus: self.function.bus().to_string(), command: C::NAME, cookie, outcome });
         match entry[CREQ_STATUS] {
             0 => Ok(entry),
             status => {
