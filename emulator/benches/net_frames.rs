@@ -2,112 +2,97 @@
 //! ICRC) of 4 KiB-payload frames, a 1 MiB message moved as 256 such frames through the switch,
 //! and 64-byte frames, each against the same machine's single-core memcpy bandwidth.
 //!
-//! `cargo bench -p bnxt-model --bench net_frames` (optionally `-- <seconds per figure>` and
-//! words to select figures: `memcpy`, `build`, `icrc`, `parse`, `message`, `small`).
-//!
-//! One run on a 2-core AMD EPYC VM (shared with other builds, so expect noise):
-//!
-//! ```text
-//! memcpy 1 MiB (single core)                  59.22 GB/s
-//! build 4 KiB frame (copy + ICRC)             27.01 GB/s  0.46 of memcpy
-//! ICRC of a 4 KiB frame                       42.30 GB/s  0.71 of memcpy
-//! parse 4 KiB frame (checks + ICRC)           33.65 GB/s  0.57 of memcpy
-//! 1 MiB message: build, switch, parse, copy    8.03 GB/s  0.14 of memcpy
-//!   the same, each frame received at once      8.71 GB/s  0.15 of memcpy
-//! 64-byte frame build + parse                  8.52 M frames/s
-//! ```
+//! `cargo bench -p bnxt-model --bench net_frames` (optionally `-- <seconds per figure> [<trials>]`
+//! and words to select figures: `build`, `icrc`, `parse`, `message`, `small`; memcpy is always
+//! measured). Each figure is the best of its trials, interleaved with the memcpy trials (see
+//! `support`). Figures from runs, and what costs what, are in `docs/performance.md`.
 //!
 //! A message costs two copies (source to frame, frame to destination) and two ICRC passes
-//! (sender and receiver) per byte; the profile is about half copies and a third CRC, with the
-//! switch, header code and allocation in the rest.
+//! (sender and receiver) per byte, plus per-frame work: headers, checks, the switch.
+
+mod support;
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bnxt_model::net::bth::BthRepr;
 use bnxt_model::net::icrc;
-use bnxt_model::net::roce::{IPV4_OFFSET, Path, Transport, build_frame};
-use bnxt_model::net::switch::{LinkTiming, Switch};
-use bnxt_model::net::{MacAddr, Opcode, RoceFrame};
-
-/// Run `f` (which handles `bytes` bytes a call) repeatedly for about `secs`; bytes per second.
-fn rate(secs: f64, bytes: usize, mut f: impl FnMut()) -> f64 {
-    for _ in 0..3 {
-        f();
-    }
-    let start = Instant::now();
-    let mut calls = 0u64;
-    while start.elapsed().as_secs_f64() < secs {
-        for _ in 0..16 {
-            f();
-        }
-        calls += 16;
-    }
-    (calls as f64 * bytes as f64) / start.elapsed().as_secs_f64()
-}
-
-fn gb(x: f64) -> String {
-    format!("{:6.2} GB/s", x / 1e9)
-}
+use bnxt_model::net::roce::{IPV4_OFFSET, Path, Transport, build_frame, build_frame_with};
+use bnxt_model::net::switch::{Delivery, LinkTiming, Switch};
+use bnxt_model::net::{MacAddr, Opcode, RoceFrame, WireError};
+use support::{Args, Figure, measure, memcpy_figure};
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
-    let secs: f64 = args.iter().find_map(|a| a.parse().ok()).unwrap_or(1.0);
-    let words: Vec<&String> = args.iter().filter(|a| a.parse::<f64>().is_err()).collect();
-    let want = |name: &str| words.is_empty() || words.iter().any(|w| *w == name);
+    let args = Args::parse(1.0);
     let path = Path::between(MacAddr([2, 0, 0, 0, 0, 1]), MacAddr([2, 0, 0, 0, 0, 2]), 0x10);
     let mib = 1 << 20;
     let src: Vec<u8> = (0..mib).map(|i| (i * 13) as u8).collect();
     let mut dst = vec![0u8; mib];
-
-    // Always measured: the other figures are ratios to it.
-    let memcpy = rate(secs, mib, || {
-        dst.copy_from_slice(black_box(&src));
-        black_box(&dst);
-    });
-    println!("memcpy 1 MiB (single core)                 {}", gb(memcpy));
-
+    let (mut dst2, mut dst3) = (vec![0u8; mib], vec![0u8; mib]);
     let page = &src[..4096];
     let send = Transport::bth(BthRepr::new(Opcode::SendMiddle, 0x10, 1));
     let mut frame = Vec::with_capacity(4200);
     build_frame(&path, &send, page, &mut frame).unwrap();
-    if want("build") {
-        let build = rate(secs, 4096, || {
-            build_frame(&path, &send, black_box(page), &mut frame).unwrap();
-            black_box(&frame);
-        });
-        println!("build 4 KiB frame (copy + ICRC)            {}  {:.2} of memcpy", gb(build), build / memcpy);
+    let mut figures = vec![memcpy_figure(&src, &mut dst)];
+
+    if args.want("build") {
+        let mut out = Vec::with_capacity(4200);
+        figures.push(Figure::new("build 4 KiB frame (copy + ICRC)", 4096.0, move || {
+            build_frame(&path, &send, black_box(page), &mut out).unwrap();
+            black_box(&out);
+        }));
+        let mut out = Vec::with_capacity(4200);
+        figures.push(Figure::new("  the same, payload zeroed first", 4096.0, move || {
+            build_frame_with::<WireError>(&path, &send, 4096, &mut out, |d| {
+                d.copy_from_slice(black_box(page));
+                Ok(())
+            })
+            .unwrap();
+            black_box(&out);
+        }));
     }
-    if want("icrc") {
-        let ip_end = frame.len();
-        let icrc_only = rate(secs, 4096, || {
-            black_box(icrc::compute(black_box(&frame[IPV4_OFFSET..ip_end - 4])).unwrap());
-        });
-        println!("ICRC of a 4 KiB frame                      {}  {:.2} of memcpy", gb(icrc_only), icrc_only / memcpy);
+    if args.want("icrc") {
+        let f = &frame;
+        figures.push(Figure::new("ICRC of a 4 KiB frame", 4096.0, move || {
+            black_box(icrc::compute(black_box(&f[IPV4_OFFSET..f.len() - 4])).unwrap());
+        }));
+        figures.push(Figure::new("crc32fast over 4 KiB", 4096.0, move || {
+            black_box(crc32fast::hash(black_box(page)));
+        }));
     }
-    if want("parse") {
-        let parse = rate(secs, 4096, || {
-            let f = RoceFrame::parse(black_box(&frame)).unwrap();
-            black_box(f.payload.len());
-        });
-        println!("parse 4 KiB frame (checks + ICRC)          {}  {:.2} of memcpy", gb(parse), parse / memcpy);
+    if args.want("parse") {
+        let f = &frame;
+        figures.push(Figure::new("parse 4 KiB frame (checks + ICRC)", 4096.0, move || {
+            let p = RoceFrame::parse(black_box(f)).unwrap();
+            black_box(p.payload.len());
+        }));
     }
-    if want("message") {
-        let moved = rate(secs, mib, message(&path, &src, &mut dst, false));
-        println!("1 MiB message: build, switch, parse, copy  {}  {:.2} of memcpy", gb(moved), moved / memcpy);
-        let moved = rate(secs, mib, message(&path, &src, &mut dst, true));
-        println!("  the same, each frame received at once    {}  {:.2} of memcpy", gb(moved), moved / memcpy);
+    if args.want("message") {
+        figures.push(Figure::new("1 MiB message: build, switch, parse, copy", mib as f64, message(&path, &src, &mut dst2, false)));
     }
-    if want("small") {
+    if args.want("message") {
+        figures.push(Figure::new("  the same, each frame received at once", mib as f64, message(&path, &src, &mut dst3, true)));
+    }
+    if args.want("small") {
         let small = &src[..64];
         let only = Transport::bth(BthRepr::new(Opcode::SendOnly, 0x10, 1));
         let mut out = Vec::with_capacity(128);
-        let per_msg = rate(secs, 1, || {
+        figures.push(Figure::new("64-byte frame build + parse", 1.0, move || {
             build_frame(&path, &only, black_box(small), &mut out).unwrap();
             let f = RoceFrame::parse(&out).unwrap();
             black_box(f.payload.len());
-        });
-        println!("64-byte frame build + parse                {:6.2} M frames/s", per_msg / 1e6);
+        }));
+    }
+
+    measure(&args, &mut figures);
+    let memcpy = figures[0].best;
+    println!("{:<44} {:6.2} GB/s", figures[0].name, memcpy / 1e9);
+    for f in &figures[1..] {
+        if f.name.starts_with("64-byte") {
+            println!("{:<44} {:6.2} M frames/s", f.name, f.best / 1e6);
+        } else {
+            println!("{:<44} {:6.2} GB/s  {:.2} of memcpy", f.name, f.best / 1e9, f.best / memcpy);
+        }
     }
 }
 
@@ -124,8 +109,10 @@ fn message<'a>(path: &'a Path, src: &'a [u8], dst: &'a mut [u8], at_once: bool) 
     // Frame buffers go back to the sender once parsed, as the engine should recycle them: fresh
     // allocations of a megabyte per message cost page faults each time.
     let mut pool: Vec<Vec<u8>> = Vec::new();
+    let mut deliveries: Vec<Delivery> = Vec::new();
     let mut receive = move |sw: &mut Switch, now: Duration, pool: &mut Vec<Vec<u8>>| {
-        for d in sw.poll(now) {
+        sw.poll_into(now, &mut deliveries);
+        for d in deliveries.drain(..) {
             if d.port != b {
                 continue;
             }

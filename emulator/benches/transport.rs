@@ -4,18 +4,22 @@
 //! of the same machine's single-core memcpy bandwidth measured in the same run, and the message
 //! rate of 64-byte SENDs.
 //!
-//! `cargo bench -p bnxt-model --bench transport` (optionally `-- <seconds per figure>` and words
-//! to select figures: `big`, `small`). Figures from one run are in the report of the change that
-//! added this file and in `docs/` once the engine is wired to the NICs.
+//! `cargo bench -p bnxt-model --bench transport` (optionally `-- <seconds per figure> [<trials>]`
+//! and words to select figures: `big`, `small`). Each figure is the best of its trials, which
+//! are interleaved with the memcpy trials (see `support`). Figures and what costs what are in
+//! `docs/performance.md`.
 //!
 //! Each frame is received right after it is sent (the switch has no latency here), so the
 //! receiver checks the ICRC and scatters a payload that is still in cache, as an executor that
 //! delivers frames as they are produced would.
 
-use std::hint::black_box;
-use std::time::{Duration, Instant};
+mod support;
 
-use bnxt_model::net::switch::{LinkTiming, PortId, Switch};
+use std::time::Duration;
+
+use support::{Args, Figure, measure, memcpy_figure};
+
+use bnxt_model::net::switch::{Delivery, LinkTiming, PortId, Switch};
 use bnxt_model::net::{MacAddr, Path, RoceFrame};
 use bnxt_model::roce::transport::{
     AccessError, Memory, Mtu, QpAttrs, RcQp, RecvWqe, RemoteAccess, SendOp, SendWqe, Sge,
@@ -81,6 +85,7 @@ struct Segment {
     sw: Switch,
     nics: Vec<Nic>,
     pool: Vec<Vec<u8>>,
+    deliveries: Vec<Delivery>,
     now: Duration,
 }
 
@@ -121,6 +126,7 @@ impl Segment {
             sw,
             nics,
             pool: Vec::new(),
+            deliveries: Vec::new(),
             now: Duration::ZERO,
         };
         // Let the switch learn both MACs.
@@ -151,7 +157,8 @@ impl Segment {
                     }
                     busy = true;
                     self.sw.send(self.now, nic.port, buf).unwrap();
-                    for d in self.sw.poll(self.now) {
+                    self.sw.poll_into(self.now, &mut self.deliveries);
+                    for d in self.deliveries.drain(..) {
                         let to = if d.port == self.nics[0].port { 0 } else { 1 };
                         let frame = RoceFrame::parse(&d.frame).expect("no faults on this segment");
                         let nic = &mut self.nics[to];
@@ -165,20 +172,6 @@ impl Segment {
             }
         }
     }
-}
-
-/// Run `f` (which moves `units` a call) repeatedly for about `secs`; units per second.
-fn rate(secs: f64, units: f64, mut f: impl FnMut()) -> f64 {
-    for _ in 0..3 {
-        f();
-    }
-    let start = Instant::now();
-    let mut calls = 0u64;
-    while start.elapsed().as_secs_f64() < secs {
-        f();
-        calls += 1;
-    }
-    calls as f64 * units / start.elapsed().as_secs_f64()
 }
 
 fn send_wqe(id: u64, len: u32) -> SendWqe {
@@ -197,30 +190,16 @@ fn send_wqe(id: u64, len: u32) -> SendWqe {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
-    let secs: f64 = args.iter().find_map(|a| a.parse().ok()).unwrap_or(2.0);
-    let words: Vec<&String> = args.iter().filter(|a| a.parse::<f64>().is_err()).collect();
-    let want = |name: &str| words.is_empty() || words.iter().any(|w| *w == name);
+    let args = Args::parse(2.0);
     let mib = 1usize << 20;
-
     let src: Vec<u8> = (0..mib).map(|i| (i * 7) as u8).collect();
     let mut dst = vec![0u8; mib];
-    let memcpy = rate(secs, mib as f64, || {
-        dst.copy_from_slice(black_box(&src));
-        black_box(&dst);
-    });
-    println!(
-        "memcpy 1 MiB (single core)              {:7.2} GB/s",
-        memcpy / 1e9
-    );
+    let mut figures = vec![memcpy_figure(&src, &mut dst)];
 
-    if want("big") {
+    if args.want("big") {
         let mut seg = Segment::new(mib);
         let mut id = 0u64;
-        let big = rate(secs, mib as f64, || {
+        figures.push(Figure::new("1 MiB SEND, QP to QP over the switch", mib as f64, move || {
             id += 1;
             seg.nics[1].qp.post_recv(RecvWqe {
                 id,
@@ -241,23 +220,20 @@ fn main() {
                 .pop_recv_completion()
                 .expect("receive completed");
             assert!(s.status.is_ok() && r.status.is_ok() && r.bytes == mib as u32);
-        });
-        assert!(
-            seg.nics[1].mem.0[1] == seg.nics[0].mem.0[0],
-            "the bytes arrived"
-        );
-        println!(
-            "1 MiB SEND, QP to QP over the switch    {:7.2} GB/s  {:.2} of memcpy",
-            big / 1e9,
-            big / memcpy
-        );
+            // Every byte on the first call (a warm-up call), a sample after that.
+            let n = if id == 1 { mib } else { 64 };
+            assert!(
+                seg.nics[1].mem.0[1][..n] == seg.nics[0].mem.0[0][..n],
+                "the bytes arrived"
+            );
+        }));
     }
 
-    if want("small") {
+    let batch = 256u64;
+    if args.want("small") {
         let mut seg = Segment::new(1 << 16);
-        let batch = 256u64;
         let mut id = 0u64;
-        let small = rate(secs, batch as f64, || {
+        figures.push(Figure::new("64-byte SENDs, QP to QP over the switch", batch as f64, move || {
             for k in 0..batch {
                 let at = (k % 1024) * 64;
                 seg.nics[1].qp.post_recv(RecvWqe {
@@ -285,10 +261,17 @@ fn main() {
                 assert!(s.status.is_ok() && r.status.is_ok() && r.bytes == 64);
             }
             id += batch;
-        });
-        println!(
-            "64-byte SENDs, QP to QP over the switch {:7.2} M messages/s (batches of {batch})",
-            small / 1e6
-        );
+        }));
+    }
+
+    measure(&args, &mut figures);
+    let memcpy = figures[0].best;
+    println!("{:<48} {:7.2} GB/s", figures[0].name, memcpy / 1e9);
+    for f in &figures[1..] {
+        if f.name.starts_with("64-byte") {
+            println!("{:<48} {:7.2} M messages/s (batches of {batch})", f.name, f.best / 1e6);
+        } else {
+            println!("{:<48} {:7.2} GB/s  {:.2} of memcpy", f.name, f.best / 1e9, f.best / memcpy);
+        }
     }
 }

@@ -13,7 +13,7 @@
 //! what leaves the fault stage (the wire as the switch sees it) at the time it enters the switch.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap};
 use std::fmt;
 use std::time::Duration;
 
@@ -120,15 +120,23 @@ struct Pending {
 struct Port {
     /// When the output side of the port has finished sending everything queued on it.
     free_at: Duration,
+    /// The source address last learned from this port, with the version of the address table
+    /// it was learned at: while the table is at that version, learning it again changes nothing.
+    src_seen: Option<(MacAddr, u64)>,
+    /// The destination last looked up for a frame from this port, where the table had it, and
+    /// the table's version then: while the table is at that version, the answer stands.
+    dst_seen: Option<(MacAddr, Option<PortId>, u64)>,
 }
 
 /// The switch of one segment.
 #[derive(Debug)]
 pub struct Switch {
     timing: LinkTiming,
-    ports: BTreeMap<PortId, Port>,
-    next_port: u32,
+    /// Indexed by port id; `None` once removed (ids are not reused).
+    ports: Vec<Option<Port>>,
     macs: HashMap<MacAddr, PortId>,
+    /// Counts changes to `macs` (what the ports' lookup caches are checked against).
+    macs_version: u64,
     queue: BinaryHeap<Reverse<Pending>>,
     seq: u64,
     faults: FaultStage,
@@ -142,9 +150,9 @@ impl Switch {
     pub fn new(timing: LinkTiming) -> Switch {
         Switch {
             timing,
-            ports: BTreeMap::new(),
-            next_port: 0,
+            ports: Vec::new(),
             macs: HashMap::new(),
+            macs_version: 0,
             queue: BinaryHeap::new(),
             seq: 0,
             faults: FaultStage::none(),
@@ -171,25 +179,33 @@ impl Switch {
 
     /// Add a port.
     pub fn add_port(&mut self) -> PortId {
-        let id = PortId(self.next_port);
-        self.next_port += 1;
-        self.ports.insert(id, Port::default());
+        let id = PortId(u32::try_from(self.ports.len()).expect("fewer than 2^32 ports"));
+        self.ports.push(Some(Port::default()));
         id
+    }
+
+    fn port_mut(&mut self, port: PortId) -> Option<&mut Port> {
+        self.ports.get_mut(port.0 as usize).and_then(Option::as_mut)
+    }
+
+    fn has_port(&self, port: PortId) -> bool {
+        self.ports.get(port.0 as usize).is_some_and(Option::is_some)
     }
 
     /// Remove a port (a peer that is gone): addresses learned on it are forgotten, frames on
     /// their way to it are lost (counted as undeliverable), a frame the fault stage held for it
     /// is dropped. Returns whether it existed.
     pub fn remove_port(&mut self, port: PortId) -> bool {
-        let existed = self.ports.remove(&port).is_some();
+        let existed = self.ports.get_mut(port.0 as usize).and_then(Option::take).is_some();
         self.macs.retain(|_, p| *p != port);
+        self.macs_version += 1;
         self.faults.forget_port(port);
         existed
     }
 
     /// The ports, in order.
     pub fn ports(&self) -> impl Iterator<Item = PortId> + '_ {
-        self.ports.keys().copied()
+        self.ports.iter().enumerate().filter(|(_, p)| p.is_some()).map(|(i, _)| PortId(i as u32))
     }
 
     /// The port `mac` was learned on, if any.
@@ -215,7 +231,7 @@ impl Switch {
     /// A frame enters from `port` at `now`. Times given to [`Switch::send`] and [`Switch::poll`]
     /// should not go backwards.
     pub fn send(&mut self, now: Duration, port: PortId, frame: Vec<u8>) -> Result<(), SwitchError> {
-        if !self.ports.contains_key(&port) {
+        if !self.has_port(port) {
             return Err(SwitchError::NoSuchPort(port));
         }
         if frame.len() < ethernet::HEADER_LEN {
@@ -244,27 +260,71 @@ impl Switch {
     /// Every frame that has arrived by `now`, in arrival order (ties in the order they were
     /// queued).
     pub fn poll(&mut self, now: Duration) -> Vec<Delivery> {
-        self.release_held(now);
         let mut out = Vec::new();
+        self.poll_into(now, &mut out);
+        out
+    }
+
+    /// As [`Switch::poll`], appending the frames to `out` (whose capacity the caller can reuse
+    /// from one call to the next).
+    pub fn poll_into(&mut self, now: Duration, out: &mut Vec<Delivery>) {
+        self.release_held(now);
         while self.queue.peek().is_some_and(|Reverse(p)| p.at <= now) {
             let Some(Reverse(p)) = self.queue.pop() else { break };
-            if self.ports.contains_key(&p.port) {
+            if self.has_port(p.port) {
                 self.stats.delivered += 1;
                 out.push(Delivery { port: p.port, at: p.at, frame: p.frame });
             } else {
                 self.stats.undeliverable += 1;
             }
         }
-        out
     }
 
     /// Forward frames the fault stage held and whose time has come, each at its due time.
     fn release_held(&mut self, now: Duration) {
+        if self.faults.next_release().is_none_or(|due| due > now) {
+            return;
+        }
         for (at, port, frame) in self.faults.release_due(now) {
-            if self.ports.contains_key(&port) {
+            if self.has_port(port) {
                 self.forward(at, port, frame, Duration::ZERO);
             }
         }
+    }
+
+    /// Learn that `src` is reached through `from`. Learning what the port's cache says was
+    /// learned there, with the table unchanged since, is skipped (it would change nothing).
+    fn learn(&mut self, from: PortId, src: MacAddr) {
+        let version = self.macs_version;
+        let Some(port) = self.port_mut(from) else { return };
+        if port.src_seen == Some((src, version)) {
+            return;
+        }
+        if self.macs.insert(src, from) != Some(from) {
+            self.macs_version += 1;
+        }
+        let version = self.macs_version;
+        if let Some(port) = self.port_mut(from) {
+            port.src_seen = Some((src, version));
+        }
+    }
+
+    /// Where `dst` was learned, for a frame from `from`: the port's cache while the table has not
+    /// changed, the table otherwise.
+    fn lookup(&mut self, from: PortId, dst: MacAddr) -> Option<PortId> {
+        let version = self.macs_version;
+        if let Some(port) = self.port_mut(from)
+            && let Some((mac, to, seen)) = port.dst_seen
+            && mac == dst
+            && seen == version
+        {
+            return to;
+        }
+        let to = self.macs.get(&dst).copied();
+        if let Some(port) = self.port_mut(from) {
+            port.dst_seen = Some((dst, to, version));
+        }
+        to
     }
 
     /// Learn, record and queue a frame that passed the fault stage.
@@ -272,12 +332,12 @@ impl Switch {
         let eth = EthernetFrame::new_unchecked(&frame[..]);
         let (src, dst) = (eth.src(), eth.dst());
         if src.is_unicast() {
-            self.macs.insert(src, from);
+            self.learn(from, src);
         }
         if let Some(tap) = &mut self.tap {
             tap.record(at, &frame);
         }
-        let learned = if dst.is_unicast() { self.macs.get(&dst).copied() } else { None };
+        let learned = if dst.is_unicast() { self.lookup(from, dst) } else { None };
         match learned {
             Some(to) if to == from => self.stats.filtered += 1,
             Some(to) => {
@@ -286,7 +346,7 @@ impl Switch {
             }
             None => {
                 self.stats.flooded += 1;
-                let others: Vec<PortId> = self.ports.keys().copied().filter(|p| *p != from).collect();
+                let others: Vec<PortId> = self.ports().filter(|p| *p != from).collect();
                 if let Some((last, rest)) = others.split_last() {
                     for to in rest {
                         self.enqueue(at, *to, frame.clone(), extra_delay);
@@ -299,8 +359,9 @@ impl Switch {
 
     fn enqueue(&mut self, at: Duration, to: PortId, frame: Vec<u8>, extra_delay: Duration) {
         let ser = self.timing.serialisation(frame.len());
-        let Some(port) = self.ports.get_mut(&to) else { return };
-        let done = (at + self.timing.latency).max(port.free_at) + ser;
+        let latency = self.timing.latency;
+        let Some(port) = self.port_mut(to) else { return };
+        let done = (at + latency).max(port.free_at) + ser;
         port.free_at = done;
         self.seq += 1;
         self.queue.push(Reverse(Pending { at: done + extra_delay, seq: self.seq, port: to, frame }));
@@ -363,6 +424,51 @@ mod tests {
         assert!(sw.poll(Duration::from_micros(9)).is_empty());
         let s = sw.stats();
         assert_eq!((s.received, s.unicast, s.flooded, s.filtered, s.delivered), (5, 2, 2, 1, 6));
+    }
+
+    #[test]
+    fn an_address_that_moves_is_followed_by_every_port() {
+        let mut sw = Switch::new(untimed());
+        let (a, b, c) = (sw.add_port(), sw.add_port(), sw.add_port());
+        let mut t = Duration::ZERO;
+        let mut step = |sw: &mut Switch, from, src, dst| {
+            t += Duration::from_micros(2);
+            sw.send(t, from, frame(src, dst, 0)).unwrap();
+            let mut got = Vec::new();
+            sw.poll_into(t + Duration::from_micros(1), &mut got);
+            ports_of(&got)
+        };
+        assert_eq!(step(&mut sw, a, mac(1), mac(2)), vec![1, 2]);
+        assert_eq!(step(&mut sw, b, mac(2), mac(1)), vec![0]);
+        assert_eq!(step(&mut sw, b, mac(2), mac(1)), vec![0], "again, from the caches");
+        assert_eq!(step(&mut sw, a, mac(1), mac(2)), vec![1]);
+        // mac(1) moves to C: B's next frame to it must follow.
+        assert_eq!(step(&mut sw, c, mac(1), mac(2)), vec![1]);
+        assert_eq!(sw.learned(mac(1)), Some(c));
+        assert_eq!(step(&mut sw, b, mac(2), mac(1)), vec![2]);
+        // And back to A, whose own cache said it had learned mac(1) before.
+        assert_eq!(step(&mut sw, a, mac(1), mac(2)), vec![1]);
+        assert_eq!(sw.learned(mac(1)), Some(a));
+        assert_eq!(step(&mut sw, b, mac(2), mac(1)), vec![0]);
+        // C goes: what was learned on it is forgotten, and B's cached answer with it.
+        assert_eq!(step(&mut sw, c, mac(3), mac(2)), vec![1]);
+        assert_eq!(step(&mut sw, b, mac(2), mac(3)), vec![2]);
+        assert!(sw.remove_port(c));
+        assert_eq!(step(&mut sw, b, mac(2), mac(3)), vec![0], "unknown again: flooded to the ports left");
+    }
+
+    #[test]
+    fn poll_into_appends_what_poll_returns() {
+        let (mut sw, a, _b) = two_ports_b_learned();
+        let t = Duration::from_micros(5);
+        sw.send(t, a, frame(mac(1), mac(2), 7)).unwrap();
+        sw.send(t, a, frame(mac(1), mac(2), 8)).unwrap();
+        let mut out = vec![Delivery { port: PortId(9), at: Duration::ZERO, frame: vec![1] }];
+        sw.poll_into(t + Duration::from_micros(1), &mut out);
+        let tags: Vec<u8> = out[1..].iter().map(|d| d.frame[20]).collect();
+        assert_eq!((out.len(), out[0].port, tags), (3, PortId(9), vec![7, 8]));
+        sw.poll_into(t + Duration::from_micros(2), &mut out);
+        assert_eq!(out.len(), 3);
     }
 
     #[test]
