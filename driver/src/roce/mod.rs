@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
-use bnxt_hsi::roce::command::{Command, SideBuffer};
+use bnxt_hsi::roce::command::Command;
 
 use crate::error::Error;
 use crate::nic::{Identity, Limits};
@@ -145,11 +145,6 @@ impl Roce {
     /// Send one command to the RoCE firmware and wait for its answer (commands run one at a time).
     pub(crate) fn command<C: Command>(&self, cmd: C) -> Result<C::Response, Error> {
         self.on_channel(|rcfw| rcfw.send(cmd))
-    }
-
-    /// Send one command whose answer comes in a side buffer.
-    pub(crate) fn query<C: SideBuffer>(&self, cmd: C) -> Result<(C::Response, C::Buffer), Error> {
-        self.on_channel(|rcfw| rcfw.query(cmd))
     }
 
     fn on_channel<T>(&self, f: impl FnOnce(&mut Rcfw) -> Result<T, Error>) -> Result<T, Error> {
