@@ -171,8 +171,9 @@ impl Region {
         memory: impl FnOnce(&dyn crate::pci::PciFunction) -> Result<DmaBuffer, crate::pci::PciError>,
     ) -> Result<Region, Error> {
         let pci = |source| Error::Pci { nic: roce.name.clone(), source };
-        let buf = memory(&*roce.function).map_err(pci)?;
-        let pbl = Pbl::build(&*roce.function, &pages_of(&buf, len.div_ceil(PAGE_SIZE)), PblKind::Mr).map_err(pci)?;
+        let function = roce.function();
+        let buf = memory(&*function).map_err(pci)?;
+        let pbl = Pbl::build(&*function, &pages_of(&buf, len.div_ceil(PAGE_SIZE)), PblKind::Mr).map_err(pci)?;
         let id = roce.next_id();
         let live = Live { key: 0, pbl, buf };
         let key = match register_mr(roce, id, len, &live) {

@@ -126,7 +126,7 @@ fn sizes(roce: &Roce) -> Sizes {
 /// buffer, level 0).
 fn xrrq(roce: &Roce, n: u8, size: usize) -> Result<DmaBuffer, Error> {
     let len = (usize::from(n) * size).next_multiple_of(PAGE_SIZE);
-    roce.function.alloc_dma(len).map_err(|source| Error::Pci { nic: roce.name.clone(), source })
+    roce.function().alloc_dma(len).map_err(|source| Error::Pci { nic: roce.name.clone(), source })
 }
 
 /// What making a queue pair got as far as, for undoing.
@@ -175,7 +175,8 @@ impl QpCore {
 
     fn build(roce: &Arc<Roce>, made: &mut Made) -> Result<Arc<QpCore>, Error> {
         let pci = |source| Error::Pci { nic: roce.name.clone(), source };
-        let f = &*roce.function;
+        let function = roce.function();
+        let f = &*function;
         let s = sizes(roce);
         let id = roce.next_id();
         let handle = id;

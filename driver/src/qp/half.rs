@@ -70,7 +70,7 @@ impl Half {
     /// The oldest completion, waiting at most `timeout` for it on the NIC's clock (virtual time
     /// on the model), polling with backoff.
     pub(crate) fn wait(&mut self, timeout: Duration) -> Option<Completion> {
-        let function = self.core.roce.function.clone();
+        let function = self.core.roce.function();
         let mut waiter = Waiter::new(function.clock(), timeout, wait::CQ_COMPLETION);
         loop {
             if let Some(c) = self.poll() {

@@ -228,3 +228,16 @@ fn regions_are_send_and_sync() {
     fn check<T: Send + Sync>() {}
     check::<Region>();
 }
+
+#[test]
+fn regions_and_queue_pairs_of_a_closed_nic_do_not_keep_it_from_opening_again() {
+    let m = FakeMachine::new(1);
+    let (mut nic, _) = open(&m);
+    let r = Region::host(&nic, 4096).unwrap();
+    let qp = crate::qp::Qp::make(&nic).unwrap();
+    nic.close();
+    let again = Nic::open(&m, 0).unwrap();
+    assert!(again.is_open());
+    drop((r, qp));
+    assert!(again.is_open(), "dropping the old objects leaves the new open alone");
+}

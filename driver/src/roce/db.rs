@@ -7,7 +7,7 @@
 //! `bnxt_qplib_map_creq_db`; hardware-map §5.6). Each doorbell is one 64-bit store, made after
 //! every memory store it announces (`wmb()` in `bnxt_qplib_write_db`).
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::sync::atomic::{Ordering, fence};
 
 use bnxt_hsi::pci::BAR_DOORBELLS;
@@ -17,17 +17,18 @@ use crate::dma::PAGE_SIZE;
 use crate::pci::PciFunction;
 use crate::trace::{self, TraceEvent};
 
-/// The doorbell page.
+/// The doorbell page. It does not keep the function held: once the NIC is closed (and the
+/// function released) nothing may ring.
 #[derive(Clone)]
 pub(crate) struct DbPage {
-    function: Arc<dyn PciFunction>,
+    function: Weak<dyn PciFunction>,
     offset: u64,
 }
 
 impl DbPage {
     /// The page at `offset` in BAR2.
-    pub(crate) fn new(function: Arc<dyn PciFunction>, offset: u64) -> DbPage {
-        DbPage { function, offset }
+    pub(crate) fn new(function: &Arc<dyn PciFunction>, offset: u64) -> DbPage {
+        DbPage { function: Arc::downgrade(function), offset }
     }
 
     /// The DPI CREATE_QP/CREATE_CQ name for this page.
@@ -36,9 +37,14 @@ impl DbPage {
     }
 
     /// Ring `db`: one 64-bit store, after the memory stores before it.
+    ///
+    /// # Panics
+    ///
+    /// Once the function is released (the NIC closed).
     pub(crate) fn ring(&self, db: Doorbell) {
+        let function = self.function.upgrade().expect("a doorbell rung after its NIC was closed");
         fence(Ordering::SeqCst);
-        self.function.bar_write64(BAR_DOORBELLS, self.offset, db.encode());
-        trace::emit(|| TraceEvent::Doorbell { bus: self.function.bus().to_string(), ty: db.ty.name(), xid: db.xid, index: db.index });
+        function.bar_write64(BAR_DOORBELLS, self.offset, db.encode());
+        trace::emit(|| TraceEvent::Doorbell { bus: function.bus().to_string(), ty: db.ty.name(), xid: db.xid, index: db.index });
     }
 }

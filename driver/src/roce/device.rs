@@ -179,7 +179,7 @@ fn bring_up(inputs: &Inputs<'_>, hwrm: &mut Channel, parts: &mut Parts) -> Resul
     let nic = inputs.nic;
     let function = inputs.function;
     let pci = |source| Error::Pci { nic: nic.to_string(), source };
-    let db = DbPage::new(function.clone(), inputs.doorbells.offset);
+    let db = DbPage::new(function, inputs.doorbells.offset);
 
     let rcfw = Rcfw::alloc(nic, function.clone(), db.clone(), hwrm.timeouts().rcfw_wait(), hwrm.wedged())
         .map_err(pci)?;
@@ -232,7 +232,7 @@ fn bring_up(inputs: &Inputs<'_>, hwrm: &mut Channel, parts: &mut Parts) -> Resul
 
     Ok(Info {
         name: nic.to_string(),
-        function: function.clone(),
+        function: Arc::downgrade(function),
         db,
         caps,
         identity: inputs.identity,

@@ -89,8 +89,9 @@ pub(crate) enum Counted {
 pub(crate) struct Info {
     /// The NIC's name.
     pub name: String,
-    /// Its PCI function.
-    pub function: Arc<dyn PciFunction>,
+    /// Its PCI function, not kept held: regions and queue pairs of a closed NIC must not keep
+    /// its function from being opened again.
+    pub function: Weak<dyn PciFunction>,
     /// Its RoCE doorbell page.
     pub db: DbPage,
     /// What QUERY_FUNC said after INITIALIZE_FW.
@@ -130,6 +131,16 @@ impl Roce {
         if self.closed.load(Ordering::Acquire) {
             panic!("{}: used after close (a closed NIC answers only name, bus and identity)", self.name);
         }
+    }
+
+    /// The NIC's function.
+    ///
+    /// # Panics
+    ///
+    /// On a closed NIC.
+    pub(crate) fn function(&self) -> Arc<dyn PciFunction> {
+        self.check_open();
+        self.info.function.upgrade().expect("an open NIC holds its function")
     }
 
     /// Whether the NIC was closed.
