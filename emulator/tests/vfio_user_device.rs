@@ -37,7 +37,12 @@ fn a_client_sees_a_bcm57608_with_its_capabilities_bars_and_interrupts() {
     let server = Server::start(&[]);
     let mut c = Raw::negotiated(&server.socket);
 
-    let info = DeviceInfo::read_from_bytes(&c.ok(Command::DeviceGetInfo, &[DeviceInfo { argsz: 16, ..Default::default() }.as_bytes()], &[])).unwrap();
+    let info = DeviceInfo::read_from_bytes(&c.ok(
+        Command::DeviceGetInfo,
+        &[DeviceInfo { argsz: 16, ..Default::default() }.as_bytes()],
+        &[],
+    ))
+    .unwrap();
     assert_eq!(info.flags, DEVICE_FLAGS_PCI | DEVICE_FLAGS_RESET);
     assert_eq!((info.num_regions, info.num_irqs), (9, 5));
 
@@ -78,7 +83,14 @@ fn a_client_sees_a_bcm57608_with_its_capabilities_bars_and_interrupts() {
     // Extended config space: the first extended capability header at 0x100 is not empty.
     assert_ne!(u32::from_le_bytes(cs[0x100..0x104].try_into().unwrap()), 0, "an extended capability at 0x100");
 
-    let irq = |c: &mut Raw, index| IrqInfo::read_from_bytes(&c.ok(Command::DeviceGetIrqInfo, &[IrqInfo { argsz: 16, index, ..Default::default() }.as_bytes()], &[])).unwrap();
+    let irq = |c: &mut Raw, index| {
+        IrqInfo::read_from_bytes(&c.ok(
+            Command::DeviceGetIrqInfo,
+            &[IrqInfo { argsz: 16, index, ..Default::default() }.as_bytes()],
+            &[],
+        ))
+        .unwrap()
+    };
     assert_eq!(irq(&mut c, PCI_MSIX_IRQ_INDEX).count, 128);
     assert_ne!(irq(&mut c, PCI_MSIX_IRQ_INDEX).flags & IRQ_INFO_EVENTFD, 0);
     assert_eq!(irq(&mut c, PCI_INTX_IRQ_INDEX).count, 1);
@@ -92,7 +104,8 @@ fn hwrm_ver_get_written_to_bar0_is_answered_in_guest_memory() {
     const IOVA: u64 = 0x8000_0000;
     const RESP_OFF: u64 = 0x1000;
     let ram = memfd(0x4000);
-    let map = DmaMap { argsz: 32, flags: DMA_MAP_FLAG_READ | DMA_MAP_FLAG_WRITE, offset: 0, address: IOVA, size: 0x4000 };
+    let map =
+        DmaMap { argsz: 32, flags: DMA_MAP_FLAG_READ | DMA_MAP_FLAG_WRITE, offset: 0, address: IOVA, size: 0x4000 };
     c.ok(Command::DmaMap, &[map.as_bytes()], &[fd_of(&ram)]);
 
     // Memory space and bus mastering on, as a driver's pci_enable_device + pci_set_master do.

@@ -66,7 +66,13 @@ pub fn encode(message_id: u16, command: u16, flags: u32, error: u32, parts: &[&[
 }
 
 /// A command message with a fixed payload and trailing bytes.
-pub fn command<T: IntoBytes + Immutable>(message_id: u16, command: u16, flags: u32, payload: &T, tail: &[u8]) -> Vec<u8> {
+pub fn command<T: IntoBytes + Immutable>(
+    message_id: u16,
+    command: u16,
+    flags: u32,
+    payload: &T,
+    tail: &[u8],
+) -> Vec<u8> {
     encode(message_id, command, TYPE_COMMAND | flags, 0, &[payload.as_bytes(), tail])
 }
 

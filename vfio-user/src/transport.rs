@@ -20,8 +20,8 @@ use std::time::Duration;
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::io::Errno;
 use rustix::net::{
-    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags, SendAncillaryBuffer, SendAncillaryMessage, SendFlags,
-    recvmsg, sendmsg,
+    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags, SendAncillaryBuffer, SendAncillaryMessage,
+    SendFlags, recvmsg, sendmsg,
 };
 use zerocopy::FromBytes;
 
@@ -152,7 +152,8 @@ impl Receiver {
                         }
                         continue;
                     }
-                    let message = Message { header: *header, body: std::mem::take(body), fds: std::mem::take(&mut self.fds) };
+                    let message =
+                        Message { header: *header, body: std::mem::take(body), fds: std::mem::take(&mut self.fds) };
                     self.phase = Phase::Header { buf: [0; HEADER_SIZE], have: 0 };
                     return Ok(Some(message));
                 }
@@ -204,7 +205,12 @@ fn read_some(sock: BorrowedFd<'_>, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> Re
 
 /// Send `bytes` (one whole message) with `fds` attached to its first byte. On a non-blocking
 /// socket, waits up to `timeout` for room when the peer's buffer is full.
-pub fn send_message(sock: BorrowedFd<'_>, bytes: &[u8], fds: &[BorrowedFd<'_>], timeout: Duration) -> Result<(), TransportError> {
+pub fn send_message(
+    sock: BorrowedFd<'_>,
+    bytes: &[u8],
+    fds: &[BorrowedFd<'_>],
+    timeout: Duration,
+) -> Result<(), TransportError> {
     let mut sent = 0;
     let mut first = true;
     while sent < bytes.len() {

@@ -13,12 +13,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use bnxt_vfio_user::Message;
 use bnxt_vfio_user::header::{Command, FLAG_TYPE_MASK, TYPE_COMMAND, command_label};
 use bnxt_vfio_user::linux::{DEVICE_FLAGS_PCI, PCI_NUM_REGIONS};
 use bnxt_vfio_user::message::encode;
 use bnxt_vfio_user::payload::{DeviceInfo, DmaMap, DmaUnmap, RegionAccess, RegionInfo, Version};
 use bnxt_vfio_user::transport::{Receiver, TransportError, send_message};
-use bnxt_vfio_user::Message;
 use zerocopy::IntoBytes;
 
 /// How long a reply may take (QEMU's default `x-msg-timeout`).
@@ -98,14 +98,21 @@ impl std::fmt::Debug for Client {
 impl Client {
     /// Connect to the server at `path`, negotiate version 0.0 and read the device's regions.
     pub fn connect(path: &Path) -> Result<Client, ClientError> {
-        let stream = UnixStream::connect(path).map_err(|source| ClientError::Connect { path: path.to_path_buf(), source })?;
+        let stream =
+            UnixStream::connect(path).map_err(|source| ClientError::Connect { path: path.to_path_buf(), source })?;
         stream
             .set_read_timeout(Some(REPLY_TIMEOUT))
             .map_err(|source| ClientError::Connect { path: path.to_path_buf(), source })?;
         let conn = Conn { stream, rx: Receiver::new(MAX_DATA_XFER + 4096), next_id: 0, broken: false };
-        let mut client = Client { path: path.to_path_buf(), conn: Mutex::new(conn), regions: Vec::new(), info: DeviceInfo::default() };
+        let mut client = Client {
+            path: path.to_path_buf(),
+            conn: Mutex::new(conn),
+            regions: Vec::new(),
+            info: DeviceInfo::default(),
+        };
         client.negotiate()?;
-        let reply = client.call(Command::DeviceGetInfo, &[DeviceInfo { argsz: 16, ..Default::default() }.as_bytes()], &[])?;
+        let reply =
+            client.call(Command::DeviceGetInfo, &[DeviceInfo { argsz: 16, ..Default::default() }.as_bytes()], &[])?;
         let (info, _) = reply.payload::<DeviceInfo>("device info").map_err(|e| bad(Command::DeviceGetInfo, e))?;
         if info.flags & DEVICE_FLAGS_PCI == 0 {
             return Err(bad(Command::DeviceGetInfo, format!("not a PCI device (flags 0x{:x})", info.flags)));
@@ -117,9 +124,13 @@ impl Client {
         for index in 0..info.num_regions {
             let req = RegionInfo { argsz: size_of::<RegionInfo>() as u32, index, ..Default::default() };
             let reply = client.call(Command::DeviceGetRegionInfo, &[req.as_bytes()], &[])?;
-            let (region, _) = reply.payload::<RegionInfo>("region info").map_err(|e| bad(Command::DeviceGetRegionInfo, e))?;
+            let (region, _) =
+                reply.payload::<RegionInfo>("region info").map_err(|e| bad(Command::DeviceGetRegionInfo, e))?;
             if region.index != index {
-                return Err(bad(Command::DeviceGetRegionInfo, format!("asked for region {index}, got {}", region.index)));
+                return Err(bad(
+                    Command::DeviceGetRegionInfo,
+                    format!("asked for region {index}, got {}", region.index),
+                ));
             }
             client.regions.push(region);
         }
@@ -131,7 +142,10 @@ impl Client {
         let reply = self.call(Command::Version, &[Version { major: 0, minor: 0 }.as_bytes(), caps.as_bytes()], &[])?;
         let (v, json) = reply.payload::<Version>("version").map_err(|e| bad(Command::Version, e))?;
         if v.major != 0 || v.minor != 0 {
-            return Err(bad(Command::Version, format!("server speaks {}.{}; this client speaks 0.0", v.major, v.minor)));
+            return Err(bad(
+                Command::Version,
+                format!("server speaks {}.{}; this client speaks 0.0", v.major, v.minor),
+            ));
         }
         if !json.is_empty() && json.last() != Some(&0) {
             return Err(bad(Command::Version, "capabilities are not NUL-terminated"));
@@ -170,7 +184,10 @@ impl Client {
         conn.next_id = conn.next_id.wrapping_add(1);
         let bytes = encode(id, command, TYPE_COMMAND, 0, parts);
         let result = exchange(&mut conn, &label, id, command, &bytes, fds);
-        if matches!(result, Err(ClientError::Transport { .. } | ClientError::Timeout { .. } | ClientError::BadReply { .. })) {
+        if matches!(
+            result,
+            Err(ClientError::Transport { .. } | ClientError::Timeout { .. } | ClientError::BadReply { .. })
+        ) {
             conn.broken = true;
         }
         result
@@ -180,9 +197,13 @@ impl Client {
     pub fn region_read(&self, region: u32, offset: u64, data: &mut [u8]) -> Result<(), ClientError> {
         let req = RegionAccess { offset, region, count: data.len() as u32 };
         let reply = self.call(Command::RegionRead, &[req.as_bytes()], &[])?;
-        let (got, bytes) = reply.payload::<RegionAccess>("region read reply").map_err(|e| bad(Command::RegionRead, e))?;
+        let (got, bytes) =
+            reply.payload::<RegionAccess>("region read reply").map_err(|e| bad(Command::RegionRead, e))?;
         if got.count as usize != data.len() || bytes.len() != data.len() {
-            return Err(bad(Command::RegionRead, format!("asked for {} bytes, got {} (count {})", data.len(), bytes.len(), got.count)));
+            return Err(bad(
+                Command::RegionRead,
+                format!("asked for {} bytes, got {} (count {})", data.len(), bytes.len(), got.count),
+            ));
         }
         data.copy_from_slice(bytes);
         Ok(())
@@ -222,7 +243,14 @@ fn bad(command: Command, what: impl ToString) -> ClientError {
     ClientError::BadReply { command: command.name().to_string(), what: what.to_string() }
 }
 
-fn exchange(conn: &mut Conn, label: &str, id: u16, command: u16, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> Result<Message, ClientError> {
+fn exchange(
+    conn: &mut Conn,
+    label: &str,
+    id: u16,
+    command: u16,
+    bytes: &[u8],
+    fds: &[BorrowedFd<'_>],
+) -> Result<Message, ClientError> {
     let transport = |source| ClientError::Transport { command: label.to_string(), source };
     send_message(conn.stream.as_fd(), bytes, fds, REPLY_TIMEOUT).map_err(transport)?;
     let Conn { stream, rx, .. } = conn;
@@ -234,7 +262,10 @@ fn exchange(conn: &mut Conn, label: &str, id: u16, command: u16, bytes: &[u8], f
     };
     let h = reply.header;
     if h.flags & FLAG_TYPE_MASK == TYPE_COMMAND {
-        let what = format!("the server sent a command ({}) where a reply was due; this client serves none", command_label(h.command));
+        let what = format!(
+            "the server sent a command ({}) where a reply was due; this client serves none",
+            command_label(h.command)
+        );
         return Err(ClientError::BadReply { command: label.to_string(), what });
     }
     if h.message_id != id || h.command != command {

@@ -38,7 +38,11 @@ impl VfioUserFunction {
 fn check_config_access(offset: u16, len: usize) -> Result<(), PciError> {
     let aligned = matches!(len, 1 | 2 | 4) && usize::from(offset) % len == 0;
     if !aligned || usize::from(offset) + len > 4096 {
-        return Err(PciError::Config { offset, len, reason: "not a naturally aligned 1, 2 or 4 byte access inside 4 KiB".into() });
+        return Err(PciError::Config {
+            offset,
+            len,
+            reason: "not a naturally aligned 1, 2 or 4 byte access inside 4 KiB".into(),
+        });
     }
     Ok(())
 }
@@ -50,16 +54,20 @@ impl PciFunction for VfioUserFunction {
 
     fn config_read(&self, offset: u16, data: &mut [u8]) -> Result<(), PciError> {
         check_config_access(offset, data.len())?;
-        self.client
-            .region_read(PCI_CONFIG_REGION_INDEX, u64::from(offset), data)
-            .map_err(|e| PciError::Config { offset, len: data.len(), reason: e.to_string() })
+        self.client.region_read(PCI_CONFIG_REGION_INDEX, u64::from(offset), data).map_err(|e| PciError::Config {
+            offset,
+            len: data.len(),
+            reason: e.to_string(),
+        })
     }
 
     fn config_write(&self, offset: u16, data: &[u8]) -> Result<(), PciError> {
         check_config_access(offset, data.len())?;
-        self.client
-            .region_write(PCI_CONFIG_REGION_INDEX, u64::from(offset), data)
-            .map_err(|e| PciError::Config { offset, len: data.len(), reason: e.to_string() })
+        self.client.region_write(PCI_CONFIG_REGION_INDEX, u64::from(offset), data).map_err(|e| PciError::Config {
+            offset,
+            len: data.len(),
+            reason: e.to_string(),
+        })
     }
 
     fn bar_read32(&self, bar: u8, offset: u64) -> u32 {

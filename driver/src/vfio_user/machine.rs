@@ -89,11 +89,10 @@ impl Machine for VfioUserMachine {
     }
 
     fn take(&self, bus: &str) -> Result<Arc<dyn PciFunction>, PciError> {
-        let index = self
-            .buses
-            .iter()
-            .position(|b| b == bus)
-            .ok_or_else(|| PciError::Take { bus: bus.to_string(), reason: "no such function on this machine".into() })?;
+        let index = self.buses.iter().position(|b| b == bus).ok_or_else(|| PciError::Take {
+            bus: bus.to_string(),
+            reason: "no such function on this machine".into(),
+        })?;
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         if held[index] {
             return Err(PciError::Busy { bus: bus.to_string(), holder: "this process".into() });

@@ -73,11 +73,14 @@ pub fn allocate(client: &Arc<Client>, iovas: &IovaAllocator, len: usize) -> Resu
     let memfd = rustix::fs::memfd_create("bnxt-dma", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)
         .map_err(|e| fail(format!("memfd_create: {e}")))?;
     rustix::fs::ftruncate(&memfd, len as u64).map_err(|e| fail(format!("ftruncate: {e}")))?;
-    rustix::fs::fcntl_add_seals(&memfd, SealFlags::SHRINK | SealFlags::GROW).map_err(|e| fail(format!("sealing the memfd: {e}")))?;
+    rustix::fs::fcntl_add_seals(&memfd, SealFlags::SHRINK | SealFlags::GROW)
+        .map_err(|e| fail(format!("sealing the memfd: {e}")))?;
     // SAFETY: a fresh shared mapping of a memfd of exactly `len` bytes that can no longer shrink;
     // the kernel picks the address, so nothing else refers to it.
-    let raw = unsafe { rustix::mm::mmap(std::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, MapFlags::SHARED, &memfd, 0) }
-        .map_err(|e| fail(format!("mmap: {e}")))?;
+    let raw = unsafe {
+        rustix::mm::mmap(std::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, MapFlags::SHARED, &memfd, 0)
+    }
+    .map_err(|e| fail(format!("mmap: {e}")))?;
     let ptr = NonNull::new(raw.cast::<u8>()).ok_or_else(|| fail("mmap returned null".into()))?;
     let iova = iovas.take(len);
     if let Err(e) = client.dma_map(iova, len as u64, 0, memfd.as_fd()) {

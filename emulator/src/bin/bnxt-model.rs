@@ -97,7 +97,12 @@ fn init_tracing(level: &str) {
     use tracing_subscriber::EnvFilter;
     let filter = std::env::var("RUST_LOG").map(EnvFilter::new).unwrap_or_else(|_| EnvFilter::new(level));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).with_target(false).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi)
+        .with_target(false)
+        .try_init();
 }
 
 fn main() -> ExitCode {

@@ -111,7 +111,15 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
 
     let start = Instant::now();
     let mut client: Option<Client> = None;
-    let mut summary = ServeSummary { stop: StopReason::ClientGone, clients: 0, commands: 0, refused: 0, broken_connections: 0, hwrm_lines: 0, segment_frames_dropped: 0 };
+    let mut summary = ServeSummary {
+        stop: StopReason::ClientGone,
+        clients: 0,
+        commands: 0,
+        refused: 0,
+        broken_connections: 0,
+        hwrm_lines: 0,
+        segment_frames_dropped: 0,
+    };
     let mut segment = match &options.segment {
         Some(path) => Some(SegmentLink::join(path)?),
         None => None,
@@ -121,12 +129,14 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
         log_events(&mut nic, &mut hwrm, options)?;
 
         let timeout = nic.next_deadline().map(|due| due.saturating_sub(start.elapsed()));
-        let (listen_ready, signal_ready, client_ready, segment_ready) = wait(&listener, &signals, client.as_ref(), segment.as_ref(), timeout)?;
-        if segment_ready && let Some(link) = segment.as_mut() {
-            if let Err(why) = link.drain(&mut summary) {
-                tracing::warn!("left the segment: {why}");
-                segment = None;
-            }
+        let (listen_ready, signal_ready, client_ready, segment_ready) =
+            wait(&listener, &signals, client.as_ref(), segment.as_ref(), timeout)?;
+        if segment_ready
+            && let Some(link) = segment.as_mut()
+            && let Err(why) = link.drain(&mut summary)
+        {
+            tracing::warn!("left the segment: {why}");
+            segment = None;
         }
         if signal_ready && signals.arrived() {
             tracing::info!("SIGTERM or SIGINT: stopping");
@@ -233,7 +243,9 @@ fn serve_messages(
         let msg = match c.rx.receive(c.stream.as_fd()) {
             Ok(Some(msg)) => msg,
             Ok(None) => return Ok(ClientTurn::Open),
-            Err(TransportError::Closed { mid_message: false }) => return Ok(ClientTurn::Gone("disconnected".into(), false)),
+            Err(TransportError::Closed { mid_message: false }) => {
+                return Ok(ClientTurn::Gone("disconnected".into(), false));
+            }
             Err(e @ TransportError::Closed { .. }) => return Ok(ClientTurn::Gone(e.to_string(), false)),
             Err(e) => return Ok(ClientTurn::Gone(e.to_string(), true)),
         };
@@ -251,10 +263,8 @@ fn log_events(nic: &mut ServedNic, hwrm: &mut Option<HwrmLog>, options: &ServeOp
     for event in nic.take_events() {
         tracing::debug!("{event}");
         if let Some(log) = hwrm {
-            log.record(&event).map_err(|source| ServeError::HwrmLog {
-                path: options.hwrm_log.clone().unwrap_or_default(),
-                source,
-            })?;
+            log.record(&event)
+                .map_err(|source| ServeError::HwrmLog { path: options.hwrm_log.clone().unwrap_or_default(), source })?;
         }
     }
     Ok(())
@@ -293,7 +303,10 @@ impl SegmentLink {
             summary.segment_frames_dropped += 1;
             if !self.warned {
                 self.warned = true;
-                tracing::warn!(len = frame.len(), "a frame from the segment is dropped: the model NIC has no Ethernet port yet (counted)");
+                tracing::warn!(
+                    len = frame.len(),
+                    "a frame from the segment is dropped: the model NIC has no Ethernet port yet (counted)"
+                );
             }
         }
         Ok(())

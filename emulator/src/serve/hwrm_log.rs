@@ -81,10 +81,31 @@ mod tests {
         let path = dir.path().join("hwrm.log");
         let mut log = HwrmLog::create(&path).unwrap();
         let ev = |kind| Event { at: Duration::from_millis(12), nic: 0, kind };
-        log.record(&ev(EventKind::HwrmRequest { req_type: 0, seq_id: 1, form: crate::events::SubmitForm::Direct, len: 24, summary: String::new() })).unwrap();
-        log.record(&ev(EventKind::HwrmResponse { req_type: 0, seq_id: 1, error_code: 0, reason: String::new() })).unwrap();
-        log.record(&ev(EventKind::HwrmResponse { req_type: 0xb1, seq_id: 2, error_code: 0xffff, reason: "not implemented by the model".into() })).unwrap();
-        log.record(&ev(EventKind::HwrmRequest { req_type: 0x1d, seq_id: 3, form: crate::events::SubmitForm::Direct, len: 24, summary: String::new() })).unwrap();
+        log.record(&ev(EventKind::HwrmRequest {
+            req_type: 0,
+            seq_id: 1,
+            form: crate::events::SubmitForm::Direct,
+            len: 24,
+            summary: String::new(),
+        }))
+        .unwrap();
+        log.record(&ev(EventKind::HwrmResponse { req_type: 0, seq_id: 1, error_code: 0, reason: String::new() }))
+            .unwrap();
+        log.record(&ev(EventKind::HwrmResponse {
+            req_type: 0xb1,
+            seq_id: 2,
+            error_code: 0xffff,
+            reason: "not implemented by the model".into(),
+        }))
+        .unwrap();
+        log.record(&ev(EventKind::HwrmRequest {
+            req_type: 0x1d,
+            seq_id: 3,
+            form: crate::events::SubmitForm::Direct,
+            len: 24,
+            summary: String::new(),
+        }))
+        .unwrap();
         log.record(&ev(EventKind::FaultFired { req_type: 0x1d, nth: 1, action: FirmwareAction::NoResponse })).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = text.lines().collect();

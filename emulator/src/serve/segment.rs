@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
+use super::ServeError;
 use super::signals::StopSignals;
 use super::socket::Listener;
-use super::ServeError;
 use crate::net::pcap::PcapTap;
 use crate::net::stream::{FrameDecoder, encode_frame};
 use crate::net::switch::{LinkTiming, PortId, Switch};
@@ -76,7 +76,10 @@ pub fn segment(options: &SegmentOptions) -> Result<SegmentSummary, ServeError> {
     loop {
         let timeout = switch.next_deadline().map(|d| d.saturating_sub(start.elapsed()));
         let ids: Vec<PortId> = peers.keys().copied().collect();
-        let mut fds = vec![PollFd::from_borrowed_fd(signals.fd(), PollFlags::IN), PollFd::new(listener.listener(), PollFlags::IN)];
+        let mut fds = vec![
+            PollFd::from_borrowed_fd(signals.fd(), PollFlags::IN),
+            PollFd::new(listener.listener(), PollFlags::IN),
+        ];
         for id in &ids {
             let p = &peers[id];
             let flags = if p.backlog.is_empty() { PollFlags::IN } else { PollFlags::IN | PollFlags::OUT };
@@ -139,7 +142,13 @@ pub fn segment(options: &SegmentOptions) -> Result<SegmentSummary, ServeError> {
 }
 
 /// Read what `peer` sent; `Err(why)` when it is gone or sent garbage.
-fn read_peer(id: PortId, peer: &mut Peer, switch: &mut Switch, now: Duration, summary: &mut SegmentSummary) -> Result<(), String> {
+fn read_peer(
+    id: PortId,
+    peer: &mut Peer,
+    switch: &mut Switch,
+    now: Duration,
+    summary: &mut SegmentSummary,
+) -> Result<(), String> {
     let mut buf = vec![0u8; 65536];
     loop {
         match peer.stream.read(&mut buf) {

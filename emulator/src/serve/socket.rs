@@ -48,7 +48,9 @@ impl Listener {
     pub fn bind(path: &Path) -> Result<Listener, SocketError> {
         let io = |what, source| SocketError::Io { what, path: path.to_path_buf(), source };
         match std::fs::symlink_metadata(path) {
-            Ok(meta) if !meta.file_type().is_socket() => return Err(SocketError::NotASocket { path: path.to_path_buf() }),
+            Ok(meta) if !meta.file_type().is_socket() => {
+                return Err(SocketError::NotASocket { path: path.to_path_buf() });
+            }
             Ok(_) => {
                 if UnixStream::connect(path).is_ok() {
                     return Err(SocketError::InUse { path: path.to_path_buf() });
@@ -64,7 +66,8 @@ impl Listener {
         let bound = UnixListener::bind(path);
         rustix::process::umask(old);
         let listener = bound.map_err(|e| io("cannot listen at", e))?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| io("cannot set mode 0600 on", e))?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| io("cannot set mode 0600 on", e))?;
         listener.set_nonblocking(true).map_err(|e| io("cannot make non-blocking", e))?;
         Ok(Listener { listener, path: path.to_path_buf() })
     }

@@ -23,26 +23,13 @@ use bnxt_vfio_user::payload::{DmaMap, DmaUnmap};
 use rustix::fs::SealFlags;
 use rustix::mm::{MapFlags, ProtFlags};
 
+use super::{Refusal, refuse};
 use crate::host_memory::DmaBacking;
 
 /// Page size of DMA regions (the `pgsizes` the server advertises).
 pub const PAGE: u64 = 4096;
 /// Most regions mapped at once (the specification's default `max_dma_maps`).
 pub const MAX_DMA_MAPS: usize = 65_535;
-
-/// Why a map or unmap was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{reason}")]
-pub struct DmaMapError {
-    /// Errno for the error reply.
-    pub errno: u32,
-    /// What was wrong.
-    pub reason: String,
-}
-
-fn refuse(errno: u32, reason: impl Into<String>) -> DmaMapError {
-    DmaMapError { errno, reason: reason.into() }
-}
 
 /// A shared mapping of a client's file, the model's view of one DMA region.
 #[derive(Debug)]
@@ -118,21 +105,37 @@ impl DmaTable {
     }
 
     /// Check and map a `DMA_MAP` request with the descriptor that came with it.
-    pub fn map(&mut self, req: &DmaMap, fd: Option<OwnedFd>) -> Result<Mapping, DmaMapError> {
+    pub fn map(&mut self, req: &DmaMap, fd: Option<OwnedFd>) -> Result<Mapping, Refusal> {
         let what = format!("DMA_MAP of 0x{:x}+0x{:x}", req.address, req.size);
         let Some(fd) = fd else {
             return Err(refuse(
                 errno::ENOTSUP,
-                format!("{what} came without a file descriptor; DMA_READ/DMA_WRITE are not implemented, so guest memory must be shared (QEMU: memory-backend-memfd,share=on)"),
+                format!(
+                    "{what} came without a file descriptor; DMA_READ/DMA_WRITE are not implemented, so guest memory must be shared (QEMU: memory-backend-memfd,share=on)"
+                ),
             ));
         };
         if req.flags & DMA_MAP_FLAG_WRITE == 0 {
-            return Err(refuse(errno::ENOTSUP, format!("{what} is read-only (flags 0x{:x}); the model cannot enforce read-only DMA", req.flags)));
+            return Err(refuse(
+                errno::ENOTSUP,
+                format!("{what} is read-only (flags 0x{:x}); the model cannot enforce read-only DMA", req.flags),
+            ));
         }
-        if req.size == 0 || req.size % PAGE != 0 || req.address % PAGE != 0 || req.offset % PAGE != 0 {
-            return Err(refuse(errno::EINVAL, format!("{what} at file offset 0x{:x}: address, offset and size must be non-zero multiples of 4 KiB", req.offset)));
+        if req.size == 0
+            || !req.size.is_multiple_of(PAGE)
+            || !req.address.is_multiple_of(PAGE)
+            || !req.offset.is_multiple_of(PAGE)
+        {
+            return Err(refuse(
+                errno::EINVAL,
+                format!(
+                    "{what} at file offset 0x{:x}: address, offset and size must be non-zero multiples of 4 KiB",
+                    req.offset
+                ),
+            ));
         }
-        let end = req.address.checked_add(req.size).ok_or_else(|| refuse(errno::EINVAL, format!("{what} wraps around")))?;
+        let end =
+            req.address.checked_add(req.size).ok_or_else(|| refuse(errno::EINVAL, format!("{what} wraps around")))?;
         if let Some((&start, m)) = self.maps.range(..end).next_back()
             && start + m.size > req.address
         {
@@ -141,24 +144,46 @@ impl DmaTable {
         if self.maps.len() >= MAX_DMA_MAPS {
             return Err(refuse(errno::ENOSPC, format!("{what}: already {MAX_DMA_MAPS} regions")));
         }
-        let seals = rustix::fs::fcntl_get_seals(&fd)
-            .map_err(|e| refuse(errno::EINVAL, format!("{what}: the file is not a sealable memfd ({e}); it could shrink under the mapping")))?;
+        let seals = rustix::fs::fcntl_get_seals(&fd).map_err(|e| {
+            refuse(
+                errno::EINVAL,
+                format!("{what}: the file is not a sealable memfd ({e}); it could shrink under the mapping"),
+            )
+        })?;
         if !seals.contains(SealFlags::SHRINK) {
-            return Err(refuse(errno::EINVAL, format!("{what}: the memfd is not sealed against shrinking (F_SEAL_SHRINK); it could shrink under the mapping")));
+            return Err(refuse(
+                errno::EINVAL,
+                format!(
+                    "{what}: the memfd is not sealed against shrinking (F_SEAL_SHRINK); it could shrink under the mapping"
+                ),
+            ));
         }
-        let file_len = rustix::fs::fstat(&fd).map_err(|e| refuse(errno::EBADF, format!("{what}: fstat failed: {e}")))?.st_size;
+        let file_len =
+            rustix::fs::fstat(&fd).map_err(|e| refuse(errno::EBADF, format!("{what}: fstat failed: {e}")))?.st_size;
         let file_end = req.offset.checked_add(req.size);
         if file_end.is_none_or(|e| e > u64::try_from(file_len).unwrap_or(0)) {
-            return Err(refuse(errno::EINVAL, format!("{what}: file offset 0x{:x} + size is past the end of the {file_len}-byte file", req.offset)));
+            return Err(refuse(
+                errno::EINVAL,
+                format!("{what}: file offset 0x{:x} + size is past the end of the {file_len}-byte file", req.offset),
+            ));
         }
-        let len = usize::try_from(req.size).map_err(|_| refuse(errno::EINVAL, format!("{what} does not fit the address space")))?;
+        let len = usize::try_from(req.size)
+            .map_err(|_| refuse(errno::EINVAL, format!("{what} does not fit the address space")))?;
         // SAFETY: a fresh shared mapping chosen by the kernel (null hint), of a file checked above
         // to be long enough and sealed against shrinking; nothing else refers to the new range.
         let ptr = unsafe {
-            rustix::mm::mmap(std::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, MapFlags::SHARED, &fd, req.offset)
+            rustix::mm::mmap(
+                std::ptr::null_mut(),
+                len,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::SHARED,
+                &fd,
+                req.offset,
+            )
         }
         .map_err(|e| refuse(errno::EFAULT, format!("{what}: mmap failed: {e}")))?;
-        let ptr = NonNull::new(ptr.cast::<u8>()).ok_or_else(|| refuse(errno::EFAULT, format!("{what}: mmap returned null")))?;
+        let ptr = NonNull::new(ptr.cast::<u8>())
+            .ok_or_else(|| refuse(errno::EFAULT, format!("{what}: mmap returned null")))?;
         let mapping = Mapping { iova: req.address, size: req.size, backing: Arc::new(MmapBacking { ptr, len }) };
         self.maps.insert(req.address, mapping.clone());
         Ok(mapping)
@@ -166,18 +191,28 @@ impl DmaTable {
 
     /// Apply a `DMA_UNMAP` request; the regions removed. A request names one region exactly, or
     /// a range holding whole regions, or every region with [`DMA_UNMAP_FLAG_ALL`].
-    pub fn unmap(&mut self, req: &DmaUnmap) -> Result<Vec<Mapping>, DmaMapError> {
+    pub fn unmap(&mut self, req: &DmaUnmap) -> Result<Vec<Mapping>, Refusal> {
         if req.flags & DMA_UNMAP_FLAG_ALL != 0 {
             return Ok(std::mem::take(&mut self.maps).into_values().collect());
         }
         if req.flags != 0 {
-            return Err(refuse(errno::ENOTSUP, format!("DMA_UNMAP flags 0x{:x} are not supported (only UNMAP_ALL)", req.flags)));
+            return Err(refuse(
+                errno::ENOTSUP,
+                format!("DMA_UNMAP flags 0x{:x} are not supported (only UNMAP_ALL)", req.flags),
+            ));
         }
         let end = req.address.saturating_add(req.size);
-        let doomed: Vec<u64> =
-            self.maps.range(req.address..end).filter(|(s, m)| s.saturating_add(m.size) <= end).map(|(s, _)| *s).collect();
+        let doomed: Vec<u64> = self
+            .maps
+            .range(req.address..end)
+            .filter(|(s, m)| s.saturating_add(m.size) <= end)
+            .map(|(s, _)| *s)
+            .collect();
         if doomed.is_empty() {
-            return Err(refuse(errno::ENOENT, format!("DMA_UNMAP of 0x{:x}+0x{:x} names no mapped region", req.address, req.size)));
+            return Err(refuse(
+                errno::ENOENT,
+                format!("DMA_UNMAP of 0x{:x}+0x{:x} names no mapped region", req.address, req.size),
+            ));
         }
         Ok(doomed.into_iter().filter_map(|s| self.maps.remove(&s)).collect())
     }
@@ -240,7 +275,12 @@ mod tests {
             (req(0x40000, 0x1000, u64::MAX - 0xfff), Some(memfd(0x1000, true)), errno::EINVAL, "past the end"),
             (req(0x40800, 0x1000, 0), Some(memfd(0x1000, true)), errno::EINVAL, "multiples of 4 KiB"),
             (req(u64::MAX - 0xfff, 0x2000, 0), Some(memfd(0x2000, true)), errno::EINVAL, "wraps"),
-            (DmaMap { flags: DMA_MAP_FLAG_READ, ..req(0x40000, 0x1000, 0) }, Some(memfd(0x1000, true)), errno::ENOTSUP, "read-only"),
+            (
+                DmaMap { flags: DMA_MAP_FLAG_READ, ..req(0x40000, 0x1000, 0) },
+                Some(memfd(0x1000, true)),
+                errno::ENOTSUP,
+                "read-only",
+            ),
         ];
         for (r, fd, want_errno, want) in cases {
             let err = t.map(&r, fd).unwrap_err();

@@ -11,27 +11,15 @@
 use std::os::fd::{AsFd, OwnedFd};
 
 use bnxt_vfio_user::linux::{
-    IRQ_INFO_AUTOMASKED, IRQ_INFO_EVENTFD, IRQ_INFO_MASKABLE, IRQ_INFO_NORESIZE, IRQ_SET_ACTION_MASK, IRQ_SET_ACTION_TRIGGER,
-    IRQ_SET_ACTION_TYPE_MASK, IRQ_SET_ACTION_UNMASK, IRQ_SET_DATA_BOOL, IRQ_SET_DATA_EVENTFD, IRQ_SET_DATA_NONE,
-    IRQ_SET_DATA_TYPE_MASK, PCI_ERR_IRQ_INDEX, PCI_INTX_IRQ_INDEX, PCI_MSIX_IRQ_INDEX, PCI_NUM_IRQS, PCI_REQ_IRQ_INDEX, errno,
+    IRQ_INFO_AUTOMASKED, IRQ_INFO_EVENTFD, IRQ_INFO_MASKABLE, IRQ_INFO_NORESIZE, IRQ_SET_ACTION_MASK,
+    IRQ_SET_ACTION_TRIGGER, IRQ_SET_ACTION_TYPE_MASK, IRQ_SET_ACTION_UNMASK, IRQ_SET_DATA_BOOL, IRQ_SET_DATA_EVENTFD,
+    IRQ_SET_DATA_NONE, IRQ_SET_DATA_TYPE_MASK, PCI_ERR_IRQ_INDEX, PCI_INTX_IRQ_INDEX, PCI_MSIX_IRQ_INDEX, PCI_NUM_IRQS,
+    PCI_REQ_IRQ_INDEX, errno,
 };
 use bnxt_vfio_user::payload::IrqInfo;
 
+use super::{Refusal, refuse};
 use crate::config_space::MSIX_VECTORS;
-
-/// Why a `SET_IRQS` was refused: an errno for the reply and a reason for the log.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{reason}")]
-pub struct IrqError {
-    /// Errno for the error reply.
-    pub errno: u32,
-    /// What was wrong.
-    pub reason: String,
-}
-
-fn refuse(errno: u32, reason: impl Into<String>) -> IrqError {
-    IrqError { errno, reason: reason.into() }
-}
 
 /// Number of interrupts and flags of interrupt type `index`, as Linux vfio-pci reports them for
 /// a PCIe function with INTx and MSI-X and no MSI (drivers/vfio/pci/vfio_pci_core.c
@@ -104,16 +92,29 @@ impl IrqTable {
 
     /// Apply a `SET_IRQS` request: `flags`, interrupt type `index`, the range `start..start+count`,
     /// the booleans that followed the request, and the descriptors that came with it.
-    pub fn set(&mut self, flags: u32, index: u32, start: u32, count: u32, data: &[u8], fds: Vec<OwnedFd>) -> Result<(), IrqError> {
+    pub fn set(
+        &mut self,
+        flags: u32,
+        index: u32,
+        start: u32,
+        count: u32,
+        data: &[u8],
+        fds: Vec<OwnedFd>,
+    ) -> Result<(), Refusal> {
         let data_kind = flags & IRQ_SET_DATA_TYPE_MASK;
         let action = flags & IRQ_SET_ACTION_TYPE_MASK;
-        if data_kind.count_ones() != 1 || action.count_ones() != 1 || flags & !(IRQ_SET_DATA_TYPE_MASK | IRQ_SET_ACTION_TYPE_MASK) != 0 {
-            return Err(refuse(errno::EINVAL, format!("SET_IRQS flags 0x{flags:x} must name exactly one data kind and one action")));
+        if data_kind.count_ones() != 1
+            || action.count_ones() != 1
+            || flags & !(IRQ_SET_DATA_TYPE_MASK | IRQ_SET_ACTION_TYPE_MASK) != 0
+        {
+            return Err(refuse(
+                errno::EINVAL,
+                format!("SET_IRQS flags 0x{flags:x} must name exactly one data kind and one action"),
+            ));
         }
-        let lines = self
-            .lines
-            .get_mut(index as usize)
-            .ok_or_else(|| refuse(errno::EINVAL, format!("SET_IRQS for interrupt type {index}; the device has {PCI_NUM_IRQS}")))?;
+        let lines = self.lines.get_mut(index as usize).ok_or_else(|| {
+            refuse(errno::EINVAL, format!("SET_IRQS for interrupt type {index}; the device has {PCI_NUM_IRQS}"))
+        })?;
         // count 0 with DATA_NONE and TRIGGER disables every interrupt of the type.
         if count == 0 {
             if data_kind == IRQ_SET_DATA_NONE && action == IRQ_SET_ACTION_TRIGGER {
@@ -123,20 +124,29 @@ impl IrqTable {
             return Err(refuse(errno::EINVAL, "SET_IRQS with count 0 is only meaningful as DATA_NONE|ACTION_TRIGGER"));
         }
         let end = start.checked_add(count).filter(|&e| e as usize <= lines.len()).ok_or_else(|| {
-            refuse(errno::EINVAL, format!("SET_IRQS range {start}+{count} is beyond the {} interrupts of type {index}", lines.len()))
+            refuse(
+                errno::EINVAL,
+                format!("SET_IRQS range {start}+{count} is beyond the {} interrupts of type {index}", lines.len()),
+            )
         })?;
         let range = &mut lines[start as usize..end as usize];
         match data_kind {
             IRQ_SET_DATA_EVENTFD => {
                 if action != IRQ_SET_ACTION_TRIGGER {
-                    return Err(refuse(errno::ENOTSUP, "mask/unmask eventfds are not supported (only trigger eventfds)"));
+                    return Err(refuse(
+                        errno::ENOTSUP,
+                        "mask/unmask eventfds are not supported (only trigger eventfds)",
+                    ));
                 }
                 if fds.is_empty() {
                     range.iter_mut().for_each(|l| l.trigger = None);
                     return Ok(());
                 }
                 if fds.len() != range.len() {
-                    return Err(refuse(errno::EINVAL, format!("SET_IRQS names {count} interrupts but came with {} eventfds", fds.len())));
+                    return Err(refuse(
+                        errno::EINVAL,
+                        format!("SET_IRQS names {count} interrupts but came with {} eventfds", fds.len()),
+                    ));
                 }
                 for (line, fd) in range.iter_mut().zip(fds) {
                     line.trigger = Some(fd);
@@ -146,7 +156,10 @@ impl IrqTable {
             IRQ_SET_DATA_NONE | IRQ_SET_DATA_BOOL => {
                 let chosen: Vec<bool> = if data_kind == IRQ_SET_DATA_BOOL {
                     if data.len() < range.len() {
-                        return Err(refuse(errno::EINVAL, format!("SET_IRQS DATA_BOOL needs {count} booleans, got {}", data.len())));
+                        return Err(refuse(
+                            errno::EINVAL,
+                            format!("SET_IRQS DATA_BOOL needs {count} booleans, got {}", data.len()),
+                        ));
                     }
                     data[..range.len()].iter().map(|&b| b != 0).collect()
                 } else {

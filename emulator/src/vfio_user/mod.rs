@@ -13,6 +13,22 @@
 //!
 //! The I/O (socket, clock, signals) is the executor's: [`crate::serve`].
 
+/// A command the server refuses: the errno for the error reply (the specification: header
+/// only) and what was wrong, for the log.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct Refusal {
+    /// Errno for the error reply.
+    pub errno: u32,
+    /// What was wrong.
+    pub reason: String,
+}
+
+/// A [`Refusal`].
+pub fn refuse(errno: u32, reason: impl Into<String>) -> Refusal {
+    Refusal { errno, reason: reason.into() }
+}
+
 pub mod control;
 pub mod dma;
 pub mod irqs;

@@ -13,9 +13,10 @@ use bnxt_vfio_user::linux::{PCI_MSIX_IRQ_INDEX, errno};
 use bnxt_vfio_user::payload::{DmaMap, DmaUnmap};
 
 use super::control::{Restart, State};
-use super::dma::{DmaMapError, DmaTable};
-use super::irqs::{IrqError, IrqTable};
+use super::dma::DmaTable;
+use super::irqs::IrqTable;
 use super::regions::{self, RegionKind};
+use super::{Refusal, refuse};
 use crate::config_space::{DEVCTL_BCR_FLR, EXP_CAP, EXP_DEVCTL};
 use crate::events::Event;
 use crate::faults::FaultPlan;
@@ -23,16 +24,6 @@ use crate::world::{World, WorldConfig};
 
 /// The index of the served NIC in its world.
 const NIC: usize = 0;
-
-/// Why a region access was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{reason}")]
-pub struct AccessError {
-    /// Errno for the error reply.
-    pub errno: u32,
-    /// What was wrong.
-    pub reason: String,
-}
 
 /// The served NIC and what its client lent it.
 pub struct ServedNic {
@@ -93,21 +84,21 @@ impl ServedNic {
         &self.world
     }
 
-    fn check(region: u32, offset: u64, len: usize) -> Result<RegionKind, AccessError> {
+    fn check(region: u32, offset: u64, len: usize) -> Result<RegionKind, Refusal> {
         let kind = regions::kind(region);
         let size = regions::size(region);
         let fits = offset.checked_add(len as u64).is_some_and(|end| end <= size);
         if kind == RegionKind::Absent || !fits || len == 0 {
-            return Err(AccessError {
-                errno: errno::EINVAL,
-                reason: format!("access of {len} bytes at 0x{offset:x} of region {region} (size 0x{size:x}) is outside it"),
-            });
+            return Err(refuse(
+                errno::EINVAL,
+                format!("access of {len} bytes at 0x{offset:x} of region {region} (size 0x{size:x}) is outside it"),
+            ));
         }
         Ok(kind)
     }
 
     /// Read `data.len()` bytes of region `region` at `offset`, at time `now`.
-    pub fn region_read(&mut self, now: Duration, region: u32, offset: u64, data: &mut [u8]) -> Result<(), AccessError> {
+    pub fn region_read(&mut self, now: Duration, region: u32, offset: u64, data: &mut [u8]) -> Result<(), Refusal> {
         let kind = Self::check(region, offset, data.len())?;
         self.advance_to(now);
         match kind {
@@ -125,7 +116,7 @@ impl ServedNic {
     }
 
     /// Write `data` to region `region` at `offset`, at time `now`.
-    pub fn region_write(&mut self, now: Duration, region: u32, offset: u64, data: &[u8]) -> Result<(), AccessError> {
+    pub fn region_write(&mut self, now: Duration, region: u32, offset: u64, data: &[u8]) -> Result<(), Refusal> {
         let kind = Self::check(region, offset, data.len())?;
         self.advance_to(now);
         match kind {
@@ -166,18 +157,18 @@ impl ServedNic {
     }
 
     /// `VFIO_USER_DMA_MAP`.
-    pub fn dma_map(&mut self, req: &DmaMap, fd: Option<OwnedFd>) -> Result<(), DmaMapError> {
+    pub fn dma_map(&mut self, req: &DmaMap, fd: Option<OwnedFd>) -> Result<(), Refusal> {
         let m = self.dma.map(req, fd)?;
         self.world.map_dma(NIC, m.iova, m.backing).map_err(|e| {
             // The table checked overlaps already; the world refusing means the two disagree.
             let _ = self.dma.unmap(&DmaUnmap { argsz: 24, flags: 0, address: req.address, size: req.size });
-            DmaMapError { errno: errno::EINVAL, reason: format!("the model refused the mapping: {e}") }
+            refuse(errno::EINVAL, format!("the model refused the mapping: {e}"))
         })
     }
 
     /// `VFIO_USER_DMA_UNMAP`: the regions are gone from the model before this returns (the
     /// specification: no reference may remain when the reply is sent).
-    pub fn dma_unmap(&mut self, req: &DmaUnmap) -> Result<usize, DmaMapError> {
+    pub fn dma_unmap(&mut self, req: &DmaUnmap) -> Result<usize, Refusal> {
         let gone = self.dma.unmap(req)?;
         for m in &gone {
             if self.stale.remove(&m.iova) {
@@ -191,7 +182,15 @@ impl ServedNic {
     }
 
     /// `VFIO_USER_DEVICE_SET_IRQS`.
-    pub fn set_irqs(&mut self, flags: u32, index: u32, start: u32, count: u32, data: &[u8], fds: Vec<OwnedFd>) -> Result<(), IrqError> {
+    pub fn set_irqs(
+        &mut self,
+        flags: u32,
+        index: u32,
+        start: u32,
+        count: u32,
+        data: &[u8],
+        fds: Vec<OwnedFd>,
+    ) -> Result<(), Refusal> {
         self.irqs.set(flags, index, start, count, data, fds)
     }
 
@@ -235,7 +234,7 @@ struct Chunk {
 /// bytes as they are (the model decodes 4- and 8-byte accesses and is loud about others, as
 /// hardware would not claim them); longer, 4-byte aligned accesses as 4-byte loads or stores.
 fn bar_chunks(offset: u64, len: usize) -> Vec<(u64, Chunk)> {
-    if len <= 8 || offset % 4 != 0 || len % 4 != 0 {
+    if len <= 8 || !offset.is_multiple_of(4) || !len.is_multiple_of(4) {
         return vec![(offset, Chunk { start: 0, len })];
     }
     (0..len / 4).map(|i| (offset + 4 * i as u64, Chunk { start: 4 * i, len: 4 })).collect()

@@ -9,15 +9,18 @@
 
 use std::time::Duration;
 
+use bnxt_vfio_user::Message;
 use bnxt_vfio_user::header::{Command, command_label};
 use bnxt_vfio_user::linux::{DEVICE_FLAGS_PCI, DEVICE_FLAGS_RESET, PCI_NUM_IRQS, errno};
 use bnxt_vfio_user::message::{error_reply, reply};
-use bnxt_vfio_user::payload::{DeviceInfo, DmaMap, DmaUnmap, IrqInfo, IrqSet, RegionAccess, RegionInfo, Version, WriteMulti, WriteOne};
-use bnxt_vfio_user::Message;
+use bnxt_vfio_user::payload::{
+    DeviceInfo, DmaMap, DmaUnmap, IrqInfo, IrqSet, RegionAccess, RegionInfo, Version, WriteMulti, WriteOne,
+};
 use zerocopy::{FromBytes, IntoBytes};
 
 use super::control::Restart;
 use super::nic::ServedNic;
+use super::{Refusal, refuse};
 use super::{irqs, regions};
 
 /// Largest data transfer one region read or write may carry (the `max_data_xfer_size` the
@@ -28,19 +31,6 @@ pub const MAX_DATA_XFER: usize = 1 << 20;
 pub const MAX_MESSAGE: usize = MAX_DATA_XFER + 4096;
 /// Most file descriptors the server takes in one message (`max_msg_fds`).
 pub const MAX_MSG_FDS: usize = bnxt_vfio_user::transport::MAX_FDS;
-
-/// A refused command: errno and reason.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    /// Errno for the error reply.
-    pub errno: u32,
-    /// What was wrong.
-    pub reason: String,
-}
-
-fn refuse(errno: u32, reason: impl Into<String>) -> Refusal {
-    Refusal { errno, reason: reason.into() }
-}
 
 impl From<bnxt_vfio_user::WireError> for Refusal {
     fn from(e: bnxt_vfio_user::WireError) -> Refusal {
@@ -115,11 +105,17 @@ impl Protocol {
             return Err(refuse(errno::ENOSYS, format!("unknown command {number}")));
         };
         if command != Command::Version && !self.negotiated {
-            return Err(refuse(errno::EINVAL, format!("{} before VFIO_USER_VERSION; the version must be negotiated first", command.name())));
+            return Err(refuse(
+                errno::EINVAL,
+                format!("{} before VFIO_USER_VERSION; the version must be negotiated first", command.name()),
+            ));
         }
         let takes_fds = matches!(command, Command::DmaMap | Command::DeviceSetIrqs);
         if !takes_fds && !msg.fds.is_empty() {
-            return Err(refuse(errno::EINVAL, format!("{} came with {} file descriptors; it takes none", command.name(), msg.fds.len())));
+            return Err(refuse(
+                errno::EINVAL,
+                format!("{} came with {} file descriptors; it takes none", command.name(), msg.fds.len()),
+            ));
         }
         match command {
             Command::Version => self.version(&msg),
@@ -127,15 +123,18 @@ impl Protocol {
                 let (req, _) = msg.payload::<DmaMap>("DMA map request")?;
                 let mut fds = msg.fds;
                 if fds.len() > 1 {
-                    return Err(refuse(errno::EINVAL, format!("DMA_MAP came with {} file descriptors; it takes at most one", fds.len())));
+                    return Err(refuse(
+                        errno::EINVAL,
+                        format!("DMA_MAP came with {} file descriptors; it takes at most one", fds.len()),
+                    ));
                 }
-                nic.dma_map(&req, fds.pop()).map_err(|e| refuse(e.errno, e.reason))?;
+                nic.dma_map(&req, fds.pop())?;
                 tracing::debug!(iova = req.address, size = req.size, offset = req.offset, "DMA region mapped");
                 Ok(Vec::new())
             }
             Command::DmaUnmap => {
                 let (req, _) = msg.payload::<DmaUnmap>("DMA unmap request")?;
-                let n = nic.dma_unmap(&req).map_err(|e| refuse(e.errno, e.reason))?;
+                let n = nic.dma_unmap(&req)?;
                 tracing::debug!(iova = req.address, size = req.size, regions = n, "DMA regions unmapped");
                 Ok(DmaUnmap { argsz: size_of::<DmaUnmap>() as u32, ..req }.as_bytes().to_vec())
             }
@@ -151,20 +150,28 @@ impl Protocol {
             }
             Command::DeviceGetRegionInfo => {
                 let (req, _) = msg.payload::<RegionInfo>("region info request")?;
-                let info = regions::info(req.index)
-                    .ok_or_else(|| refuse(errno::EINVAL, format!("region {} does not exist (the device has {})", req.index, regions::NUM_REGIONS)))?;
+                let info = regions::info(req.index).ok_or_else(|| {
+                    refuse(
+                        errno::EINVAL,
+                        format!("region {} does not exist (the device has {})", req.index, regions::NUM_REGIONS),
+                    )
+                })?;
                 Ok(info.as_bytes().to_vec())
             }
             Command::DeviceGetIrqInfo => {
                 let (req, _) = msg.payload::<IrqInfo>("interrupt info request")?;
-                let info = irqs::info(req.index)
-                    .ok_or_else(|| refuse(errno::EINVAL, format!("interrupt type {} does not exist (the device has {PCI_NUM_IRQS})", req.index)))?;
+                let info = irqs::info(req.index).ok_or_else(|| {
+                    refuse(
+                        errno::EINVAL,
+                        format!("interrupt type {} does not exist (the device has {PCI_NUM_IRQS})", req.index),
+                    )
+                })?;
                 Ok(info.as_bytes().to_vec())
             }
             Command::DeviceSetIrqs => {
                 let (req, data) = msg.payload::<IrqSet>("set-interrupts request")?;
                 let data = data.to_vec();
-                nic.set_irqs(req.flags, req.index, req.start, req.count, &data, msg.fds).map_err(|e| refuse(e.errno, e.reason))?;
+                nic.set_irqs(req.flags, req.index, req.start, req.count, &data, msg.fds)?;
                 Ok(Vec::new())
             }
             Command::RegionRead => {
@@ -173,31 +180,41 @@ impl Protocol {
                 let mut out = req.as_bytes().to_vec();
                 out.resize(out.len() + count, 0);
                 let head = size_of::<RegionAccess>();
-                nic.region_read(now, req.region, req.offset, &mut out[head..]).map_err(|e| refuse(e.errno, e.reason))?;
+                nic.region_read(now, req.region, req.offset, &mut out[head..])?;
                 Ok(out)
             }
             Command::RegionWrite => {
                 let (req, data) = msg.payload::<RegionAccess>("region write request")?;
                 let count = self.transfer_size(req.count)?;
                 if data.len() != count {
-                    return Err(refuse(errno::EINVAL, format!("region write says {count} bytes and carries {}", data.len())));
+                    return Err(refuse(
+                        errno::EINVAL,
+                        format!("region write says {count} bytes and carries {}", data.len()),
+                    ));
                 }
-                nic.region_write(now, req.region, req.offset, data).map_err(|e| refuse(e.errno, e.reason))?;
+                nic.region_write(now, req.region, req.offset, data)?;
                 Ok(req.as_bytes().to_vec())
             }
             Command::RegionWriteMulti => {
                 let (req, mut rest) = msg.payload::<WriteMulti>("write-multiple request")?;
                 let fits = rest.len() / size_of::<WriteOne>();
                 if req.wr_cnt > fits as u64 {
-                    return Err(refuse(errno::EINVAL, format!("write-multiple says {} writes and carries {fits}", req.wr_cnt)));
+                    return Err(refuse(
+                        errno::EINVAL,
+                        format!("write-multiple says {} writes and carries {fits}", req.wr_cnt),
+                    ));
                 }
                 for i in 0..req.wr_cnt {
-                    let (one, tail) = WriteOne::read_from_prefix(rest).map_err(|_| refuse(errno::EINVAL, "truncated write"))?;
+                    let (one, tail) =
+                        WriteOne::read_from_prefix(rest).map_err(|_| refuse(errno::EINVAL, "truncated write"))?;
                     rest = tail;
                     if one.count == 0 || one.count > 8 {
-                        return Err(refuse(errno::EINVAL, format!("write {i} of a write-multiple has {} bytes (1 to 8)", one.count)));
+                        return Err(refuse(
+                            errno::EINVAL,
+                            format!("write {i} of a write-multiple has {} bytes (1 to 8)", one.count),
+                        ));
                     }
-                    nic.region_write(now, one.region, one.offset, &one.data[..one.count as usize]).map_err(|e| refuse(e.errno, e.reason))?;
+                    nic.region_write(now, one.region, one.offset, &one.data[..one.count as usize])?;
                 }
                 Ok(req.as_bytes().to_vec())
             }
@@ -206,15 +223,21 @@ impl Protocol {
                 Ok(Vec::new())
             }
             Command::RigRestart => {
-                let restart: Restart = serde_json::from_slice(&msg.body)
-                    .map_err(|e| refuse(errno::EINVAL, format!("BNXT_RIG_RESTART payload is not a restart request: {e}")))?;
-                tracing::info!(seed = restart.seed, faults = restart.faults.firmware.len(), "NIC restarted by the client");
+                let restart: Restart = serde_json::from_slice(&msg.body).map_err(|e| {
+                    refuse(errno::EINVAL, format!("BNXT_RIG_RESTART payload is not a restart request: {e}"))
+                })?;
+                tracing::info!(
+                    seed = restart.seed,
+                    faults = restart.faults.firmware.len(),
+                    "NIC restarted by the client"
+                );
                 nic.restart(now, restart);
                 Ok(Vec::new())
             }
             Command::RigState => {
                 nic.advance_to(now);
-                serde_json::to_vec(&nic.state()).map_err(|e| refuse(errno::EIO, format!("cannot encode the state: {e}")))
+                serde_json::to_vec(&nic.state())
+                    .map_err(|e| refuse(errno::EIO, format!("cannot encode the state: {e}")))
             }
             Command::DmaRead | Command::DmaWrite => {
                 Err(refuse(errno::EINVAL, format!("{} goes from server to client, not to the server", command.name())))
@@ -223,7 +246,9 @@ impl Protocol {
             | Command::DirtyPages
             | Command::DeviceFeature
             | Command::MigDataRead
-            | Command::MigDataWrite => Err(refuse(errno::ENOTSUP, format!("{} is not implemented by this server", command.name()))),
+            | Command::MigDataWrite => {
+                Err(refuse(errno::ENOTSUP, format!("{} is not implemented by this server", command.name())))
+            }
         }
     }
 
@@ -231,7 +256,10 @@ impl Protocol {
         let limit = MAX_DATA_XFER.min(self.client_max_xfer);
         let count = count as usize;
         if count > limit {
-            return Err(refuse(errno::E2BIG, format!("transfer of {count} bytes is more than max_data_xfer_size {limit}")));
+            return Err(refuse(
+                errno::E2BIG,
+                format!("transfer of {count} bytes is more than max_data_xfer_size {limit}"),
+            ));
         }
         Ok(count)
     }
@@ -242,12 +270,15 @@ impl Protocol {
         }
         let (proposed, json) = msg.payload::<Version>("version")?;
         if proposed.major != 0 {
-            return Err(refuse(errno::ENOTSUP, format!("protocol version {}.{}; this server speaks 0.0", proposed.major, proposed.minor)));
+            return Err(refuse(
+                errno::ENOTSUP,
+                format!("protocol version {}.{}; this server speaks 0.0", proposed.major, proposed.minor),
+            ));
         }
         let json = json.strip_suffix(&[0]).unwrap_or(json);
         if !json.is_empty() {
-            let value: serde_json::Value =
-                serde_json::from_slice(json).map_err(|e| refuse(errno::EINVAL, format!("version capabilities are not JSON: {e}")))?;
+            let value: serde_json::Value = serde_json::from_slice(json)
+                .map_err(|e| refuse(errno::EINVAL, format!("version capabilities are not JSON: {e}")))?;
             if let Some(n) = value.pointer("/capabilities/max_data_xfer_size").and_then(|v| v.as_u64()) {
                 self.client_max_xfer = usize::try_from(n).unwrap_or(usize::MAX);
             }

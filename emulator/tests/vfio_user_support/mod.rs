@@ -12,11 +12,11 @@ use std::process::{Child, Command as Process, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use bnxt_hsi::hwrm::layouts::HwrmVerGetInput;
+use bnxt_vfio_user::Message;
 use bnxt_vfio_user::header::{Command, TYPE_COMMAND};
 use bnxt_vfio_user::message::encode;
 use bnxt_vfio_user::payload::Version;
 use bnxt_vfio_user::transport::{Receiver, send_message};
-use bnxt_vfio_user::Message;
 use rustix::fs::{MemfdFlags, SealFlags};
 use zerocopy::{FromZeros, IntoBytes};
 

@@ -42,7 +42,10 @@ impl VfioUserTarget {
     pub fn from_spec(spec: &str) -> Result<VfioUserTarget, TargetError> {
         let sockets: Vec<PathBuf> = spec.split(',').filter(|s| !s.is_empty()).map(PathBuf::from).collect();
         if sockets.is_empty() {
-            return Err(TargetError::Cannot { target: KIND.into(), what: "run without sockets (`vfio-user:PATH[,PATH…]`)".into() });
+            return Err(TargetError::Cannot {
+                target: KIND.into(),
+                what: "run without sockets (`vfio-user:PATH[,PATH…]`)".into(),
+            });
         }
         Ok(VfioUserTarget { sockets, machine: Mutex::new(None) })
     }
@@ -52,7 +55,8 @@ impl VfioUserTarget {
         if let Some(m) = slot.as_ref() {
             return Ok(m.clone());
         }
-        let machine = VfioUserMachine::connect(&self.sockets).map_err(|e| TargetError::Pci(PciError::List(e.to_string())))?;
+        let machine =
+            VfioUserMachine::connect(&self.sockets).map_err(|e| TargetError::Pci(PciError::List(e.to_string())))?;
         let machine = Arc::new(machine);
         *slot = Some(machine.clone());
         Ok(machine)
@@ -80,7 +84,9 @@ impl Target for VfioUserTarget {
             let client = client_of(&machine, nic)?;
             let restart = Restart { seed: plan.seed, faults: faults_of(&faults, nic) };
             let json = serde_json::to_vec(&restart).expect("a restart request serialises");
-            client.call(Command::RigRestart, &[&json], &[]).map_err(|e| cannot(format!("give NIC {nic} a fresh state: {e}")))?;
+            client
+                .call(Command::RigRestart, &[&json], &[])
+                .map_err(|e| cannot(format!("give NIC {nic} a fresh state: {e}")))?;
         }
         Ok(Box::new(VfioUserSession { machine, nics: plan.nics }))
     }
@@ -88,7 +94,12 @@ impl Target for VfioUserTarget {
 
 /// The faults of `plan` that name `nic`, renumbered as its server's NIC 0.
 fn faults_of(plan: &FaultPlan, nic: usize) -> FaultPlan {
-    let firmware = plan.firmware.iter().filter(|f| f.nic == nic).map(|f| bnxt_model::faults::FirmwareFault { nic: 0, ..f.clone() }).collect();
+    let firmware = plan
+        .firmware
+        .iter()
+        .filter(|f| f.nic == nic)
+        .map(|f| bnxt_model::faults::FirmwareFault { nic: 0, ..f.clone() })
+        .collect();
     FaultPlan { firmware, ..FaultPlan::default() }
 }
 
@@ -116,14 +127,17 @@ impl VfioUserSession {
     }
 
     fn state(&self, nic: usize) -> Result<State, TargetError> {
-        let reply = self.client(nic)?.call(Command::RigState, &[], &[]).map_err(|e| cannot(format!("show NIC {nic}'s state: {e}")))?;
+        let reply = self
+            .client(nic)?
+            .call(Command::RigState, &[], &[])
+            .map_err(|e| cannot(format!("show NIC {nic}'s state: {e}")))?;
         serde_json::from_slice(&reply.body).map_err(|e| cannot(format!("read NIC {nic}'s state: {e}")))
     }
 
     fn config(&self, nic: usize, offset: u16, data: &mut [u8]) -> Result<(), TargetError> {
-        self.client(nic)?.region_read(PCI_CONFIG_REGION_INDEX, u64::from(offset), data).map_err(|e| {
-            TargetError::Pci(PciError::Config { offset, len: data.len(), reason: e.to_string() })
-        })
+        self.client(nic)?
+            .region_read(PCI_CONFIG_REGION_INDEX, u64::from(offset), data)
+            .map_err(|e| TargetError::Pci(PciError::Config { offset, len: data.len(), reason: e.to_string() }))
     }
 
     fn config16(&self, nic: usize, offset: u16) -> Result<u16, TargetError> {
@@ -181,7 +195,9 @@ impl Session for VfioUserSession {
             match self.state(nic) {
                 Ok(s) => {
                     for (req_type, count) in s.unsupported_requests {
-                        let name = req_name(req_type).map(str::to_string).unwrap_or_else(|| format!("request 0x{req_type:04x}"));
+                        let name = req_name(req_type)
+                            .map(str::to_string)
+                            .unwrap_or_else(|| format!("request 0x{req_type:04x}"));
                         said.push(format!("NIC {nic}: the model answered {name} CMD_NOT_SUPPORTED ({count}×)"));
                     }
                 }
