@@ -241,6 +241,15 @@ impl World {
         }
     }
 
+    /// Hand `frame` to NIC `nic` now, as if it had just arrived from the segment (a frame from
+    /// outside the machine: tests and tools), and send what the NIC answers.
+    pub fn inject_frame(&mut self, nic: usize, frame: &[u8]) {
+        let now = self.now;
+        self.nic(nic);
+        self.nics[nic].deliver(now, frame, &mut self.events);
+        self.pump(nic, now);
+    }
+
     /// Move the frames NIC `i` sent into the switch at `at`, and record wire faults.
     fn pump(&mut self, i: usize, at: Duration) {
         let port = self.nics[i].port;

@@ -135,7 +135,7 @@ pub fn create_qp(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome 
     let sq_bytes = u64::from(depth) * 16 + u64::from(msn_entries) * msn::ENTRY_BYTES as u64;
     let sq_valid = flags & C::QP_FLAGS_SQ_PBL_PG_SIZE_VALID != 0;
     let sq_mem =
-        queue_memory(cx, (req.sq_pg_size_sq_lvl, sq_valid, req.sq_pbl_pg_size), req.sq_pbl.get(), sq_bytes, "SQ")?;
+        queue_memory(cx, (req.sq_pg_size_sq_lvl, sq_valid, req.sq_pbl_pg_size), req.sq_pbl.get(), sq_bytes, "SQ ring and MSN table")?;
     // Receive queue.
     let rq_size = req.rq_size.get();
     if rq_size == 0 || rq_size > MAX_QUEUE_SIZE {

@@ -1,0 +1,376 @@
+//! The RoCE data path against a test driver on two NICs joined by the model's switch: WQEs in
+//! static and variable mode, doorbells, CQEs with their toggle across wraps, notifications of
+//! armed CQs, bad doorbells ignored and counted, DMA outside what was mapped and registered
+//! refused, bad frames dropped and counted, the pcap tap.
+
+mod common;
+mod roce_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bnxt_hsi::roce::doorbell::{DbType, Doorbell};
+use bnxt_hsi::roce::layouts::*;
+use bnxt_model::events::EventKind;
+use bnxt_model::faults::{FaultPlan, WireFaultKind, WirePlan, WireRule};
+use bnxt_model::host_memory::HeapBacking;
+use common::Rig;
+use roce_support::*;
+use zerocopy::FromZeros;
+
+const SEND: u8 = SqBase::WQE_TYPE_SEND;
+const SIGNAL: u8 = SqSendHdr::FLAGS_SIGNAL_COMP;
+const LW: u8 = CmdqRegisterMr::ACCESS_LOCAL_WRITE;
+const MS: Duration = Duration::from_millis(1);
+
+/// Two NICs up, each with an NQ (vector 1), a CQ of `cq_size`, a 256-KiB region, and one QP,
+/// the QPs connected.
+struct Pair {
+    rig: Rig,
+    f: [Func; 2],
+    nq: [NqRing; 2],
+    cq: [TCq; 2],
+    qp: [TQp; 2],
+    mr: [(u32, u64); 2],
+}
+
+fn pair_with(faults: FaultPlan, variable: bool, cq_size: u32) -> Pair {
+    let mut rig = Rig::with(2, 11, faults);
+    let mut f = [Func::bring_up(&mut rig, 0, 1024, 256), Func::bring_up(&mut rig, 1, 1024, 256)];
+    let mut nq = Vec::new();
+    let mut cq = Vec::new();
+    let mut qp = Vec::new();
+    let mut mr = Vec::new();
+    let mut sgid = Vec::new();
+    for (i, fi) in f.iter_mut().enumerate() {
+        fi.initialize(&mut rig);
+        sgid.push(fi.add_own_gid(&mut rig));
+        let n = nq_ring(&mut rig, i, &mut fi.pages, 256, 1);
+        let c = fi.create_cq(&mut rig, cq_size, n.id);
+        let sq = if variable { 1024 } else { 64 };
+        qp.push(fi.create_qp(&mut rig, variable, sq, 64, &c, &c));
+        let access = LW | CmdqRegisterMr::ACCESS_REMOTE_WRITE | CmdqRegisterMr::ACCESS_REMOTE_READ;
+        mr.push(fi.region(&mut rig, 256 << 10, access));
+        nq.push(n);
+        cq.push(c);
+    }
+    let peers: Vec<([u8; 16], [u8; 6], u32)> = (0..2).map(|i| (f[i].gid(), f[i].mac, qp[i].id)).collect();
+    for i in 0..2 {
+        let p = &peers[1 - i];
+        f[i].connect(&mut rig, &mut qp[i], sgid[i], (&p.0, p.1, p.2), 0x100);
+    }
+    Pair { rig, f, nq: [nq[0], nq[1]], cq: [cq[0], cq[1]], qp: [qp[0].clone(), qp[1].clone()], mr: [mr[0], mr[1]] }
+}
+
+fn pair(variable: bool) -> Pair {
+    pair_with(FaultPlan::default(), variable, 64)
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+}
+
+impl Pair {
+    /// NIC 1 posts a receive of `len` at `at` of its region; NIC 0 sends `len` bytes from `from`
+    /// of its region; both completions, checked.
+    fn send_one(&mut self, from: u64, at: u64, len: u32, wr_id: u32) -> ([u8; 32], [u8; 32]) {
+        let (k1, b1) = self.mr[1];
+        let (k0, b0) = self.mr[0];
+        self.f[1].post_recv(&mut self.rig, &mut self.qp[1], wr_id, &[(b1 + at, k1, len)]);
+        self.f[0].post_send(&mut self.rig, &mut self.qp[0], SEND, SIGNAL, &[(b0 + from, k0, len)], None, None, 0);
+        let s = self.cq[0].wait(&mut self.rig, 0, 100 * MS);
+        let r = self.cq[1].wait(&mut self.rig, 1, 100 * MS);
+        (s, r)
+    }
+}
+
+#[test]
+fn sends_land_in_static_and_variable_wqe_modes_with_their_cqes() {
+    for variable in [false, true] {
+        let mut p = pair(variable);
+        let data = pattern(10_000, 3);
+        p.rig.poke(0, p.mr[0].1, &data);
+        let (s, r) = p.send_one(0, 100, 10_000, 7);
+        assert_eq!((cqe_type(&s), cqe_status(&s)), (0, 0), "cq_req OK");
+        assert_eq!(u64::from_le_bytes(s[0..8].try_into().unwrap()), p.qp[0].handle, "qp_handle");
+        assert_eq!(sq_cons_idx(&s), 1, "the WQE after the completed one");
+        assert_eq!((cqe_type(&r), cqe_status(&r), res_length(&r), res_wr_id(&r)), (1, 0, 10_000, 7));
+        assert_eq!(u64::from_le_bytes(r[8..16].try_into().unwrap()), p.qp[1].handle);
+        assert_eq!(p.rig.peek(1, p.mr[1].1 + 100, 10_000), data, "variable={variable}");
+        let st = p.rig.world.nic_state(0);
+        assert_eq!((st.roce.msn_mismatches, st.roce.bad_wqes, st.roce.bad_doorbells_total()), (0, 0, 0));
+        assert!(st.roce.frames_sent >= 3, "10000 bytes at MTU 4096");
+    }
+}
+
+#[test]
+fn gathers_inline_data_writes_and_reads_move_the_right_bytes() {
+    let mut p = pair(true);
+    let (k0, b0) = p.mr[0];
+    let (k1, b1) = p.mr[1];
+    p.rig.poke(0, b0, &pattern(3000, 1));
+    // Three SGEs gathered into one receive.
+    p.f[1].post_recv(&mut p.rig, &mut p.qp[1], 1, &[(b1, k1, 4096)]);
+    let sges = [(b0, k0, 1000), (b0 + 2000, k0, 1000), (b0 + 1000, k0, 1000)];
+    p.f[0].post_send(&mut p.rig, &mut p.qp[0], SEND, SIGNAL, &sges, None, None, 0);
+    p.cq[0].wait(&mut p.rig, 0, 100 * MS);
+    assert_eq!(res_length(&p.cq[1].wait(&mut p.rig, 1, 100 * MS)), 3000);
+    let src = pattern(3000, 1);
+    let want: Vec<u8> = [&src[..1000], &src[2000..], &src[1000..2000]].concat();
+    assert_eq!(p.rig.peek(1, b1, 3000), want);
+    // Inline data: the bytes travel in the WQE.
+    p.f[1].post_recv(&mut p.rig, &mut p.qp[1], 2, &[(b1 + 8192, k1, 100)]);
+    let text = b"inline payload, carried in the WQE itself and no region at all";
+    p.f[0].post_send(&mut p.rig, &mut p.qp[0], SEND, SIGNAL, &[], Some(text), None, 0);
+    p.cq[0].wait(&mut p.rig, 0, 100 * MS);
+    let r = p.cq[1].wait(&mut p.rig, 1, 100 * MS);
+    assert_eq!((res_length(&r), res_wr_id(&r)), (text.len() as u32, 2));
+    assert_eq!(p.rig.peek(1, b1 + 8192, text.len()), text);
+    // RDMA WRITE with immediate: the bytes go where the RETH says, a receive completes with IMM.
+    p.f[1].post_recv(&mut p.rig, &mut p.qp[1], 3, &[]);
+    let w = SqBase::WQE_TYPE_WRITE_W_IMMEAD;
+    p.f[0].post_send(&mut p.rig, &mut p.qp[0], w, SIGNAL, &[(b0, k0, 5000)], None, Some((b1 + 65536, k1)), 0xfeed);
+    assert_eq!(cqe_status(&p.cq[0].wait(&mut p.rig, 0, 100 * MS)), 0);
+    let r = p.cq[1].wait(&mut p.rig, 1, 100 * MS);
+    assert_eq!(u32::from_le_bytes(r[4..8].try_into().unwrap()), 0xfeed);
+    let flags = u16::from_le_bytes([r[0x1a], r[0x1b]]);
+    assert_eq!(flags & (CqResRc::FLAGS_IMM | CqResRc::FLAGS_RDMA), CqResRc::FLAGS_IMM | CqResRc::FLAGS_RDMA);
+    assert_eq!(p.rig.peek(1, b1 + 65536, 3000), src, "written bytes");
+    // RDMA READ back into NIC 0's region.
+    let rd = SqBase::WQE_TYPE_READ_WQE;
+    p.f[0].post_send(&mut p.rig, &mut p.qp[0], rd, SIGNAL, &[(b0 + 100_000, k0, 3000)], None, Some((b1, k1)), 0);
+    assert_eq!(cqe_status(&p.cq[0].wait(&mut p.rig, 0, 100 * MS)), 0);
+    assert_eq!(p.rig.peek(0, b0 + 100_000, 3000), want);
+}
+
+#[test]
+fn cqe_toggles_flip_at_every_wrap_and_unsignaled_wqes_are_covered_by_the_next_cqe() {
+    let mut p = pair_with(FaultPlan::default(), false, 8);
+    let (k0, b0) = p.mr[0];
+    let (k1, b1) = p.mr[1];
+    for k in 0..20u32 {
+        p.f[1].post_recv(&mut p.rig, &mut p.qp[1], k, &[(b1, k1, 64)]);
+        p.f[0].post_send(&mut p.rig, &mut p.qp[0], SEND, SIGNAL, &[(b0, k0, 64)], None, None, 0);
+        let expected_toggle = u8::from((k / 8) % 2 == 0);
+        let s = p.cq[0].wait(&mut p.rig, 0, 100 * MS);
+        assert_eq!(s[0x18] & 1, expected_toggle, "send CQE {k}");
+        assert_eq!(u32::from(sq_cons_idx(&s)), (k + 1) % 64);
+        let r = p.cq[1].wait(&mut p.rig, 1, 100 * MS);
+        assert_eq!((r[0x18] & 1, res_wr_id(&r)), (expected_toggle, k), "receive CQE {k}");
+    }
+    // Three unsignaled sends then a signaled one: one CQE, naming the WQE after the fourth.
+    for _ in 0..4 {
+        p.f[1].post_recv(&mut p.rig, &mut p.qp[1], 99, &[(b1, k1, 64)]);
+    }
+    for k in 0..4 {
+        let flags = if k == 3 { SIGNAL } else { 0 };
+        p.f[0].post_send(&mut p.rig, &mut p.qp[0], SEND, flags, &[(b0, k0, 64)], None, None, 0);
+    }
+    let s = p.cq[0].wait(&mut p.rig, 0, 100 * MS);
+    assert_eq!(sq_cons_idx(&s), 24);
+    p.rig.world.advance(MS);
+    assert!(p.cq[0].peek(&p.rig, 0).is_none(), "no CQE for the unsignaled WQEs");
+}
+
+#[test]
+fn an_overflowing_cq_reports_a_cq_error_and_keeps_the_model_running() {
+    let mut p = pair_with(FaultPlan::default(), false, 4);
+    let (k0, b0) = p.mr[0];
+    let (k1, b1) = p.mr[1];
+    for k in 0..6 {
+        p.f[1].post_recv(&mut p.rig, &mut p.qp[1], k, &[(b1, k1, 64)]);
+        p.f[0].post_send(&mut p.rig, &mut p.qp[0], SEND, SIGNAL, &[(b0, k0, 64)], None, None, 0);
+    }
+    p.rig.world.advance(10 * MS);
+    let st = p.rig.world.nic_state(0);
+    assert_eq!(st.roce.cq_overflows, 2, "4 CQEs fit, 2 are lost");
+    let e = p.f[0].next_creq(&mut p.rig);
+    assert_eq!((e.event, e.bytes[2], e.xid), (0xc1, 2, p.cq[0].id), "CQ error: REQ_CQ_OVERFLOW");
+    assert!(p.rig.world.take_events().iter().any(|e| matches!(e.kind, EventKind::CqOverflow { .. })));
+}
+
+#[test]
+fn armed_cqs_notify_their_nq_with_the_toggle_and_stale_arms_are_ignored() {
+    let mut p = pair(false);
+    let (k0, b0) = p.mr[0];
+    let (k1, b1) = p.mr[1];
+    let nic = 0;
+    let cq = p.cq[0].id;
+    ring(&mut p.rig, nic, p.nq[0].doorbell(true));
+    ring(&mut p.rig, nic, Doorbell::roce(DbType::CqArmAll, cq, 0, false, 0));
+    p.rig.world.take_interrupts(nic);
+    for round in 1..=3u8 {
+        p.f[1].post_recv(&mut p.rig, &mut p.qp[1], 0, &[(b1, k1, 64)]);
+        p.f[0].post_send(&mut p.rig, &mut p.qp[0], SEND, SIGNAL, &[(b0, k0, 64)], None, None, 0);
+        let nq = p.nq[0];
+        run_until(&mut p.rig, 100 * MS, |rig| nq.peek(rig, nic).is_some());
+        let e = p.nq[0].peek(&p.rig, nic).unwrap();
+        let ty = u16::from_le_bytes([e[0], e[1]]);
+        assert_eq!(ty & 0x3f, 0x30, "CQ notification");
+        let toggle = ((ty >> 6) & 3) as u8;
+        assert_eq!(toggle, round & 3);
+        let handle = u64::from(u32::from_le_bytes(e[4..8].try_into().unwrap()))
+            | (u64::from(u32::from_le_bytes(e[12..16].try_into().unwrap())) << 32);
+        assert_eq!(handle, 0x00c0_ffee_0000 + 64, "cq_handle");
+        assert_eq!(p.rig.world.take_interrupts(nic), vec![1], "the NQ's vector");
+        p.nq[0].pop();
+        ring(&mut p.rig, nic, p.nq[0].doorbell(true));
+        p.cq[0].wait(&mut p.rig, nic, 100 * MS);
+        p.cq[1].wait(&mut p.rig, 1, 100 * MS);
+        // As bnxt_re: CQ_ARMENA with the toggle, then CQ_ARMALL with the consumer and toggle.
+        ring(&mut p.rig, nic, Doorbell::roce(DbType::CqArmEna, cq, 0, false, toggle));
+        let c = p.cq[0];
+        ring(&mut p.rig, nic, Doorbell::roce(DbType::CqArmAll, cq, c.cons, c.epoch, toggle));
+    }
+    let stale = Doorbell::roce(DbType::CqArmAll, cq, p.cq[0].cons, false, 0);
+    ring(&mut p.rig, nic, stale);
+    p.rig.world.advance(MS);
+    assert_eq!(p.rig.world.nic_state(nic).roce.bad_doorbells.get("CQ arm with a stale toggle"), Some(&1));
+    assert_eq!(p.rig.world.nic_state(nic).roce.notifications, 3);
+}
+
+#[test]
+fn bad_doorbells_are_ignored_and_counted() {
+    let mut p = pair(false);
+    let qp = p.qp[0].id;
+    let bad: [(u64, u64, &str); 7] = [
+        (
+            DB,
+            Doorbell::roce(DbType::Sq, qp, 1, false, 0).encode() & !(1 << 58),
+            "valid bit (58) clear: P7 ignores such doorbells",
+        ),
+        (DB, Doorbell::roce(DbType::Sq, 9999, 1, false, 0).encode(), "no QP with this xid"),
+        (DB, Doorbell::roce(DbType::Sq, qp, 64, false, 0).encode(), "producer index beyond the queue size"),
+        (DB, Doorbell::roce(DbType::Cq, 9999, 0, false, 0).encode(), "no CQ with this xid"),
+        (DB, 0xe << 60 | 1 << 58, "undefined doorbell type"),
+        (0x8000, Doorbell::roce(DbType::Sq, qp, 1, false, 0).encode(), "below the doorbell area (db_offset)"),
+        (DB + 8, Doorbell::roce(DbType::Sq, qp, 1, false, 0).encode(), "not at offset 0 of its doorbell page"),
+    ];
+    for (offset, value, _) in bad {
+        p.rig.world.bar_write(0, 2, offset, &value.to_le_bytes());
+    }
+    p.rig.world.bar_write(0, 2, DB, &1u32.to_le_bytes());
+    p.rig.world.bar_write(0, 2, DB, &Doorbell::roce(DbType::Srq, 1, 0, false, 0).encode().to_le_bytes());
+    p.rig.world.advance(MS);
+    let st = p.rig.world.nic_state(0);
+    for (_, _, reason) in bad {
+        assert_eq!(st.roce.bad_doorbells.get(reason), Some(&1), "{reason}");
+    }
+    assert_eq!(st.roce.bad_doorbells.get("a 32-bit store: P7 doorbells are single 64-bit stores"), Some(&1));
+    assert_eq!(st.roce.unimplemented_doorbells, 1, "SRQ doorbells are not modelled");
+    assert_eq!(st.roce.frames_sent, 0, "no WQE was taken from any of them");
+    assert!(p.cq[0].peek(&p.rig, 0).is_none());
+}
+
+#[test]
+fn dma_outside_registrations_and_mappings_is_refused() {
+    let mut p = pair(false);
+    let (k0, b0) = p.mr[0];
+    let (k1, b1) = p.mr[1];
+    // An SGE past the end of its region: a local protection error, and the QP goes to ERR.
+    p.f[0].post_send(&mut p.rig, &mut p.qp[0], SEND, SIGNAL, &[(b0 + (256 << 10) - 10, k0, 64)], None, None, 0);
+    let s = p.cq[0].wait(&mut p.rig, 0, 100 * MS);
+    assert_eq!(cqe_status(&s), 4, "LOCAL_PROTECTION_ERR");
+    let e = p.f[0].next_creq(&mut p.rig);
+    assert_eq!((e.event, e.xid), (0xc0, p.qp[0].id), "a QP error notification");
+    // A region whose memory the host unmapped after registering it.
+    let mut q = pair(false);
+    let extra = 0x2_0000_0000u64;
+    q.rig.world.map_dma(0, extra, Arc::new(HeapBacking::new(4096))).unwrap();
+    let mut r = CmdqRegisterMr::new_zeroed();
+    r.flags = CmdqRegisterMr::FLAGS_ALLOC_MR.into();
+    r.log2_pg_size_lvl = CmdqRegisterMr::LOG2_PG_SIZE_PG_4K;
+    r.access = LW;
+    r.key = 1.into();
+    r.pbl = extra.into();
+    r.va = extra.into();
+    r.mr_size = 4096.into();
+    let key = q.f[0].ok(&mut q.rig, r).xid;
+    q.rig.world.unmap_dma(0, extra).unwrap();
+    q.f[1].post_recv(&mut q.rig, &mut q.qp[1], 1, &[(q.mr[1].1, q.mr[1].0, 64)]);
+    q.f[0].post_send(&mut q.rig, &mut q.qp[0], SEND, SIGNAL, &[(extra, key, 64)], None, None, 0);
+    let s = q.cq[0].wait(&mut q.rig, 0, 100 * MS);
+    assert_ne!(cqe_status(&s), 0);
+    assert!(q.rig.world.nic_state(0).roce.dma_errors >= 1, "the IOMMU refused the read");
+    // An RDMA WRITE to a region without remote write: a remote access error for the requester.
+    let mut t = pair(false);
+    let (kr, br) = t.f[1].region(&mut t.rig, 4096, LW);
+    let w = SqBase::WQE_TYPE_WRITE_WQE;
+    t.f[0].post_send(&mut t.rig, &mut t.qp[0], w, SIGNAL, &[(t.mr[0].1, t.mr[0].0, 64)], None, Some((br, kr)), 0);
+    assert_eq!(cqe_status(&t.cq[0].wait(&mut t.rig, 0, 100 * MS)), 7, "REMOTE_ACCESS_ERR");
+    let _ = (k1, b1);
+}
+
+#[test]
+fn frames_with_a_bad_icrc_are_dropped_and_counted_and_a_corrupted_frame_is_recovered() {
+    let rule = WireRule {
+        nic: Some(0),
+        opcode: None,
+        psn: None,
+        dest_qp: None,
+        nth: Some(1),
+        kind: WireFaultKind::Corrupt,
+        delay: None,
+    };
+    let faults = FaultPlan { wire: WirePlan { rules: vec![rule], ..WirePlan::default() }, ..FaultPlan::default() };
+    let mut p = pair_with(faults, false, 64);
+    let data = pattern(100, 9);
+    p.rig.poke(0, p.mr[0].1, &data);
+    let (s, r) = p.send_one(0, 0, 100, 5);
+    assert_eq!((cqe_status(&s), cqe_status(&r)), (0, 0), "retransmitted after the corrupted frame");
+    assert_eq!(p.rig.peek(1, p.mr[1].1, 100), data);
+    let st = p.rig.world.nic_state(1);
+    assert_eq!(st.roce.rx_drops.total(), 1, "the corrupted frame was dropped by the receiver");
+    assert_eq!(p.rig.world.wire_fault_counters().corrupted, 1);
+    assert!(
+        p.rig
+            .world
+            .take_events()
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::WireFault { fault } if fault.contains("corrupt")))
+    );
+    // A frame whose ICRC is wrong, straight to NIC 1.
+    let path = bnxt_model::net::Path::between(
+        bnxt_model::net::MacAddr(p.f[0].mac),
+        bnxt_model::net::MacAddr(p.f[1].mac),
+        p.qp[1].id,
+    );
+    let bth = bnxt_model::net::bth::BthRepr::new(bnxt_model::net::Opcode::SendOnly, p.qp[1].id, 0x500);
+    let mut frame = Vec::new();
+    bnxt_model::net::build_frame(&path, &bnxt_model::net::Transport::bth(bth), &[1, 2, 3, 4], &mut frame).unwrap();
+    let n = frame.len();
+    frame[n - 1] ^= 0xff;
+    let before = p.rig.world.nic_state(1).roce.rx_drops;
+    p.rig.world.inject_frame(1, &frame);
+    let after = p.rig.world.nic_state(1).roce.rx_drops;
+    assert_eq!((after.icrc - before.icrc, after.total() - before.total()), (1, 1));
+}
+
+#[test]
+fn a_receive_posted_after_the_send_is_filled_after_an_rnr_wait() {
+    let mut p = pair(false);
+    let (k0, b0) = p.mr[0];
+    let (k1, b1) = p.mr[1];
+    p.rig.poke(0, b0, &pattern(64, 5));
+    p.f[0].post_send(&mut p.rig, &mut p.qp[0], SEND, SIGNAL, &[(b0, k0, 64)], None, None, 0);
+    p.rig.world.advance(MS);
+    assert!(p.cq[0].peek(&p.rig, 0).is_none(), "no receive yet: RNR");
+    p.f[1].post_recv(&mut p.rig, &mut p.qp[1], 4, &[(b1, k1, 64)]);
+    assert_eq!(cqe_status(&p.cq[0].wait(&mut p.rig, 0, 100 * MS)), 0);
+    assert_eq!(res_wr_id(&p.cq[1].wait(&mut p.rig, 1, 100 * MS)), 4);
+    assert_eq!(p.rig.peek(1, b1, 64), pattern(64, 5));
+}
+
+#[test]
+fn the_pcap_tap_records_every_frame_of_the_segment() {
+    let mut p = pair(false);
+    let file = tempfile::NamedTempFile::new().unwrap();
+    p.rig.world.set_pcap(file.path()).unwrap();
+    p.rig.poke(0, p.mr[0].1, &pattern(9000, 2));
+    p.send_one(0, 0, 9000, 1);
+    p.rig.world.advance(MS);
+    let frames = p.rig.world.finish_pcap().unwrap().unwrap();
+    let st = [p.rig.world.nic_state(0), p.rig.world.nic_state(1)];
+    assert_eq!(frames, st[0].roce.frames_sent + st[1].roce.frames_sent);
+    assert!(frames >= 4, "3 SEND packets and an ACK");
+}
