@@ -136,3 +136,55 @@ fn hwrm_ver_get_written_to_bar0_is_answered_in_guest_memory() {
     assert_eq!(DmaUnmap::read_from_bytes(&echo).unwrap().address, IOVA);
     drop(c);
 }
+
+#[test]
+fn a_fault_plan_given_with_faults_changes_the_answer_and_the_hwrm_log_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("faults.json");
+    // VER_GET is refused with RESOURCE_ALLOC_ERROR (4) the first time only.
+    std::fs::write(&plan, r#"{"firmware": [{"nic": 0, "req_type": 0, "nth": 1, "action": {"error": 4}}]}"#).unwrap();
+    let mut server = Server::start(&["--faults", plan.to_str().unwrap()]);
+    let mut c = Raw::negotiated(&server.socket);
+    let ram = memfd(0x2000);
+    let map =
+        DmaMap { argsz: 32, flags: DMA_MAP_FLAG_READ | DMA_MAP_FLAG_WRITE, offset: 0, address: 0x10000, size: 0x2000 };
+    c.ok(Command::DmaMap, &[map.as_bytes()], &[fd_of(&ram)]);
+    write_region(&mut c, PCI_CONFIG_REGION_INDEX, 4, &0x0006u16.to_le_bytes());
+    let mut codes = Vec::new();
+    for seq in [1u16, 2] {
+        let mut window = [0u8; 128];
+        let req = ver_get(seq, 0x10000 + 0x1000);
+        window[..req.len()].copy_from_slice(&req);
+        write_region(&mut c, 0, 0, &window);
+        write_region(&mut c, 0, 0x100, &1u32.to_le_bytes());
+        let resp = wait_response(&ram, 0x1000, seq, Duration::from_secs(5)).expect("an answer");
+        codes.push(u16::from_le_bytes([resp[0], resp[1]]));
+    }
+    assert_eq!(codes, vec![4, 0], "the first VER_GET is refused by the fault, the second answered");
+    drop(c);
+    let (status, _) = server.wait_exit(Duration::from_secs(10));
+    assert!(status.success());
+    let log = std::fs::read_to_string(&server.hwrm_log).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 2, "{log}");
+    assert!(lines[0].contains("VER_GET 0x0000 seq=1 RESOURCE_ALLOC_ERROR 0x0004: injected fault"), "{log}");
+    assert!(lines[1].contains("VER_GET 0x0000 seq=2 SUCCESS 0x0000"), "{log}");
+}
+
+#[test]
+fn a_bad_fault_plan_file_is_a_bad_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("faults.json");
+    std::fs::write(&plan, r#"{"firmware": [{"nic": 0, "req_type": "VER_GET"}]}"#).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bnxt-model"))
+        .args(["serve", "--mac", "02:00:00:00:00:01", "--socket"])
+        .arg(dir.path().join("nic.sock"))
+        .arg("--faults")
+        .arg(&plan)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("fault plan") && err.contains("faults.json"), "{err}");
+    assert!(!dir.path().join("nic.sock").exists(), "nothing was served");
+}

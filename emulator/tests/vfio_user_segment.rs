@@ -89,6 +89,8 @@ fn peers_exchange_frames_garbage_is_dropped_and_the_pcap_holds_the_traffic() {
         .arg(dir.path().join("nic.sock"))
         .arg("--segment")
         .arg(&sock)
+        .arg("--pcap")
+        .arg(dir.path().join("nic.pcap"))
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -105,6 +107,10 @@ fn peers_exchange_frames_garbage_is_dropped_and_the_pcap_holds_the_traffic() {
     assert!(out.status.success());
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(log.contains("joined the segment") && log.contains("no Ethernet port yet"), "{log}");
+    let mut reader =
+        pcap_file::pcap::PcapReader::new(std::fs::File::open(dir.path().join("nic.pcap")).unwrap()).unwrap();
+    let seen = reader.next_packet().expect("the NIC's pcap holds the frame that reached it").unwrap();
+    assert_eq!(seen.data.into_owned(), frame([0xff; 6], ma, 4));
 
     term(&hub);
     let out = hub.wait_with_output().unwrap();

@@ -43,6 +43,7 @@ impl Servers {
                 hwrm_log: Some(dir.path().join(format!("hwrm{i}.log"))),
                 persist: false,
                 segment: None,
+                pcap: None,
                 catch_signals: false,
             };
             threads.push(std::thread::spawn(move || serve(&options).expect("the server runs")));

@@ -1,7 +1,7 @@
 //! `bnxt-model`: the BCM57608 model as a process.
 //!
 //! `bnxt-model serve --socket PATH --mac MAC [--hwrm-log PATH] [--faults FILE] [--seed N]
-//! [--segment PATH] [--log-level LEVEL] [--persist]` serves one model NIC over vfio-user (QEMU's
+//! [--segment PATH [--pcap FILE]] [--log-level LEVEL] [--persist]` serves one model NIC over vfio-user (QEMU's
 //! `vfio-user-pci`, or the driver's vfio-user backend). `bnxt-model segment --socket PATH
 //! [--pcap FILE]` runs a virtual Ethernet segment in QEMU's stream-netdev framing. Exit status:
 //! 0 when the client disconnected or on SIGTERM/SIGINT; 1 when the server could not start or
@@ -71,6 +71,9 @@ struct ServeArgs {
     /// Join the virtual Ethernet segment whose hub (`bnxt-model segment`) listens here.
     #[arg(long)]
     segment: Option<PathBuf>,
+    /// Record the frames the NIC exchanges on the segment in this pcap file.
+    #[arg(long, requires = "segment")]
+    pcap: Option<PathBuf>,
 }
 
 fn parse_mac(s: &str) -> Result<[u8; 6], String> {
@@ -125,6 +128,7 @@ fn main() -> ExitCode {
                 hwrm_log: args.hwrm_log,
                 persist: args.persist,
                 segment: args.segment,
+                pcap: args.pcap,
                 catch_signals: true,
             };
             match serve(&options) {

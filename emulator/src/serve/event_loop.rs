@@ -13,6 +13,7 @@ use super::ServeOptions;
 use super::hwrm_log::HwrmLog;
 use super::signals::StopSignals;
 use super::socket::{Listener, SocketError};
+use crate::net::pcap::PcapTap;
 use crate::net::stream::FrameDecoder;
 use crate::vfio_user::nic::ServedNic;
 use crate::vfio_user::protocol::{MAX_MESSAGE, Protocol};
@@ -121,7 +122,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
         segment_frames_dropped: 0,
     };
     let mut segment = match &options.segment {
-        Some(path) => Some(SegmentLink::join(path)?),
+        Some(path) => Some(SegmentLink::join(path, options.pcap.as_deref())?),
         None => None,
     };
     let stop = loop {
@@ -133,7 +134,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
             wait(&listener, &signals, client.as_ref(), segment.as_ref(), timeout)?;
         if segment_ready
             && let Some(link) = segment.as_mut()
-            && let Err(why) = link.drain(&mut summary)
+            && let Err(why) = link.drain(start.elapsed(), &mut summary)
         {
             tracing::warn!("left the segment: {why}");
             segment = None;
@@ -174,6 +175,9 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
     }
     nic.client_gone();
     log_events(&mut nic, &mut hwrm, options)?;
+    if let Some(link) = segment {
+        link.finish()?;
+    }
     summary.stop = stop;
     summary.hwrm_lines = hwrm.as_ref().map_or(0, HwrmLog::lines);
     Ok(summary)
@@ -271,24 +275,27 @@ fn log_events(nic: &mut ServedNic, hwrm: &mut Option<HwrmLog>, options: &ServeOp
 }
 
 /// The server's connection to a segment hub. The model NIC has no Ethernet port yet: frames from
-/// the segment are counted and dropped (loudly, once), and the NIC sends none.
+/// the segment are counted, recorded in the pcap if there is one, and dropped (loudly, once), and
+/// the NIC sends none.
 struct SegmentLink {
     stream: UnixStream,
     decoder: FrameDecoder,
+    tap: Option<PcapTap>,
     warned: bool,
 }
 
 impl SegmentLink {
-    fn join(path: &std::path::Path) -> Result<SegmentLink, ServeError> {
+    fn join(path: &std::path::Path, pcap: Option<&std::path::Path>) -> Result<SegmentLink, ServeError> {
         let err = |source| ServeError::Segment { path: path.to_path_buf(), source };
         let stream = UnixStream::connect(path).map_err(err)?;
         stream.set_nonblocking(true).map_err(err)?;
+        let tap = pcap.map(PcapTap::create).transpose().map_err(|e| ServeError::Pcap(e.to_string()))?;
         tracing::info!(segment = %path.display(), "joined the segment");
-        Ok(SegmentLink { stream, decoder: FrameDecoder::new(), warned: false })
+        Ok(SegmentLink { stream, decoder: FrameDecoder::new(), tap, warned: false })
     }
 
-    /// Take what the hub sent; `Err` when the hub is gone or sent garbage.
-    fn drain(&mut self, summary: &mut ServeSummary) -> Result<(), String> {
+    /// Take what the hub sent by `now`; `Err` when the hub is gone or sent garbage.
+    fn drain(&mut self, now: Duration, summary: &mut ServeSummary) -> Result<(), String> {
         let mut buf = vec![0u8; 65536];
         loop {
             match std::io::Read::read(&mut self.stream, &mut buf) {
@@ -301,6 +308,9 @@ impl SegmentLink {
         }
         while let Some(frame) = self.decoder.next_frame().map_err(|e| e.to_string())? {
             summary.segment_frames_dropped += 1;
+            if let Some(tap) = &mut self.tap {
+                tap.record(now, &frame);
+            }
             if !self.warned {
                 self.warned = true;
                 tracing::warn!(
@@ -308,6 +318,15 @@ impl SegmentLink {
                     "a frame from the segment is dropped: the model NIC has no Ethernet port yet (counted)"
                 );
             }
+        }
+        Ok(())
+    }
+
+    /// Close the pcap, if any.
+    fn finish(self) -> Result<(), ServeError> {
+        if let Some(tap) = self.tap {
+            let frames = tap.finish().map_err(|e| ServeError::Pcap(e.to_string()))?;
+            tracing::info!(frames, "pcap written");
         }
         Ok(())
     }

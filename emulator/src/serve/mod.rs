@@ -42,6 +42,8 @@ pub struct ServeOptions {
     pub persist: bool,
     /// The segment hub (`bnxt-model segment`) to join, if any.
     pub segment: Option<PathBuf>,
+    /// Where to record the frames the NIC exchanges on the segment, if anywhere.
+    pub pcap: Option<PathBuf>,
     /// Stop on SIGTERM/SIGINT (the process's handlers; off when serving from a thread of a
     /// program that handles signals itself, such as a test).
     pub catch_signals: bool,
