@@ -232,3 +232,25 @@ fn unimplemented_and_undefined_opcodes_and_short_commands_are_refused_loudly() {
     assert_eq!(c.status, INVALID_PARAMETER);
     assert!(last_refusal(&mut rig).unwrap().contains("shorter"));
 }
+
+#[test]
+fn func_reset_and_flr_drop_every_roce_object_and_the_channel() {
+    let mut rig = Rig::new(1);
+    let mut f = Func::bring_up(&mut rig, 0, 64, 64);
+    f.initialize(&mut rig);
+    f.add_own_gid(&mut rig);
+    assert_eq!(rig.world.device(0).roce().state().gids.len(), 1);
+    rig.ok(0, common::req::<bnxt_hsi::hwrm::layouts::HwrmFuncResetInput>());
+    let r = rig.world.device(0).roce();
+    assert!(r.state().init.is_none() && r.state().gids.is_empty(), "FUNC_RESET frees the function's RoCE objects");
+    assert!(r.channel().config().is_none(), "and the command channel");
+    // Bring it up again, then a function-level reset.
+    let mut f = Func::bring_up(&mut rig, 0, 64, 64);
+    f.initialize(&mut rig);
+    assert!(rig.world.device(0).roce().state().init.is_some());
+    let mut devctl = [0u8; 2];
+    rig.world.config_read(0, 0x68, &mut devctl);
+    let v = u16::from_le_bytes(devctl) | 0x8000;
+    rig.world.config_write(0, 0x68, &v.to_le_bytes());
+    assert!(rig.world.device(0).roce().state().init.is_none(), "FLR");
+}

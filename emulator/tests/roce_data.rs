@@ -374,3 +374,32 @@ fn the_pcap_tap_records_every_frame_of_the_segment() {
     assert_eq!(frames, st[0].roce.frames_sent + st[1].roce.frames_sent);
     assert!(frames >= 4, "3 SEND packets and an ACK");
 }
+
+#[test]
+fn a_wqe_the_engine_cannot_carry_out_completes_in_error_then_the_rest_flushed() {
+    let mut p = pair(false);
+    let (k0, b0) = p.mr[0];
+    // An atomic (QUERY_FUNC says ATOMIC_OPS_NOT_SUPPORTED), then a good SEND.
+    p.f[0].post_send(&mut p.rig, &mut p.qp[0], SqBase::WQE_TYPE_ATOMIC_CS, SIGNAL, &[(b0, k0, 8)], None, None, 0);
+    p.f[0].post_send(&mut p.rig, &mut p.qp[0], SEND, SIGNAL, &[(b0, k0, 64)], None, None, 0);
+    let first = p.cq[0].wait(&mut p.rig, 0, 100 * MS);
+    let second = p.cq[0].wait(&mut p.rig, 0, 100 * MS);
+    assert_eq!((cqe_status(&first), sq_cons_idx(&first)), (3, 1), "LOCAL_QP_OPERATION_ERR for WQE 0");
+    assert_eq!((cqe_status(&second), sq_cons_idx(&second)), (0xb, 2), "WORK_REQUEST_FLUSHED for WQE 1");
+    let e = p.f[0].next_creq(&mut p.rig);
+    assert_eq!((e.event, e.bytes[3]), (0xc0, 0x11), "QP error: REQ_WQE_FORMAT_ERROR");
+    assert_eq!(p.rig.world.nic_state(0).roce.bad_wqes, 1);
+    assert_eq!(p.rig.world.nic_state(0).roce.frames_sent, 0);
+    // A receive WQE of the wrong type on the other NIC.
+    let q = &mut p.qp[1];
+    let mut w = [0u8; 48];
+    (w[0], w[2]) = (0x42, 3);
+    w[8..12].copy_from_slice(&21u32.to_le_bytes());
+    p.rig.poke(1, q.rq_base + u64::from(q.rq_prod) * q.rq_stride, &w);
+    q.rq_prod += 1;
+    ring(&mut p.rig, 1, Doorbell::roce(DbType::Rq, q.id, q.rq_prod, false, 0));
+    let r = p.cq[1].wait(&mut p.rig, 1, 100 * MS);
+    assert_eq!((cqe_status(&r), res_wr_id(&r)), (4, 21), "LOCAL_QP_OPERATION_ERR with the WQE's wr_id");
+    let e = p.f[1].next_creq(&mut p.rig);
+    assert_eq!((e.event, e.bytes[0xb]), (0xc0, 0x16), "QP error: RES_WQE_FORMAT_ERROR");
+}

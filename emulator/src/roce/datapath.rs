@@ -96,10 +96,19 @@ impl RoceEngine {
                     tracing::debug!(qpn, %reason, "RQ WQE refused");
                     // The wr_id is unknown when the header cannot be read; the index stands in.
                     let id = read_wr_id(qp, env, index).unwrap_or(index);
-                    if let Some(t) = qp.transport.as_mut() {
-                        t.set_error();
+                    match qp.transport.as_mut() {
+                        Some(t) => t.set_error(),
+                        None => done.extend(qp.early_recvs.drain(..).map(|w| Done::Recv(flushed_recv(w.id)))),
                     }
                     done.push(Done::Refused { send: false, id: u64::from(id) });
+                    if qp.state != QpState::Err {
+                        qp.state = QpState::Err;
+                        let reason = QpErr::RES_ERR_STATE_REASON_RES_WQE_FORMAT_ERROR;
+                        self.pending_qp_error.push((qpn, 0, reason));
+                    }
+                    // WQEs after it complete flushed, after it: the next pass reads them.
+                    self.st.dirty.insert(qpn);
+                    return;
                 }
             }
         }
@@ -180,6 +189,9 @@ impl RoceEngine {
                         qp.state = QpState::Err;
                         self.pending_qp_error.push((qpn, QpErr::REQ_ERR_STATE_REASON_REQ_WQE_FORMAT_ERROR, 0));
                     }
+                    // WQEs after it complete flushed, after it: the next pass reads them.
+                    self.st.dirty.insert(qpn);
+                    return;
                 }
             }
         }
