@@ -79,6 +79,7 @@ struct Conn {
     rx: Receiver,
     next_id: u16,
     broken: bool,
+    timeout: Duration,
 }
 
 /// A connection to one vfio-user server.
@@ -100,10 +101,16 @@ impl Client {
     pub fn connect(path: &Path) -> Result<Client, ClientError> {
         let stream =
             UnixStream::connect(path).map_err(|source| ClientError::Connect { path: path.to_path_buf(), source })?;
+        Client::over(stream, path, REPLY_TIMEOUT)
+    }
+
+    /// As [`Client::connect`], over a stream already connected to the server (`path` names it in
+    /// messages), waiting at most `timeout` for each reply.
+    pub fn over(stream: UnixStream, path: &Path, timeout: Duration) -> Result<Client, ClientError> {
         stream
-            .set_read_timeout(Some(REPLY_TIMEOUT))
+            .set_read_timeout(Some(timeout))
             .map_err(|source| ClientError::Connect { path: path.to_path_buf(), source })?;
-        let conn = Conn { stream, rx: Receiver::new(MAX_DATA_XFER + 4096), next_id: 0, broken: false };
+        let conn = Conn { stream, rx: Receiver::new(MAX_DATA_XFER + 4096), next_id: 0, broken: false, timeout };
         let mut client = Client {
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
@@ -252,12 +259,12 @@ fn exchange(
     fds: &[BorrowedFd<'_>],
 ) -> Result<Message, ClientError> {
     let transport = |source| ClientError::Transport { command: label.to_string(), source };
-    send_message(conn.stream.as_fd(), bytes, fds, REPLY_TIMEOUT).map_err(transport)?;
-    let Conn { stream, rx, .. } = conn;
+    send_message(conn.stream.as_fd(), bytes, fds, conn.timeout).map_err(transport)?;
+    let Conn { stream, rx, timeout, .. } = conn;
     let reply = match rx.receive(stream.as_fd()) {
         Ok(Some(reply)) => reply,
         // A blocking socket with a receive timeout gives "nothing yet" only when the time is up.
-        Ok(None) => return Err(ClientError::Timeout { command: label.to_string(), timeout: REPLY_TIMEOUT }),
+        Ok(None) => return Err(ClientError::Timeout { command: label.to_string(), timeout: *timeout }),
         Err(e) => return Err(transport(e)),
     };
     let h = reply.header;
@@ -277,3 +284,6 @@ fn exchange(
     }
     Ok(reply)
 }
+
+#[cfg(test)]
+mod tests;
