@@ -27,12 +27,12 @@ enum Act {
     Silent,
 }
 
+/// What the scripted server saw: command number, payload, number of descriptors.
+type Seen = Arc<Mutex<Vec<(u16, Vec<u8>, usize)>>>;
+
 /// A server that answers version, device info and region info as a 9-region PCI device, and
 /// hands every other message to `script`; the messages it saw (after discovery) are recorded.
-fn server(
-    flags: u32,
-    script: impl Fn(&Message) -> Act + Send + 'static,
-) -> (UnixStream, Arc<Mutex<Vec<(u16, Vec<u8>, usize)>>>, JoinHandle<()>) {
+fn server(flags: u32, script: impl Fn(&Message) -> Act + Send + 'static) -> (UnixStream, Seen, JoinHandle<()>) {
     let (client_end, server_end) = UnixStream::pair().unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = seen.clone();
