@@ -44,6 +44,10 @@ pub enum IcrcCheck {
 }
 
 impl IcrcCheck {
+    fn of(carried: u32, computed: u32) -> IcrcCheck {
+        if carried == computed { IcrcCheck::Good } else { IcrcCheck::Bad { carried, computed } }
+    }
+
     /// Whether the ICRC matched.
     pub fn is_good(&self) -> bool {
         *self == IcrcCheck::Good
@@ -58,10 +62,42 @@ impl IcrcCheck {
     }
 }
 
-/// The ICRC of an IPv4 RoCE v2 packet: `packet` runs from the first byte of the IPv4 header
-/// (20 bytes, no options) to the last pad byte, without the ICRC itself and without Ethernet
-/// padding.
-pub fn compute(packet: &[u8]) -> Result<u32, WireError> {
+/// Offsets, from the start of the IPv4 header, of the bytes the ICRC covers as ones: IPv4 type
+/// of service, TTL and header checksum, UDP checksum, BTH byte 4.
+const VARIANT_OFFSETS: [usize; 7] = [
+    TOS_OFFSET,
+    TTL_OFFSET,
+    CHECKSUM_OFFSET,
+    CHECKSUM_OFFSET + 1,
+    ipv4::HEADER_LEN + udp::CHECKSUM_OFFSET,
+    ipv4::HEADER_LEN + udp::CHECKSUM_OFFSET + 1,
+    ipv4::HEADER_LEN + udp::HEADER_LEN + VARIANT_BYTE,
+];
+
+/// The CRC after the eight 0xff bytes that stand for the LRH, in `crc32fast`'s form (the
+/// finalised CRC of those bytes; rxe_icrc.c seeds its register with 0xdebb20e3, the complement
+/// of this). Computed at build time; a test checks it against `crc32fast`.
+const AFTER_LRH: u32 = crc32_bitwise(&[0xff; 8]);
+
+/// CRC-32 (reflected 0xEDB88320, initial ones, final inversion) a bit at a time, for constants.
+const fn crc32_bitwise(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    let mut i = 0;
+    while i < bytes.len() {
+        crc ^= bytes[i] as u32;
+        let mut bit = 0;
+        while bit < 8 {
+            crc = if crc & 1 == 1 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+            bit += 1;
+        }
+        i += 1;
+    }
+    !crc
+}
+
+/// Refuse what the ICRC is not defined for here: shorter than the masked headers, or not IPv4
+/// without options.
+fn check_packet(packet: &[u8]) -> Result<(), WireError> {
     need(Layer::Ipv4, 0, packet, MASKED_LEN)?;
     if packet[0] != 0x45 {
         return Err(WireError::Unsupported {
@@ -71,17 +107,20 @@ pub fn compute(packet: &[u8]) -> Result<u32, WireError> {
             why: "the ICRC is defined here for IPv4 without options (0x45)",
         });
     }
+    Ok(())
+}
+
+/// The ICRC of an IPv4 RoCE v2 packet: `packet` runs from the first byte of the IPv4 header
+/// (20 bytes, no options) to the last pad byte, without the ICRC itself and without Ethernet
+/// padding.
+pub fn compute(packet: &[u8]) -> Result<u32, WireError> {
+    check_packet(packet)?;
     let mut masked = [0u8; MASKED_LEN];
     masked.copy_from_slice(&packet[..MASKED_LEN]);
-    masked[TOS_OFFSET] = 0xff;
-    masked[TTL_OFFSET] = 0xff;
-    masked[CHECKSUM_OFFSET..CHECKSUM_OFFSET + 2].fill(0xff);
-    let udp_checksum = ipv4::HEADER_LEN + udp::CHECKSUM_OFFSET;
-    masked[udp_checksum..udp_checksum + 2].fill(0xff);
-    masked[ipv4::HEADER_LEN + udp::HEADER_LEN + VARIANT_BYTE] = 0xff;
-
-    let mut crc = crc32fast::Hasher::new();
-    crc.update(&[0xff; 8]);
+    for at in VARIANT_OFFSETS {
+        masked[at] = 0xff;
+    }
+    let mut crc = crc32fast::Hasher::new_with_initial(AFTER_LRH);
     crc.update(&masked);
     crc.update(&packet[MASKED_LEN..]);
     Ok(crc.finalize())
@@ -101,7 +140,7 @@ pub fn verify(packet_with_icrc: &[u8]) -> Result<IcrcCheck, WireError> {
     need(Layer::Payload, 0, packet_with_icrc, MASKED_LEN + ICRC_LEN)?;
     let carried = carried(packet_with_icrc)?;
     let computed = compute(&packet_with_icrc[..packet_with_icrc.len() - ICRC_LEN])?;
-    Ok(if carried == computed { IcrcCheck::Good } else { IcrcCheck::Bad { carried, computed } })
+    Ok(IcrcCheck::of(carried, computed))
 }
 
 /// Compute the ICRC of a packet whose last four bytes are room for it, and store it there.
@@ -197,6 +236,13 @@ mod tests {
         packet[45] ^= 0x10;
         assert!(matches!(verify(&packet).unwrap(), IcrcCheck::Bad { carried: 0xf353_f378, .. }));
         assert!(matches!(verify(&packet).unwrap().into_result(), Err(WireError::Icrc { .. })));
+    }
+
+    #[test]
+    fn the_lrh_state_is_the_crc_of_eight_ones_and_rxes_seed() {
+        assert_eq!(AFTER_LRH, crc32fast::hash(&[0xff; 8]));
+        assert_eq!(!AFTER_LRH, 0xdebb_20e3, "rxe_icrc.c's seed");
+        assert_eq!(crc32_bitwise(b"123456789"), 0xcbf4_3926, "the CRC-32 check value");
     }
 
     #[test]

@@ -281,15 +281,67 @@ impl<'a> RoceFrame<'a> {
     /// length matching IP's and a good (or zero) checksum, the ICRC, then the BTH (an RC opcode
     /// of [`Opcode`], TVer 0), the extended headers its opcode calls for and the pad count.
     pub fn parse(frame: &'a [u8]) -> Result<RoceFrame<'a>, WireError> {
-        Self::parse_inner(frame, true)
+        let outer = Outer::parse(frame)?;
+        icrc::verify(&frame[IPV4_OFFSET..outer.ip_end])?.into_result()?;
+        Self::parse_transport(frame, outer)
     }
 
     /// As [`RoceFrame::parse`], without checking the ICRC (for taps and tools).
     pub fn parse_unverified(frame: &'a [u8]) -> Result<RoceFrame<'a>, WireError> {
-        Self::parse_inner(frame, false)
+        let outer = Outer::parse(frame)?;
+        Self::parse_transport(frame, outer)
     }
 
-    fn parse_inner(frame: &'a [u8], check_icrc: bool) -> Result<RoceFrame<'a>, WireError> {
+    /// The BTH and what follows it, once the outer headers and (when asked) the ICRC passed.
+    fn parse_transport(frame: &'a [u8], outer: Outer) -> Result<RoceFrame<'a>, WireError> {
+        let Outer { eth, ip, udp, ip_end } = outer;
+        let icrc = icrc::carried(&frame[IPV4_OFFSET..ip_end])?;
+        let body_end = ip_end - ICRC_LEN;
+        let bth = BthRepr::parse(&BthPacket::new_unchecked(&frame[BTH_OFFSET..]))?;
+        let op: Opcode = bth.opcode;
+        let mut at_byte = EXT_OFFSET;
+        let mut take = |layer: Layer, len: usize| -> Result<&'a [u8], WireError> {
+            let rest = &frame[at_byte..body_end];
+            need(layer, at_byte, rest, len)?;
+            at_byte += len;
+            Ok(&rest[..len])
+        };
+        let reth = if op.has_reth() { Some(RethRepr::parse(take(Layer::Reth, ext::RETH_LEN)?)?) } else { None };
+        let aeth = if op.has_aeth() { Some(AethRepr::parse(take(Layer::Aeth, ext::AETH_LEN)?)?) } else { None };
+        let immdt = if op.has_immdt() { Some(ext::parse_immdt(take(Layer::ImmDt, ext::IMMDT_LEN)?)?) } else { None };
+        let rest = &frame[at_byte..body_end];
+        let pad = usize::from(bth.pad_count);
+        if pad > rest.len() || (!op.has_payload() && rest.len() != pad) {
+            return Err(WireError::BadLength {
+                layer: Layer::Payload,
+                field: if op.has_payload() { "BTH pad count" } else { "payload of an opcode without one" },
+                stated: pad,
+                actual: rest.len(),
+            });
+        }
+        Ok(RoceFrame {
+            eth,
+            ip,
+            udp,
+            transport: Transport { bth, reth, aeth, immdt },
+            payload: &rest[..rest.len() - pad],
+            icrc,
+        })
+    }
+}
+
+/// The checked headers outside the BTH, and where the IPv4 packet ends.
+struct Outer {
+    eth: EthernetRepr,
+    ip: Ipv4Repr,
+    udp: UdpRepr,
+    ip_end: usize,
+}
+
+impl Outer {
+    /// Every check [`RoceFrame::parse`] makes before the ICRC: Ethernet, IPv4, UDP, and room for
+    /// a BTH and an ICRC.
+    fn parse(frame: &[u8]) -> Result<Outer, WireError> {
         let e = EthernetFrame::new_checked(frame)?;
         let eth = EthernetRepr::parse(&e);
         match eth.ethertype {
@@ -343,41 +395,7 @@ impl<'a> RoceFrame<'a> {
         }
         u.verify_checksum(ip.src, ip.dst)?;
         need(Layer::Bth, BTH_OFFSET, &frame[BTH_OFFSET..ip_end], bth::HEADER_LEN + ICRC_LEN)?;
-        let icrc = icrc::carried(&frame[IPV4_OFFSET..ip_end])?;
-        if check_icrc {
-            icrc::verify(&frame[IPV4_OFFSET..ip_end])?.into_result()?;
-        }
-        let body_end = ip_end - ICRC_LEN;
-        let bth = BthRepr::parse(&BthPacket::new_unchecked(&frame[BTH_OFFSET..]))?;
-        let op: Opcode = bth.opcode;
-        let mut at_byte = EXT_OFFSET;
-        let mut take = |layer: Layer, len: usize| -> Result<&'a [u8], WireError> {
-            let rest = &frame[at_byte..body_end];
-            need(layer, at_byte, rest, len)?;
-            at_byte += len;
-            Ok(&rest[..len])
-        };
-        let reth = if op.has_reth() { Some(RethRepr::parse(take(Layer::Reth, ext::RETH_LEN)?)?) } else { None };
-        let aeth = if op.has_aeth() { Some(AethRepr::parse(take(Layer::Aeth, ext::AETH_LEN)?)?) } else { None };
-        let immdt = if op.has_immdt() { Some(ext::parse_immdt(take(Layer::ImmDt, ext::IMMDT_LEN)?)?) } else { None };
-        let rest = &frame[at_byte..body_end];
-        let pad = usize::from(bth.pad_count);
-        if pad > rest.len() || (!op.has_payload() && rest.len() != pad) {
-            return Err(WireError::BadLength {
-                layer: Layer::Payload,
-                field: if op.has_payload() { "BTH pad count" } else { "payload of an opcode without one" },
-                stated: pad,
-                actual: rest.len(),
-            });
-        }
-        Ok(RoceFrame {
-            eth,
-            ip,
-            udp,
-            transport: Transport { bth, reth, aeth, immdt },
-            payload: &rest[..rest.len() - pad],
-            icrc,
-        })
+        Ok(Outer { eth, ip, udp, ip_end })
     }
 }
 
