@@ -4,7 +4,8 @@
 //! Layouts are in [`layouts`] (generated from roce_hsi.h, offsets asserted at compile time); the
 //! hand-written modules hold what the layouts cannot: the doorbell and MSN-entry encodings
 //! ([`doorbell`], [`msn`]), channel constants and statuses ([`rcfw`]), CQE/NQE types and the
-//! valid-bit rule ([`cqe`]), QP states and access orders ([`qp`]), byte orders ([`gid`]) and
+//! valid-bit rule ([`cqe`]), page-table entries ([`pte`]), QP states and access orders ([`qp`]),
+//! byte orders ([`gid`]) and
 //! each command paired with the completion that answers it ([`command`]).
 
 #[allow(missing_docs)]
@@ -16,5 +17,6 @@ pub mod cqe;
 pub mod doorbell;
 pub mod gid;
 pub mod msn;
+pub mod pte;
 pub mod qp;
 pub mod rcfw;
