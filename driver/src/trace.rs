@@ -2,6 +2,9 @@
 //! their answers, RoCE firmware commands and their completions, doorbells and the completions
 //! it took from its rings.
 //!
+//! A request, command or doorbell is recorded just before the store that hands it to the NIC,
+//! so that in a record that merges the NIC's own events it comes before what the NIC did with it.
+//!
 //! Nothing is recorded unless the calling thread installed a [`TraceSink`] with [`with_sink`];
 //! without one an event costs a thread-local check and is never built. The record is the same on
 //! every target (the model in-process or behind a socket, a card), so a run on a card can be

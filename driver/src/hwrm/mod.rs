@@ -130,8 +130,8 @@ impl Channel {
                 self.write_window(&short, short.len());
             }
         }
-        self.function.bar_write32(BAR_REGS, bar0::HWRM_TRIGGER, bar0::TRIGGER_VALUE);
         trace::emit(|| TraceEvent::HwrmRequest { bus: self.function.bus().to_string(), request: R::NAME, seq_id });
+        self.function.bar_write32(BAR_REGS, bar0::HWRM_TRIGGER, bar0::TRIGGER_VALUE);
 
         let resp_len = self.await_response::<R>(seq_id, timeout, start).inspect_err(|e| {
             let outcome = Outcome::of_error(e);

@@ -43,8 +43,8 @@ impl DbPage {
     /// Once the function is released (the NIC closed).
     pub(crate) fn ring(&self, db: Doorbell) {
         let function = self.function.upgrade().expect("a doorbell rung after its NIC was closed");
+        trace::emit(|| TraceEvent::Doorbell { bus: function.bus().to_string(), ty: db.ty.name(), xid: db.xid, index: db.index });
         fence(Ordering::SeqCst);
         function.bar_write64(BAR_DOORBELLS, self.offset, db.encode());
-        trace::emit(|| TraceEvent::Doorbell { bus: function.bus().to_string(), ty: db.ty.name(), xid: db.xid, index: db.index });
     }
 }

@@ -185,10 +185,10 @@ impl Rcfw {
         }
         tracing::debug!(nic = %self.nic, command = C::NAME, cookie, slots, "RoCE command");
         let start = self.function.clock().now();
+        trace::emit(|| TraceEvent::RoceCommand { bus: self.function.bus().to_string(), command: C::NAME, cookie });
         fence(Ordering::SeqCst);
         self.function.bar_write32(BAR_REGS, bar0::RCFW_CMDQ_PROD, prod);
         self.function.bar_write32(BAR_REGS, bar0::RCFW_CMDQ_TRIG, bar0::TRIGGER_VALUE);
-        trace::emit(|| TraceEvent::RoceCommand { bus: self.function.bus().to_string(), command: C::NAME, cookie });
 
         let entry = self.await_answer::<C>(cookie, start).inspect_err(|e| {
             let outcome = Outcome::of_error(e);
