@@ -525,8 +525,9 @@ pub fn modify_qp(st: &mut RoceState, cmd: &Cmd<'_>, _cx: &CmdCtx<'_>) -> Outcome
             let sgid = gids
                 .get(a.sgid_index)
                 .ok_or_else(|| Refusal::invalid(format!("sgid_index {} holds no GID any more", a.sgid_index)))?;
-            let src_ip = ipv4_of_gid(&sgid.gid).expect("checked at RTR");
-            let src_mac = qp.src_mac.expect("set at RTR");
+            let src_ip = ipv4_of_gid(&sgid.gid)
+                .ok_or_else(|| Refusal::not_implemented("the source GID is no longer IPv4-mapped (MODIFY_GID since RTR)"))?;
+            let src_mac = qp.src_mac.ok_or_else(|| Refusal::invalid("no path resolved at RTR"))?;
             let attrs = transport_attrs(qp, &a, src_mac, src_ip)?;
             let t = RcQp::new(attrs).map_err(|e| Refusal::invalid(e.to_string()))?;
             qp.transport = Some(t);
