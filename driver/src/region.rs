@@ -331,11 +331,8 @@ fn register_mr(roce: &Roce, id: u64, len: usize, live: &Live) -> Result<u32, (Er
 
 /// DEALLOCATE_KEY of an MR's key (`bnxt_qplib_free_mrw`).
 fn dealloc_key(roce: &Roce, key: u32, teardown: bool) -> Result<(), Error> {
-    let req = CmdqDeallocateKey {
-        mrw_flags: CmdqDeallocateKey::MRW_FLAGS_MR,
-        key: key.into(),
-        ..FromZeros::new_zeroed()
-    };
+    let req =
+        CmdqDeallocateKey { mrw_flags: CmdqDeallocateKey::MRW_FLAGS_MR, key: key.into(), ..FromZeros::new_zeroed() };
     if teardown { roce.teardown_command(req) } else { roce.command(req) }.map(|_| ())
 }
 

@@ -226,7 +226,8 @@ fn destroy_with_work_outstanding_then_the_peer_finds_it_gone() {
     for _ in 0..3 {
         t.qa.send(&src, 0, 64);
     }
-    let got: Vec<Status> = (0..3).map(|_| t.qa.wait(Side::Send, Duration::from_secs(10)).expect("completes").status).collect();
+    let got: Vec<Status> =
+        (0..3).map(|_| t.qa.wait(Side::Send, Duration::from_secs(10)).expect("completes").status).collect();
     assert_eq!(got, [Status::RetryExceeded, Status::Flushed, Status::Flushed]);
     assert_clean(&t.m, 2);
 }
@@ -248,7 +249,10 @@ fn close_with_regions_and_queue_pairs_open_frees_everything() {
     }
     assert_eq!(src.len(), 4096, "a region's length still answers");
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| src.read(0, 1)));
-    assert_eq!(*r.unwrap_err().downcast::<String>().unwrap(), "BNXT: used after close (a closed NIC answers only name, bus and identity)");
+    assert_eq!(
+        *r.unwrap_err().downcast::<String>().unwrap(),
+        "BNXT: used after close (a closed NIC answers only name, bus and identity)"
+    );
     drop((t.qa, t.qb, src, dst));
     assert_clean(&t.m, 2);
 }

@@ -16,7 +16,7 @@
 //! The values this driver chooses (see [`Path`]) are documented on its constants.
 
 use bnxt_hsi::roce::layouts::CmdqModifyQp as M;
-use bnxt_hsi::roce::qp::{Access, QpState, mtu_code, PATH_MTU_SHIFT};
+use bnxt_hsi::roce::qp::{Access, PATH_MTU_SHIFT, QpState, mtu_code};
 use zerocopy::{FromZeros, IntoBytes};
 
 use super::endpoint::Endpoint;
@@ -45,7 +45,8 @@ const NO_VLAN: u16 = M::VLAN_ID_MASK;
 
 /// Rights every queue pair grants its peer: remote write and read, and local write, which RC
 /// receives need.
-pub(crate) const QP_ACCESS: Access = Access { local_write: true, remote_write: true, remote_read: true, remote_atomic: false };
+pub(crate) const QP_ACCESS: Access =
+    Access { local_write: true, remote_write: true, remote_read: true, remote_atomic: false };
 
 /// What every MODIFY_QP of a queue pair carries.
 #[derive(Debug, Clone, Copy)]
@@ -169,7 +170,8 @@ mod tests {
     use bnxt_hsi::roce::layouts::CreqQueryFuncRespSb as Sb;
     use std::net::Ipv4Addr;
 
-    const F: Fixed = Fixed { qpn: 0x105, sq_slots: 32_768, rq_slots: 32_768, sq_sge: 1, rq_sge: 1, orrq_slots: 17, irrq_slots: 34 };
+    const F: Fixed =
+        Fixed { qpn: 0x105, sq_slots: 32_768, rq_slots: 32_768, sq_sge: 1, rq_sge: 1, orrq_slots: 17, irrq_slots: 34 };
 
     fn caps(ext2: u16) -> DevCaps {
         let mut sb = Sb::new_zeroed();
@@ -178,7 +180,8 @@ mod tests {
     }
 
     fn path() -> Path {
-        let peer = Endpoint { mac: [0, 0x0a, 0xf7, 1, 2, 3], ipv4: Ipv4Addr::new(10, 1, 2, 3), qpn: 0x222, psn: 0xabcdef };
+        let peer =
+            Endpoint { mac: [0, 0x0a, 0xf7, 1, 2, 3], ipv4: Ipv4Addr::new(10, 1, 2, 3), qpn: 0x222, psn: 0xabcdef };
         Path { peer, sgid_index: 3 }
     }
 
@@ -195,7 +198,19 @@ mod tests {
     #[test]
     fn init_to_rtr_carries_the_path_as_bnxt_re_sends_it() {
         let m = to_rtr(&F, &path(), &caps(0));
-        let want = 0x1 | 0x20 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x1000 | 0x4000000 | 0x10000 | 0x100000 | 0x40000 | 0x10000000;
+        let want = 0x1
+            | 0x20
+            | 0x40
+            | 0x80
+            | 0x100
+            | 0x200
+            | 0x400
+            | 0x1000
+            | 0x4000000
+            | 0x10000
+            | 0x100000
+            | 0x40000
+            | 0x10000000;
         assert_eq!(m.modify_mask.get(), want);
         assert_eq!(m.network_type_en_sqd_async_notify_new_state, 0x80 | 2, "RoCE v2 IPv4, RTR");
         assert_eq!(m.dgid.as_bytes(), &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 1, 2, 3], "wire order");

@@ -11,8 +11,8 @@ use bnxt_hsi::roce::layouts::{CqResRc, CqTerminal};
 use bnxt_hsi::roce::qp::QpState;
 use zerocopy::FromBytes;
 
-use super::core::QpCore;
 use super::Side;
+use super::core::QpCore;
 use super::half::Half;
 use super::ledger::Ledger;
 use super::send::MAX_MESSAGE;

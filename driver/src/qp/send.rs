@@ -11,15 +11,15 @@ use std::sync::atomic::Ordering;
 
 use bnxt_hsi::roce::cqe::CqeType;
 use bnxt_hsi::roce::doorbell::{DbType, Doorbell};
+use bnxt_hsi::roce::layouts::SqBase;
 use bnxt_hsi::roce::layouts::{CqReq, CqTerminal, SqPsnSearchExt};
 use bnxt_hsi::roce::msn::MsnEntry;
-use bnxt_hsi::roce::layouts::SqBase;
 use zerocopy::{FromBytes, IntoBytes};
 
-use super::core::{QpCore, SideMem};
 use super::Side;
-use super::half::Half;
+use super::core::{QpCore, SideMem};
 use super::endpoint::PSN_MASK;
+use super::half::Half;
 use super::ledger::Ledger;
 use super::modify::PATH_MTU;
 use super::status::Status;
@@ -77,7 +77,10 @@ impl SendQueue {
     pub fn read(&mut self, region: &Region, at: usize, from: &Region, from_at: usize, len: usize) {
         self.check_post("read", len);
         if !self.core.peer_local.load(Ordering::Acquire) {
-            panic!("{}: read over a queue pair connected to another NIC's (reads are between regions of one NIC)", self.core.roce.name);
+            panic!(
+                "{}: read over a queue pair connected to another NIC's (reads are between regions of one NIC)",
+                self.core.roce.name
+            );
         }
         let local = region.sge(&self.core.roce, "read", at, len);
         let remote: Sge = from.sge(&self.core.roce, "read", from_at, len);

@@ -122,7 +122,11 @@ fn make_creates_two_cqs_then_an_rc_qp_and_takes_it_to_init() {
     assert_eq!(q.qp_flags.get(), 0x4 | 0x8 | 0x2, "RESERVED_LKEY, FR_PMR, FORCE_COMPLETION");
     assert_eq!((q.sq_pg_size_sq_lvl, q.rq_pg_size_rq_lvl), (1, 1));
     assert_eq!((q.scq_cid.get(), q.rcq_cid.get(), q.pd_id.get(), q.dpi.get()), (1, 2, 0, 16));
-    assert_eq!((q.sq_fwo_sq_sge.get(), q.rq_fwo_rq_sge.get()), (1, 6), "one SGE a send, the device's six a static receive");
+    assert_eq!(
+        (q.sq_fwo_sq_sge.get(), q.rq_fwo_rq_sge.get()),
+        (1, 6),
+        "one SGE a send, the device's six a static receive"
+    );
     assert_eq!((q.orrq_addr.get() & 0xfff, q.irrq_addr.get() & 0xfff), (0, 0));
     assert!(q.orrq_addr.get() != 0 && q.irrq_addr.get() != 0);
     // The SQ: 32 Ki slots (128 pages), then the 4096-entry MSN table (8 pages), the last marked.
@@ -188,7 +192,11 @@ fn completions_come_from_cqes_in_order_and_free_slots_when_taken() {
     let rq = made_b.qp.rq_pbl.get();
     let rwqe = RqWqeHdr::read_from_bytes(&rig.m.f(0).dma_read(rig.ring_addr(rq, 0), 32)).unwrap();
     assert_eq!((rwqe.wqe_type, rwqe.wqe_size, rwqe.wr_id[0].get()), (0x80, 3, 0));
-    assert_eq!(*rig.doorbells().last().unwrap(), Doorbell::roce(DbType::Rq, b.endpoint().qpn, 1, false, 0), "RQ producer in WQEs");
+    assert_eq!(
+        *rig.doorbells().last().unwrap(),
+        Doorbell::roce(DbType::Rq, b.endpoint().qpn, 1, false, 0),
+        "RQ producer in WQEs"
+    );
     for _ in 0..3 {
         a.send(&r, 0, 10);
     }

@@ -68,11 +68,7 @@ pub(crate) fn read(local: &Sge, remote_va: u64, rkey: u32) -> [u8; SQ_WQE_BYTES]
 /// A receive into what `local` names (a zero-length receive carries one SGE of size 0, as
 /// bnxt_re writes one), its `wr_id` the entry's ring `index`, in a WQE of `bytes` bytes.
 pub(crate) fn receive(local: &Sge, index: u32, bytes: usize) -> Vec<u8> {
-    let mut hdr = RqWqeHdr {
-        wqe_type: RqWqeHdr::WQE_TYPE_RCV,
-        wqe_size: HEADER_SLOTS + 1,
-        ..FromZeros::new_zeroed()
-    };
+    let mut hdr = RqWqeHdr { wqe_type: RqWqeHdr::WQE_TYPE_RCV, wqe_size: HEADER_SLOTS + 1, ..FromZeros::new_zeroed() };
     hdr.wr_id[0] = (index & RqWqeHdr::WR_ID_MASK).into();
     let mut wqe = vec![0u8; bytes];
     place(&mut wqe, hdr.as_bytes(), std::slice::from_ref(local));

@@ -128,8 +128,11 @@ fn close_frees_the_keys_and_memory_of_regions_still_open() {
     let b = Region::host(&nic, 3 * 4096).unwrap();
     let keys = [a.key(), b.key()];
     nic.close();
-    let freed: Vec<u32> =
-        since(&m, n).iter().filter(|c| c.opcode == DEALLOCATE_KEY).map(|c| c.parse::<CmdqDeallocateKey>().key.get()).collect();
+    let freed: Vec<u32> = since(&m, n)
+        .iter()
+        .filter(|c| c.opcode == DEALLOCATE_KEY)
+        .map(|c| c.parse::<CmdqDeallocateKey>().key.get())
+        .collect();
     assert_eq!(freed, [keys[1], keys[0]], "newest first");
     assert_eq!(m.f(0).dma_live(), 0, "the regions' memory is freed although their values live");
     assert_eq!(a.len(), 4096, "len still answers");

@@ -108,7 +108,8 @@ mod tests {
     fn flags_read_as_bnxt_re_reads_them() {
         let mut sb = Sb::new_zeroed();
         sb.dev_cap_flags = (Sb::MR_REGISTER_ALLOC | Sb::HW_RESPONDER_RETX_ENABLED).into();
-        sb.dev_cap_ext_flags_2 = (Sb::REQ_RETRANSMISSION_SUPPORT_HOST_MSN_TABLE | Sb::OPTIMIZE_MODIFY_QP_SUPPORTED).into();
+        sb.dev_cap_ext_flags_2 =
+            (Sb::REQ_RETRANSMISSION_SUPPORT_HOST_MSN_TABLE | Sb::OPTIMIZE_MODIFY_QP_SUPPORTED).into();
         sb.max_qp_rd_atom = 200;
         sb.max_qp_init_rd_atom = 16;
         let c = DevCaps::from_sb(&sb);

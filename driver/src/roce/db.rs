@@ -7,8 +7,8 @@
 //! `bnxt_qplib_map_creq_db`; hardware-map §5.6). Each doorbell is one 64-bit store, made after
 //! every memory store it announces (`wmb()` in `bnxt_qplib_write_db`).
 
-use std::sync::{Arc, Weak};
 use std::sync::atomic::{Ordering, fence};
+use std::sync::{Arc, Weak};
 
 use bnxt_hsi::pci::BAR_DOORBELLS;
 use bnxt_hsi::roce::doorbell::Doorbell;
@@ -43,7 +43,12 @@ impl DbPage {
     /// Once the function is released (the NIC closed).
     pub(crate) fn ring(&self, db: Doorbell) {
         let function = self.function.upgrade().expect("a doorbell rung after its NIC was closed");
-        trace::emit(|| TraceEvent::Doorbell { bus: function.bus().to_string(), ty: db.ty.name(), xid: db.xid, index: db.index });
+        trace::emit(|| TraceEvent::Doorbell {
+            bus: function.bus().to_string(),
+            ty: db.ty.name(),
+            xid: db.xid,
+            index: db.index,
+        });
         fence(Ordering::SeqCst);
         function.bar_write64(BAR_DOORBELLS, self.offset, db.encode());
     }

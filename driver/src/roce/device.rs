@@ -181,8 +181,8 @@ fn bring_up(inputs: &Inputs<'_>, hwrm: &mut Channel, parts: &mut Parts) -> Resul
     let pci = |source| Error::Pci { nic: nic.to_string(), source };
     let db = DbPage::new(function, inputs.doorbells.offset);
 
-    let rcfw = Rcfw::alloc(nic, function.clone(), db.clone(), hwrm.timeouts().rcfw_wait(), hwrm.wedged())
-        .map_err(pci)?;
+    let rcfw =
+        Rcfw::alloc(nic, function.clone(), db.clone(), hwrm.timeouts().rcfw_wait(), hwrm.wedged()).map_err(pci)?;
     // Held in `parts` before the firmware is told of it: an unanswered RING_ALLOC keeps it.
     let rcfw = parts.rcfw.insert(rcfw);
     let creq_ring = ring_alloc(hwrm, rcfw.creq(), CREQ_VECTOR)?;

@@ -34,9 +34,9 @@ use bnxt_hsi::roce::rcfw::{
 };
 use zerocopy::{FromBytes, IntoBytes};
 
+use super::Memory;
 use super::db::DbPage;
 use super::pbl::PblKind;
-use super::Memory;
 use super::queue::{Cursor, Queue, Shape};
 use crate::dma::{DmaBuffer, PAGE_SIZE};
 use crate::error::Error;
@@ -192,7 +192,12 @@ impl Rcfw {
 
         let entry = self.await_answer::<C>(cookie, start).inspect_err(|e| {
             let outcome = Outcome::of_error(e);
-            trace::emit(|| TraceEvent::RoceAnswer { bus: self.function.bus().to_string(), command: C::NAME, cookie, outcome });
+            trace::emit(|| TraceEvent::RoceAnswer {
+                bus: self.function.bus().to_string(),
+                command: C::NAME,
+                cookie,
+                outcome,
+            });
         })?;
         if entry[CREQ_EVENT] != C::OPCODE {
             tracing::warn!(nic = %self.nic, command = C::NAME, event = entry[CREQ_EVENT], "completion names another opcode");
@@ -201,7 +206,12 @@ impl Rcfw {
             0 => Outcome::Ok,
             status => Outcome::Refused(format!("0x{status:02x}")),
         };
-        trace::emit(|| TraceEvent::RoceAnswer { bus: self.function.bus().to_string(), command: C::NAME, cookie, outcome });
+        trace::emit(|| TraceEvent::RoceAnswer {
+            bus: self.function.bus().to_string(),
+            command: C::NAME,
+            cookie,
+            outcome,
+        });
         match entry[CREQ_STATUS] {
             0 => Ok(entry),
             status => {
@@ -275,7 +285,9 @@ impl Rcfw {
                 }
             },
             CREQ_TYPE_FUNC_EVENT => tracing::warn!(nic = %self.nic, event = entry[CREQ_EVENT], "RoCE function event"),
-            CREQ_TYPE_HWRM_ASYNC_EVENT => tracing::debug!(nic = %self.nic, "HWRM async event on the CREQ (ignored, as bnxt_re does)"),
+            CREQ_TYPE_HWRM_ASYNC_EVENT => {
+                tracing::debug!(nic = %self.nic, "HWRM async event on the CREQ (ignored, as bnxt_re does)")
+            }
             other => tracing::warn!(nic = %self.nic, ty = other, "CREQ entry of unknown type"),
         }
         None

@@ -33,8 +33,13 @@ fn open_brings_the_roce_engine_up_in_bnxt_re_order() {
     assert_eq!(opcodes(&m), [QUERY_FUNC, INITIALIZE_FW, QUERY_FUNC, ADD_GID]);
 
     // The CREQ: an NQ-type ring of 64 Ki entries behind a one-level table, on vector 0.
-    let allocs: Vec<HwrmRingAllocInput> =
-        m.f(0).submissions().iter().filter(|s| crate::testing::req_type(&s.request) == 0x50).map(|s| parse(&s.request)).collect();
+    let allocs: Vec<HwrmRingAllocInput> = m
+        .f(0)
+        .submissions()
+        .iter()
+        .filter(|s| crate::testing::req_type(&s.request) == 0x50)
+        .map(|s| parse(&s.request))
+        .collect();
     let (creq, nq) = (&allocs[0], &allocs[1]);
     assert_eq!((creq.ring_type, creq.length.get(), creq.page_size, creq.page_tbl_depth), (5, 65_536, 12, 1));
     assert_eq!((creq.logical_id.get(), creq.int_mode), (0, HwrmRingAllocInput::INT_MODE_MSIX));
@@ -45,15 +50,18 @@ fn open_brings_the_roce_engine_up_in_bnxt_re_order() {
     assert_eq!((nq.ring_type, nq.length.get(), nq.logical_id.get()), (5, 131_072, 1));
 
     // The statistics context, with the RoCE flag, named by INITIALIZE_FW.
-    let stat: HwrmStatCtxAllocInput = parse(
-        &m.f(0).submissions().iter().find(|s| crate::testing::req_type(&s.request) == 0xb0).unwrap().request,
-    );
+    let stat: HwrmStatCtxAllocInput =
+        parse(&m.f(0).submissions().iter().find(|s| crate::testing::req_type(&s.request) == 0xb0).unwrap().request);
     assert_eq!((stat.stat_ctx_flags, stat.stats_dma_length.get(), stat.update_period_ms.get()), (1, 160, 1000));
     let cmds = m.f(0).roce_commands();
     let init: CmdqInitializeFw = cmds[1].parse();
     assert_eq!(init.stat_ctx_id.get(), 3);
     assert_eq!(init.flags.get(), CmdqInitializeFw::FLAGS_HW_REQUESTER_RETX_SUPPORTED, "the firmware retransmits");
-    assert_eq!((init.cmd_size, init.qpc_page_dir.get(), init.number_of_qp.get()), (8, 0, 0), "no context memory named on P7");
+    assert_eq!(
+        (init.cmd_size, init.qpc_page_dir.get(), init.number_of_qp.get()),
+        (8, 0, 0),
+        "no context memory named on P7"
+    );
     let query: CmdqQueryFunc = cmds[0].parse();
     assert_eq!(query.resp_size, 10, "160 bytes of side buffer in 16-byte units");
     assert_ne!(query.resp_addr.get(), 0);
@@ -77,10 +85,15 @@ fn open_brings_the_roce_engine_up_in_bnxt_re_order() {
 fn the_channel_is_announced_after_the_creq_is_armed_and_the_first_producer_carries_bit_31() {
     let m = FakeMachine::new(1);
     let _nic = Nic::open(&m, 0).unwrap();
-    let dbs: Vec<Doorbell> = m.f(0).doorbells().iter().map(|(bar, off, v)| {
-        assert_eq!((*bar, *off), (2, 64 * 1024), "every RoCE doorbell on the page at legacy_l2_db_size_kb");
-        Doorbell::decode(*v).unwrap()
-    }).collect();
+    let dbs: Vec<Doorbell> = m
+        .f(0)
+        .doorbells()
+        .iter()
+        .map(|(bar, off, v)| {
+            assert_eq!((*bar, *off), (2, 64 * 1024), "every RoCE doorbell on the page at legacy_l2_db_size_kb");
+            Doorbell::decode(*v).unwrap()
+        })
+        .collect();
     assert_eq!((dbs[0].ty, dbs[0].xid, dbs[0].index, dbs[0].valid), (DbType::NqArm, 0, 0, true), "CREQ armed first");
     // Each answered command is acknowledged with an NQ doorbell at the new consumer.
     let acks: Vec<u32> = dbs.iter().filter(|d| d.ty == DbType::Nq && d.xid == 0).map(|d| d.index).collect();
@@ -96,7 +109,11 @@ fn close_tears_the_engine_down_in_reverse_before_unregistering() {
     nic.close();
     assert_eq!(&opcodes(&m)[4..], [DELETE_GID, DEINITIALIZE_FW]);
     let after: Vec<u16> = m.f(0).submissions()[before..].iter().map(|s| crate::testing::req_type(&s.request)).collect();
-    assert_eq!(after, [0x51, 0xb1, 0x51, 0x1a], "RING_FREE NQ, (DEINITIALIZE_FW), STAT_CTX_FREE, RING_FREE CREQ, UNRGTR");
+    assert_eq!(
+        after,
+        [0x51, 0xb1, 0x51, 0x1a],
+        "RING_FREE NQ, (DEINITIALIZE_FW), STAT_CTX_FREE, RING_FREE CREQ, UNRGTR"
+    );
     let frees: Vec<HwrmRingFreeInput> = m.f(0).submissions()[before..]
         .iter()
         .filter(|s| crate::testing::req_type(&s.request) == 0x51)

@@ -191,4 +191,3 @@ impl Machine for FakeMachine {
         Ok(f)
     }
 }
-
