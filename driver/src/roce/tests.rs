@@ -188,3 +188,25 @@ fn a_firmware_whose_queues_are_too_small_is_refused_clearly() {
     assert!(err.to_string().contains("send queues of 1024 WQEs"), "{err}");
     assert_eq!(m.f(0).dma_live(), 0);
 }
+
+#[test]
+fn a_roce_command_left_unanswered_after_open_wedges_both_channels_until_close() {
+    let m = FakeMachine::new(1);
+    let mut nic = Nic::open(&m, 0).unwrap();
+    let mut fw = standard();
+    m.f(0).set_roce_firmware(move |c| if c.opcode == 0x0f { RoceReply::Never } else { fw(c) });
+    let err = crate::region::Region::host(&nic, 4096).unwrap_err();
+    assert!(matches!(&err, Error::Timeout { request, .. } if request == "REGISTER_MR"), "{err}");
+    assert_eq!(nic.wedged_by(), Some("REGISTER_MR"));
+    let t = m.f(0).now();
+    let err = nic.hwrm(HwrmFuncQcfgInput { ..zerocopy::FromZeros::new_zeroed() }).unwrap_err();
+    assert_eq!(err, Error::Wedged { nic: "BNXT".into(), request: "FUNC_QCFG".into(), wedged_by: "REGISTER_MR".into() });
+    let err = crate::qp::Qp::make(&nic).unwrap_err();
+    assert!(matches!(&err, Error::Wedged { request, .. } if request == "CREATE_CQ"), "{err}");
+    assert_eq!(m.f(0).now(), t, "a wedged NIC fails at once");
+    let (sent, requests) = (m.f(0).roce_commands().len(), m.f(0).submissions().len());
+    nic.close();
+    assert_eq!(m.f(0).roce_commands().len(), sent, "no RoCE teardown to a wedged firmware");
+    assert_eq!(m.f(0).submissions().len(), requests, "nor HWRM frees or unregistering");
+    assert_eq!(m.f(0).dma_live(), 0, "close frees even what the unanswered command named");
+}
