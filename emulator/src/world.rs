@@ -18,6 +18,7 @@
 //!
 //! This file fixes the API the in-process target (in `bnxt-rig`) is written against.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,7 +29,7 @@ use crate::firmware::context_mem::ContextLimits;
 use crate::host_memory::{DmaBacking, Iommu, MapError};
 use crate::net::fault::FaultCounters;
 use crate::net::pcap::{PcapTap, PcapTapError};
-use crate::net::switch::{LinkTiming, PortId, Switch, SwitchStats};
+use crate::net::switch::{LinkTiming, PortId, Switch, SwitchError, SwitchStats};
 use crate::roce::RoceCounters;
 
 /// How to build a [`World`].
@@ -124,6 +125,9 @@ pub struct World {
     switch: Switch,
     /// Frames the switch refused (runts from a NIC: none are expected).
     switch_refusals: u64,
+    /// Ports of the switch that lead out of the machine, with the frames delivered to each and
+    /// not yet taken.
+    external: BTreeMap<PortId, Vec<Vec<u8>>>,
 }
 
 /// Mixed into the seed for the wire fault stage, so its draws do not follow the MAC addresses'.
@@ -200,7 +204,15 @@ impl World {
                 }
             })
             .collect();
-        Ok(World { now: Duration::ZERO, nics, events: Vec::new(), strict: false, switch, switch_refusals: 0 })
+        Ok(World {
+            now: Duration::ZERO,
+            nics,
+            events: Vec::new(),
+            strict: false,
+            switch,
+            switch_refusals: 0,
+            external: BTreeMap::new(),
+        })
     }
 
     /// Record every frame the segment carries (as the switch sees it, after the fault stage)
@@ -250,6 +262,29 @@ impl World {
         self.pump(nic, now);
     }
 
+    /// Add a port to the segment that leads out of the machine (the vfio-user server's link to a
+    /// segment hub in another process). Frames the switch forwards to it are kept for
+    /// [`World::take_external_frames`]; frames from outside enter with [`World::send_external`].
+    pub fn add_external_port(&mut self) -> PortId {
+        let port = self.switch.add_port();
+        self.external.insert(port, Vec::new());
+        port
+    }
+
+    /// A frame from outside the machine enters the segment at external port `port` now; it
+    /// reaches the NICs through the switch (learning, fault stage, latency) as theirs do.
+    pub fn send_external(&mut self, port: PortId, frame: Vec<u8>) -> Result<(), SwitchError> {
+        let now = self.now;
+        let sent = self.switch.send(now, port, frame);
+        self.record_wire_faults();
+        sent
+    }
+
+    /// The frames delivered to external port `port` since the last call, in order.
+    pub fn take_external_frames(&mut self, port: PortId) -> Vec<Vec<u8>> {
+        self.external.get_mut(&port).map(std::mem::take).unwrap_or_default()
+    }
+
     /// Move the frames NIC `i` sent into the switch at `at`, and record wire faults.
     fn pump(&mut self, i: usize, at: Duration) {
         let port = self.nics[i].port;
@@ -280,6 +315,10 @@ impl World {
         let deliveries = self.switch.poll(at);
         self.record_wire_faults();
         for d in deliveries {
+            if let Some(out) = self.external.get_mut(&d.port) {
+                out.push(d.frame);
+                continue;
+            }
             let Some(i) = self.nics.iter().position(|n| n.port == d.port) else { continue };
             self.nics[i].deliver(d.at, &d.frame, &mut self.events);
             self.pump(i, d.at);

@@ -1,14 +1,17 @@
 //! `bnxt-model segment`: peers joining over the socket in QEMU's stream-netdev framing get each
 //! other's frames (learned unicast, flooded broadcast), a peer sending garbage is dropped while
 //! the others carry on, the pcap holds what entered the segment, and a `serve --segment` process
-//! joins it. SIGTERM ends the hub with status 0.
+//! joins it (frames reach its NIC's segment through the world's external port). SIGTERM ends the
+//! hub with status 0.
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use bnxt_model::faults::FaultPlan;
 use bnxt_model::net::stream::{FrameDecoder, encode_frame};
+use bnxt_model::world::{World, WorldConfig};
 
 fn frame(dst: [u8; 6], src: [u8; 6], fill: u8) -> Vec<u8> {
     let mut f = Vec::new();
@@ -106,7 +109,7 @@ fn peers_exchange_frames_garbage_is_dropped_and_the_pcap_holds_the_traffic() {
     let out = serve.wait_with_output().unwrap();
     assert!(out.status.success());
     let log = String::from_utf8_lossy(&out.stderr);
-    assert!(log.contains("joined the segment") && log.contains("no Ethernet port yet"), "{log}");
+    assert!(log.contains("joined the segment") && log.contains("segment_frames_in: 1"), "{log}");
     let mut reader =
         pcap_file::pcap::PcapReader::new(std::fs::File::open(dir.path().join("nic.pcap")).unwrap()).unwrap();
     let seen = reader.next_packet().expect("the NIC's pcap holds the frame that reached it").unwrap();
@@ -123,4 +126,20 @@ fn peers_exchange_frames_garbage_is_dropped_and_the_pcap_holds_the_traffic() {
         frames.push(p.unwrap().data.into_owned());
     }
     assert_eq!(frames, vec![frame([0xff; 6], ma, 1), frame(ma, mb, 2), frame(mb, ma, 3), frame([0xff; 6], ma, 4)]);
+}
+
+#[test]
+fn the_world_switches_frames_between_its_external_ports_and_its_nics() {
+    let mut world = World::new(WorldConfig { nics: 1, seed: 1, faults: FaultPlan::default() });
+    let (a, b) = (world.add_external_port(), world.add_external_port());
+    let (ma, mb) = ([2, 0, 0, 0, 0, 0xa], [2, 0, 0, 0, 0, 0xb]);
+    world.send_external(a, frame([0xff; 6], ma, 1)).unwrap();
+    world.advance(Duration::from_millis(1));
+    assert_eq!(world.take_external_frames(b), vec![frame([0xff; 6], ma, 1)], "a broadcast floods to the other port");
+    assert!(world.take_external_frames(a).is_empty(), "not back to where it came from");
+    assert!(world.take_external_frames(b).is_empty(), "taken once");
+    world.send_external(b, frame(ma, mb, 2)).unwrap();
+    world.advance(Duration::from_millis(1));
+    assert_eq!(world.take_external_frames(a), vec![frame(ma, mb, 2)], "unicast to the port a's MAC was learned on");
+    assert!(world.send_external(a, vec![1, 2, 3]).is_err(), "a runt is refused");
 }

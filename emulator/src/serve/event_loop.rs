@@ -14,7 +14,7 @@ use super::hwrm_log::HwrmLog;
 use super::signals::StopSignals;
 use super::socket::{Listener, SocketError};
 use crate::net::pcap::PcapTap;
-use crate::net::stream::FrameDecoder;
+use crate::net::stream::{FrameDecoder, encode_frame};
 use crate::vfio_user::nic::ServedNic;
 use crate::vfio_user::protocol::{MAX_MESSAGE, Protocol};
 
@@ -78,8 +78,11 @@ pub struct ServeSummary {
     pub broken_connections: u64,
     /// Lines written to the HWRM log.
     pub hwrm_lines: u64,
-    /// Frames that came from the segment and were dropped (the model NIC has no Ethernet port
-    /// yet).
+    /// Frames that came from the segment.
+    pub segment_frames_in: u64,
+    /// Frames sent to the segment.
+    pub segment_frames_out: u64,
+    /// Frames for the segment dropped because the hub did not read them.
     pub segment_frames_dropped: u64,
 }
 
@@ -119,22 +122,30 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
         refused: 0,
         broken_connections: 0,
         hwrm_lines: 0,
+        segment_frames_in: 0,
+        segment_frames_out: 0,
         segment_frames_dropped: 0,
     };
     let mut segment = match &options.segment {
-        Some(path) => Some(SegmentLink::join(path, options.pcap.as_deref())?),
+        Some(path) => {
+            nic.attach_segment();
+            Some(SegmentLink::join(path, options.pcap.as_deref())?)
+        }
         None => None,
     };
     let stop = loop {
         nic.advance_to(start.elapsed());
         log_events(&mut nic, &mut hwrm, options)?;
+        if let Some(link) = segment.as_mut() {
+            link.send(start.elapsed(), &mut nic, &mut summary);
+        }
 
         let timeout = nic.next_deadline().map(|due| due.saturating_sub(start.elapsed()));
         let (listen_ready, signal_ready, client_ready, segment_ready) =
             wait(&listener, &signals, client.as_ref(), segment.as_ref(), timeout)?;
         if segment_ready
             && let Some(link) = segment.as_mut()
-            && let Err(why) = link.drain(start.elapsed(), &mut summary)
+            && let Err(why) = link.drain(start, &mut nic, &mut summary)
         {
             tracing::warn!("left the segment: {why}");
             segment = None;
@@ -274,14 +285,14 @@ fn log_events(nic: &mut ServedNic, hwrm: &mut Option<HwrmLog>, options: &ServeOp
     Ok(())
 }
 
-/// The server's connection to a segment hub. The model NIC has no Ethernet port yet: frames from
-/// the segment are counted, recorded in the pcap if there is one, and dropped (loudly, once), and
-/// the NIC sends none.
+/// The server's connection to a segment hub: frames from the hub enter the NIC's segment at its
+/// external port (through the switch, as any frame), frames the segment forwards out go to the
+/// hub; the pcap, if any, records both as they cross the link.
 struct SegmentLink {
     stream: UnixStream,
     decoder: FrameDecoder,
     tap: Option<PcapTap>,
-    warned: bool,
+    backlog: Vec<u8>,
 }
 
 impl SegmentLink {
@@ -291,11 +302,11 @@ impl SegmentLink {
         stream.set_nonblocking(true).map_err(err)?;
         let tap = pcap.map(PcapTap::create).transpose().map_err(|e| ServeError::Pcap(e.to_string()))?;
         tracing::info!(segment = %path.display(), "joined the segment");
-        Ok(SegmentLink { stream, decoder: FrameDecoder::new(), tap, warned: false })
+        Ok(SegmentLink { stream, decoder: FrameDecoder::new(), tap, backlog: Vec::new() })
     }
 
-    /// Take what the hub sent by `now`; `Err` when the hub is gone or sent garbage.
-    fn drain(&mut self, now: Duration, summary: &mut ServeSummary) -> Result<(), String> {
+    /// Take what the hub sent into the NIC's segment; `Err` when the hub is gone or sent garbage.
+    fn drain(&mut self, start: Instant, nic: &mut ServedNic, summary: &mut ServeSummary) -> Result<(), String> {
         let mut buf = vec![0u8; 65536];
         loop {
             match std::io::Read::read(&mut self.stream, &mut buf) {
@@ -307,19 +318,39 @@ impl SegmentLink {
             }
         }
         while let Some(frame) = self.decoder.next_frame().map_err(|e| e.to_string())? {
-            summary.segment_frames_dropped += 1;
+            let now = start.elapsed();
+            summary.segment_frames_in += 1;
             if let Some(tap) = &mut self.tap {
                 tap.record(now, &frame);
             }
-            if !self.warned {
-                self.warned = true;
-                tracing::warn!(
-                    len = frame.len(),
-                    "a frame from the segment is dropped: the model NIC has no Ethernet port yet (counted)"
-                );
-            }
+            nic.incoming(now, frame);
         }
         Ok(())
+    }
+
+    /// Send the frames the NIC's segment forwards out (a hub that does not read loses frames
+    /// beyond [`super::segment::MAX_BACKLOG`] bytes, counted).
+    fn send(&mut self, now: Duration, nic: &mut ServedNic, summary: &mut ServeSummary) {
+        for frame in nic.take_outgoing() {
+            if self.backlog.len() + frame.len() > super::segment::MAX_BACKLOG {
+                summary.segment_frames_dropped += 1;
+                continue;
+            }
+            if let Some(tap) = &mut self.tap {
+                tap.record(now, &frame);
+            }
+            summary.segment_frames_out += 1;
+            self.backlog.extend_from_slice(&encode_frame(&frame));
+        }
+        while !self.backlog.is_empty() {
+            match std::io::Write::write(&mut self.stream, &self.backlog) {
+                Ok(n) => {
+                    self.backlog.drain(..n);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return,
+            }
+        }
     }
 
     /// Close the pcap, if any.

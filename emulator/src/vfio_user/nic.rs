@@ -20,6 +20,7 @@ use super::{Refusal, refuse};
 use crate::config_space::{DEVCTL_BCR_FLR, EXP_CAP, EXP_DEVCTL};
 use crate::events::Event;
 use crate::faults::FaultPlan;
+use crate::net::switch::PortId;
 use crate::world::{World, WorldConfig};
 
 /// The index of the served NIC in its world.
@@ -35,6 +36,8 @@ pub struct ServedNic {
     stale: BTreeSet<u64>,
     irqs: IrqTable,
     events: Vec<Event>,
+    /// The world's port to the segment outside the process, when the server joined one.
+    external: Option<PortId>,
 }
 
 impl ServedNic {
@@ -48,6 +51,7 @@ impl ServedNic {
             stale: BTreeSet::new(),
             irqs: IrqTable::new(),
             events: Vec::new(),
+            external: None,
         }
     }
 
@@ -154,6 +158,34 @@ impl ServedNic {
         self.world = World::with_macs(WorldConfig { nics: 1, seed: restart.seed, faults: restart.faults }, &[self.mac]);
         self.epoch = now;
         self.stale.extend(self.dma.mappings().map(|m| m.iova));
+        if self.external.is_some() {
+            self.external = Some(self.world.add_external_port());
+        }
+    }
+
+    /// Connect the NIC's segment to one outside the process (a segment hub): from now on frames
+    /// the NIC sends that the segment forwards out are taken with [`ServedNic::take_outgoing`],
+    /// and frames from outside enter with [`ServedNic::incoming`].
+    pub fn attach_segment(&mut self) {
+        if self.external.is_none() {
+            self.external = Some(self.world.add_external_port());
+        }
+    }
+
+    /// A frame from the segment outside arrived at `now`.
+    pub fn incoming(&mut self, now: Duration, frame: Vec<u8>) {
+        self.advance_to(now);
+        if let Some(port) = self.external
+            && let Err(e) = self.world.send_external(port, frame)
+        {
+            tracing::warn!("a frame from the segment was refused: {e}");
+        }
+        self.collect();
+    }
+
+    /// Frames for the segment outside, in order.
+    pub fn take_outgoing(&mut self) -> Vec<Vec<u8>> {
+        self.external.map(|port| self.world.take_external_frames(port)).unwrap_or_default()
     }
 
     /// `VFIO_USER_DMA_MAP`.
