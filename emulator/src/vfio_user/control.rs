@@ -43,4 +43,8 @@ pub struct State {
     pub pending_responses: usize,
     /// Interrupt eventfds the client has given.
     pub interrupt_eventfds: usize,
+    /// Interrupts the NIC raised that were signalled to an eventfd.
+    pub interrupts_signalled: u64,
+    /// Interrupts the NIC raised with no eventfd to signal (or masked).
+    pub interrupts_dropped: u64,
 }

@@ -252,6 +252,8 @@ impl ServedNic {
             dma_errors: s.dma_errors,
             pending_responses: s.pending_responses,
             interrupt_eventfds: self.irqs.eventfds(),
+            interrupts_signalled: self.irqs.signalled(),
+            interrupts_dropped: self.irqs.dropped(),
         }
     }
 }
