@@ -3,10 +3,10 @@
 //!
 //! 1. the channel's memory, then HWRM_RING_ALLOC of the CREQ as an NQ-type ring
 //!    (`bnxt_re_net_ring_alloc`), then the CREQ armed and `cmdq_init` written;
-//! 2. QUERY_FUNC (`bnxt_qplib_get_dev_attr`);
+//! 2. QUERY_FUNC and QUERY_VERSION (`bnxt_re_update_dev_attr`);
 //! 3. HWRM_STAT_CTX_ALLOC with the RoCE flag (`bnxt_re_net_stats_ctx_alloc`);
 //! 4. INITIALIZE_FW with the statistics context and the flags P7 takes
-//!    (`bnxt_qplib_init_rcfw`), then QUERY_FUNC again;
+//!    (`bnxt_qplib_init_rcfw`), then QUERY_FUNC and QUERY_VERSION again;
 //! 5. one NQ (`bnxt_re_setup_nqs`), armed;
 //! 6. ADD_GID of the NIC's GID `::ffff:10.x.y.z` (`bnxt_qplib_add_sgid`).
 //!
@@ -19,7 +19,9 @@ use bnxt_hsi::hwrm::INTF_VERSION;
 use bnxt_hsi::hwrm::layouts::{HwrmRingAllocInput, HwrmRingFreeInput, HwrmStatCtxAllocInput, HwrmStatCtxFreeInput};
 use bnxt_hsi::roce::doorbell::{DbType, Doorbell};
 use bnxt_hsi::roce::gid::{gid_for_command, mac_for_command};
-use bnxt_hsi::roce::layouts::{CmdqAddGid, CmdqDeinitializeFw, CmdqDeleteGid, CmdqInitializeFw, CmdqQueryFunc};
+use bnxt_hsi::roce::layouts::{
+    CmdqAddGid, CmdqDeinitializeFw, CmdqDeleteGid, CmdqInitializeFw, CmdqQueryFunc, CmdqQueryVersion,
+};
 use zerocopy::{FromZeros, IntoBytes};
 
 use super::caps::DevCaps;
@@ -190,7 +192,7 @@ fn bring_up(inputs: &Inputs<'_>, hwrm: &mut Channel, parts: &mut Parts) -> Resul
     let rcfw = parts.rcfw.as_mut().expect("allocated above");
     rcfw.start(creq_ring);
 
-    let caps = query_func(rcfw)?;
+    let caps = query_func(nic, rcfw)?;
     let stats = function.alloc_dma(PAGE_SIZE).map_err(pci)?;
     let stats_addr = stats.iova();
     parts.stats = Some(stats);
@@ -209,7 +211,7 @@ fn bring_up(inputs: &Inputs<'_>, hwrm: &mut Channel, parts: &mut Parts) -> Resul
     let rcfw = parts.rcfw.as_mut().expect("allocated above");
     rcfw.send(initialize_fw(&caps, stat_ctx))?;
     parts.initialized = true;
-    let caps = query_func(rcfw)?;
+    let caps = query_func(nic, rcfw)?;
     check_caps(nic, &caps)?;
 
     let nq = Queue::alloc(&**function, Shape::ring(NQ_ENTRIES, NQE_BYTES), PblKind::Queue).map_err(pci)?;
@@ -243,8 +245,19 @@ fn bring_up(inputs: &Inputs<'_>, hwrm: &mut Channel, parts: &mut Parts) -> Resul
     })
 }
 
-fn query_func(rcfw: &mut Rcfw) -> Result<DevCaps, Error> {
+/// QUERY_FUNC, then QUERY_VERSION as bnxt_re follows it (main.c `bnxt_re_update_dev_attr`);
+/// a refused QUERY_VERSION is only logged (`bnxt_qplib_query_version`).
+fn query_func(nic: &str, rcfw: &mut Rcfw) -> Result<DevCaps, Error> {
     let (_, sb) = rcfw.query(CmdqQueryFunc::new_zeroed())?;
+    match rcfw.send(CmdqQueryVersion::new_zeroed()) {
+        Ok(v) => tracing::debug!(
+            nic,
+            fw = format_args!("{}.{}.{}.{}", v.fw_maj, v.fw_minor, v.fw_bld, v.fw_rsvd),
+            "RoCE firmware"
+        ),
+        Err(e @ (Error::Timeout { .. } | Error::Wedged { .. })) => return Err(e),
+        Err(e) => tracing::warn!(nic, error = %e, "QUERY_VERSION failed"),
+    }
     Ok(DevCaps::from_sb(&sb))
 }
 

@@ -20,6 +20,7 @@ const QUERY_FUNC: u8 = 0x83;
 const INITIALIZE_FW: u8 = 0x80;
 const DEINITIALIZE_FW: u8 = 0x81;
 const ADD_GID: u8 = 0x11;
+const QUERY_VERSION: u8 = 0x8b;
 const DELETE_GID: u8 = 0x12;
 
 fn opcodes(m: &FakeMachine) -> Vec<u8> {
@@ -30,7 +31,7 @@ fn opcodes(m: &FakeMachine) -> Vec<u8> {
 fn open_brings_the_roce_engine_up_in_bnxt_re_order() {
     let m = FakeMachine::new(1);
     let nic = Nic::open(&m, 0).unwrap();
-    assert_eq!(opcodes(&m), [QUERY_FUNC, INITIALIZE_FW, QUERY_FUNC, ADD_GID]);
+    assert_eq!(opcodes(&m), [QUERY_FUNC, QUERY_VERSION, INITIALIZE_FW, QUERY_FUNC, QUERY_VERSION, ADD_GID]);
 
     // The CREQ: an NQ-type ring of 64 Ki entries behind a one-level table, on vector 0.
     let allocs: Vec<HwrmRingAllocInput> = m
@@ -54,7 +55,7 @@ fn open_brings_the_roce_engine_up_in_bnxt_re_order() {
         parse(&m.f(0).submissions().iter().find(|s| crate::testing::req_type(&s.request) == 0xb0).unwrap().request);
     assert_eq!((stat.stat_ctx_flags, stat.stats_dma_length.get(), stat.update_period_ms.get()), (1, 160, 1000));
     let cmds = m.f(0).roce_commands();
-    let init: CmdqInitializeFw = cmds[1].parse();
+    let init: CmdqInitializeFw = cmds[2].parse();
     assert_eq!(init.stat_ctx_id.get(), 3);
     assert_eq!(init.flags.get(), CmdqInitializeFw::FLAGS_HW_REQUESTER_RETX_SUPPORTED, "the firmware retransmits");
     assert_eq!(
@@ -67,7 +68,7 @@ fn open_brings_the_roce_engine_up_in_bnxt_re_order() {
     assert_ne!(query.resp_addr.get(), 0);
 
     // ADD_GID: ::ffff:10.x.y.z byte-reversed, the MAC with its 16-bit halves swapped.
-    let add: CmdqAddGid = cmds[3].parse();
+    let add: CmdqAddGid = cmds[5].parse();
     let gid: Vec<u8> = add.gid.iter().flat_map(|w| w.get().to_le_bytes()).collect();
     assert_eq!(gid, [0x55, 0x44, 0x33, 10, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
     let mac: Vec<u8> = add.src_mac.iter().flat_map(|w| w.get().to_le_bytes()).collect();
@@ -76,7 +77,7 @@ fn open_brings_the_roce_engine_up_in_bnxt_re_order() {
 
     // Cookies count, command sizes are in slots.
     let cookies: Vec<u16> = cmds.iter().map(|c| u16::from_le_bytes([c.bytes[4], c.bytes[5]])).collect();
-    assert_eq!(cookies, [0, 1, 2, 3]);
+    assert_eq!(cookies, [0, 1, 2, 3, 4, 5]);
     assert_eq!(nic.roce().gid_index, 0);
     assert_eq!(nic.roce().db.dpi(), 16, "the doorbell page at 64 KB");
 }
@@ -97,7 +98,7 @@ fn the_channel_is_announced_after_the_creq_is_armed_and_the_first_producer_carri
     assert_eq!((dbs[0].ty, dbs[0].xid, dbs[0].index, dbs[0].valid), (DbType::NqArm, 0, 0, true), "CREQ armed first");
     // Each answered command is acknowledged with an NQ doorbell at the new consumer.
     let acks: Vec<u32> = dbs.iter().filter(|d| d.ty == DbType::Nq && d.xid == 0).map(|d| d.index).collect();
-    assert_eq!(acks, [1, 2, 3, 4]);
+    assert_eq!(acks, [1, 2, 3, 4, 5, 6]);
     assert!(dbs.iter().any(|d| d.ty == DbType::NqArm && d.xid == 1), "the NQ is armed");
 }
 
@@ -107,7 +108,7 @@ fn close_tears_the_engine_down_in_reverse_before_unregistering() {
     let mut nic = Nic::open(&m, 0).unwrap();
     let before = m.f(0).submissions().len();
     nic.close();
-    assert_eq!(&opcodes(&m)[4..], [DELETE_GID, DEINITIALIZE_FW]);
+    assert_eq!(&opcodes(&m)[6..], [DELETE_GID, DEINITIALIZE_FW]);
     let after: Vec<u16> = m.f(0).submissions()[before..].iter().map(|s| crate::testing::req_type(&s.request)).collect();
     assert_eq!(
         after,
@@ -136,7 +137,7 @@ fn a_roce_command_left_unanswered_wedges_the_open_and_keeps_what_it_named() {
     );
     assert!(m.f(0).now() - start >= Duration::from_secs(40), "bnxt_re's 40-s RCFW timeout, on the virtual clock");
     // Nothing after it: no RoCE teardown, no HWRM frees, no unregistering.
-    assert_eq!(opcodes(&m), [QUERY_FUNC, INITIALIZE_FW]);
+    assert_eq!(opcodes(&m), [QUERY_FUNC, QUERY_VERSION, INITIALIZE_FW]);
     assert_eq!(*m.order(0).last().unwrap(), 0xb0, "STAT_CTX_ALLOC was the last request");
     // The HWRM buffer and the RoCE memory (channel, statistics) are kept until the next reset.
     assert_eq!(quarantine::kept_for(&m, "0000:01:00.0"), 2);
@@ -158,7 +159,10 @@ fn a_roce_command_refused_fails_the_open_naming_it_and_undoes_the_engine() {
     let err = Nic::open(&m, 0).unwrap_err();
     assert_eq!(err, Error::CommandRefused { nic: "BNXT".into(), command: "ADD_GID".into(), status: 2 });
     assert_eq!(err.to_string(), "BNXT: ADD_GID refused by the RoCE firmware: RESOURCES (status 0x02)");
-    assert_eq!(opcodes(&m), [QUERY_FUNC, INITIALIZE_FW, QUERY_FUNC, ADD_GID, DEINITIALIZE_FW]);
+    assert_eq!(
+        opcodes(&m),
+        [QUERY_FUNC, QUERY_VERSION, INITIALIZE_FW, QUERY_FUNC, QUERY_VERSION, ADD_GID, DEINITIALIZE_FW]
+    );
     assert_eq!(m.f(0).dma_live(), 0);
     assert_eq!(quarantine::kept_for(&m, "0000:01:00.0"), 0);
 }
