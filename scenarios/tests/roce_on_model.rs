@@ -266,8 +266,9 @@ fn sends_and_receives_run_on_two_threads() {
     src.write(0, &data);
     let (_, rb) = t.qb.split();
     let (sa, _) = t.qa.split();
-    // Virtual time passes whenever either thread waits, whatever the other is doing: the
-    // receives are all posted before the first send, so no send meets an empty ring.
+    // Virtual time passes whenever a thread waits, whatever the other is doing, so only the
+    // sender waits (its completions need the receives it meets); the receiver posts every
+    // receive before the first send and then polls, letting the sender's waits move time.
     let posted = std::sync::Barrier::new(2);
     std::thread::scope(|s| {
         s.spawn(|| {
@@ -276,7 +277,16 @@ fn sends_and_receives_run_on_two_threads() {
             }
             posted.wait();
             for i in 0..256 {
-                assert_eq!(rb.wait(WAIT), ok(4096), "receive {i}");
+                let mut polls = 0u64;
+                let c = loop {
+                    if let Some(c) = rb.poll() {
+                        break c;
+                    }
+                    polls += 1;
+                    assert!(polls < 100_000_000, "receive {i} never completed");
+                    std::thread::yield_now();
+                };
+                assert_eq!(Some(c), ok(4096), "receive {i}");
             }
         });
         s.spawn(|| {
