@@ -2,8 +2,10 @@
 //!
 //! It re-creates the OCaml library Rig_bnxt's contract in Rust: [`Nic::open`] takes a NIC's PCI
 //! function, resets it, turns PCIe relaxed ordering off, brings its firmware up over HWRM the way
-//! Linux's bnxt_en does, and gives it context memory and its identity on the fabric;
-//! [`Nic::close`] undoes all of it.
+//! Linux's bnxt_en does, gives it context memory, starts its RoCE engine the way bnxt_re does
+//! (the firmware command channel, ADD_GID of its identity on the fabric); [`Nic::close`] undoes
+//! all of it. On an open NIC, [`Region`]s are memory the NIC writes and reads, and [`Qp`]s are
+//! reliable-connected queue pairs that send, receive and read between regions.
 //!
 //! The driver reaches the device only through the [`pci::PciFunction`] seam, so the same code runs
 //! against the in-process model, a model behind a vfio-user socket, or a real card through VFIO.

@@ -95,7 +95,8 @@ impl Nic {
     /// Hold NIC `index` of `machine` and boot it: reset it, turn its relaxed ordering off, enable
     /// it, wait for its firmware, and bring the firmware up over HWRM as bnxt_en does (VER_GET,
     /// FUNC_RESET, FUNC_QCAPS, FUNC_DRV_RGTR, QUEUE_QPORTCFG, context memory, FUNC_QCFG,
-    /// PORT_PHY_QCAPS/QCFG).
+    /// PORT_PHY_QCAPS/QCFG), then start its RoCE engine as bnxt_re does (the CREQ and CMDQ,
+    /// QUERY_FUNC, a statistics context, INITIALIZE_FW, an NQ, ADD_GID of its GID).
     ///
     /// On failure what was done is undone as `close` undoes it, and the error names the NIC and
     /// what failed. If a request went unanswered, the memory it named is kept until the next
@@ -126,8 +127,11 @@ impl Nic {
         }
     }
 
-    /// Unregister from the firmware, turn bus mastering off, free all DMA memory, restore relaxed
-    /// ordering as open found it, and release the function. A second close does nothing.
+    /// Destroy the queue pairs and regions still open, stop the RoCE engine, unregister from the
+    /// firmware (none of which is sent to a wedged NIC), turn bus mastering off, free all DMA
+    /// memory (the regions' included), restore relaxed ordering as open found it, and release
+    /// the function. Later calls on the NIC's regions and queue pairs panic, but for their
+    /// lengths, endpoints and room. A second close does nothing.
     pub fn close(&mut self) {
         if let Some(mut session) = self.session.take() {
             let kept = session.shut_down();
