@@ -17,7 +17,11 @@
 //!   `Vec<u8>`, then [`switch::Switch::send`] on its port;
 //! * the executor asks [`switch::Switch::next_deadline`] when to wake and
 //!   [`switch::Switch::poll`] for the frames due;
-//! * on receive, [`roce::RoceFrame::parse`]; on `Err`, [`error::DropCounters::count`] and drop.
+//! * on receive, [`roce::RoceFrame::parse`]; on `Err`, [`error::DropCounters::count`] and drop;
+//! * or, to save the receiver the second ICRC pass where nothing can have changed a frame (no
+//!   faults configured), the [`sealed`] path: `RcQp::poll_transmit_sealed`,
+//!   [`switch::Switch::send_sealed`], [`switch::Switch::poll_wire_into`] and
+//!   [`roce::RoceFrame::parse_wire`], with the same results (see `docs/performance.md`).
 
 pub mod bth;
 mod bytes;
@@ -30,6 +34,7 @@ pub mod ipv4;
 pub mod opcode;
 pub mod pcap;
 pub mod roce;
+pub mod sealed;
 pub mod source_port;
 pub mod stream;
 pub mod switch;

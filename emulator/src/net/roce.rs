@@ -293,7 +293,7 @@ impl<'a> RoceFrame<'a> {
     }
 
     /// The BTH and what follows it, once the outer headers and (when asked) the ICRC passed.
-    fn parse_transport(frame: &'a [u8], outer: Outer) -> Result<RoceFrame<'a>, WireError> {
+    pub(super) fn parse_transport(frame: &'a [u8], outer: Outer) -> Result<RoceFrame<'a>, WireError> {
         let Outer { eth, ip, udp, ip_end } = outer;
         let icrc = icrc::carried(&frame[IPV4_OFFSET..ip_end])?;
         let body_end = ip_end - ICRC_LEN;
@@ -331,17 +331,18 @@ impl<'a> RoceFrame<'a> {
 }
 
 /// The checked headers outside the BTH, and where the IPv4 packet ends.
-struct Outer {
+pub(super) struct Outer {
     eth: EthernetRepr,
     ip: Ipv4Repr,
     udp: UdpRepr,
-    ip_end: usize,
+    /// End of the IPv4 packet (after the ICRC) in the frame.
+    pub(super) ip_end: usize,
 }
 
 impl Outer {
     /// Every check [`RoceFrame::parse`] makes before the ICRC: Ethernet, IPv4, UDP, and room for
     /// a BTH and an ICRC.
-    fn parse(frame: &[u8]) -> Result<Outer, WireError> {
+    pub(super) fn parse(frame: &[u8]) -> Result<Outer, WireError> {
         let e = EthernetFrame::new_checked(frame)?;
         let eth = EthernetRepr::parse(&e);
         match eth.ethertype {

@@ -11,6 +11,10 @@
 //!
 //! Frames pass the [`FaultStage`] before the switch sees them; the pcap tap, when set, records
 //! what leaves the fault stage (the wire as the switch sees it) at the time it enters the switch.
+//!
+//! A [`SealedFrame`] sent with [`Switch::send_sealed`] stays sealed to the receiver
+//! ([`Switch::poll_wire_into`]) only while the fault stage is transparent; see
+//! [`sealed`](super::sealed).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -21,6 +25,7 @@ use super::MacAddr;
 use super::ethernet::{self, EthernetFrame};
 use super::fault::{FaultCounters, FaultEvent, FaultStage, Passed};
 use super::pcap::PcapTap;
+use super::sealed::{SealedFrame, WireFrame};
 
 /// A port of a switch. Ids are never reused within a switch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -75,6 +80,17 @@ pub struct Delivery {
     pub frame: Vec<u8>,
 }
 
+/// A frame arriving at a port, sealed or plain (see [`Switch::poll_wire_into`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WireDelivery {
+    /// The port it arrives at.
+    pub port: PortId,
+    /// When it arrives (its last bit).
+    pub at: Duration,
+    /// The frame.
+    pub frame: WireFrame,
+}
+
 /// Why the switch refused a frame.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SwitchError {
@@ -108,12 +124,33 @@ pub struct SwitchStats {
     pub undeliverable: u64,
 }
 
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// A frame on its way to a port, in the delivery queue by arrival time, then queueing order.
+#[derive(Debug)]
 struct Pending {
     at: Duration,
     seq: u64,
     port: PortId,
-    frame: Vec<u8>,
+    frame: WireFrame,
+}
+
+impl PartialEq for Pending {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+
+impl Eq for Pending {}
+
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Pending {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(other.at, other.seq))
+    }
 }
 
 #[derive(Debug, Default)]
@@ -242,9 +279,31 @@ impl Switch {
         let mut passed = std::mem::take(&mut self.passed);
         self.faults.ingress(now, port, frame, &mut passed);
         for p in passed.drain(..) {
-            self.forward(now, port, p.frame, p.extra_delay);
+            self.forward(now, port, WireFrame::Plain(p.frame), p.extra_delay);
         }
         self.passed = passed;
+        Ok(())
+    }
+
+    /// As [`Switch::send`], for a frame sealed when it was built. While the fault stage is
+    /// transparent (no fault of any kind configured, nothing held) the frame passes it untouched
+    /// and stays sealed on its way to the receiver; otherwise it goes as a plain frame, exactly
+    /// as [`Switch::send`] would send it, and the receiver checks it for real. Counters, the tap
+    /// and timing are the same either way.
+    pub fn send_sealed(&mut self, now: Duration, port: PortId, frame: SealedFrame) -> Result<(), SwitchError> {
+        if !self.has_port(port) {
+            return Err(SwitchError::NoSuchPort(port));
+        }
+        if frame.bytes().len() < ethernet::HEADER_LEN {
+            return Err(SwitchError::Runt { port, len: frame.bytes().len() });
+        }
+        if !self.faults.pass_transparently() {
+            return self.send(now, port, frame.into_vec());
+        }
+        // What `send` does for a transparent stage: nothing is held to release, the stage counts
+        // the frame and hands it on as it is.
+        self.stats.received += 1;
+        self.forward(now, port, WireFrame::Sealed(frame), Duration::ZERO);
         Ok(())
     }
 
@@ -268,12 +327,24 @@ impl Switch {
     /// As [`Switch::poll`], appending the frames to `out` (whose capacity the caller can reuse
     /// from one call to the next).
     pub fn poll_into(&mut self, now: Duration, out: &mut Vec<Delivery>) {
+        self.drain_due(now, |p| out.push(Delivery { port: p.port, at: p.at, frame: p.frame.into_vec() }));
+    }
+
+    /// As [`Switch::poll_into`], with each frame sealed or plain as it arrives: sealed only if it
+    /// was sent with [`Switch::send_sealed`] through a transparent fault stage. Parse them with
+    /// [`RoceFrame::parse_wire`](super::RoceFrame::parse_wire).
+    pub fn poll_wire_into(&mut self, now: Duration, out: &mut Vec<WireDelivery>) {
+        self.drain_due(now, |p| out.push(WireDelivery { port: p.port, at: p.at, frame: p.frame }));
+    }
+
+    /// Hand every frame due by `now` whose port still exists to `deliver`, in arrival order.
+    fn drain_due(&mut self, now: Duration, mut deliver: impl FnMut(Pending)) {
         self.release_held(now);
         while self.queue.peek().is_some_and(|Reverse(p)| p.at <= now) {
             let Some(Reverse(p)) = self.queue.pop() else { break };
             if self.has_port(p.port) {
                 self.stats.delivered += 1;
-                out.push(Delivery { port: p.port, at: p.at, frame: p.frame });
+                deliver(p);
             } else {
                 self.stats.undeliverable += 1;
             }
@@ -287,7 +358,7 @@ impl Switch {
         }
         for (at, port, frame) in self.faults.release_due(now) {
             if self.has_port(port) {
-                self.forward(at, port, frame, Duration::ZERO);
+                self.forward(at, port, WireFrame::Plain(frame), Duration::ZERO);
             }
         }
     }
@@ -328,14 +399,14 @@ impl Switch {
     }
 
     /// Learn, record and queue a frame that passed the fault stage.
-    fn forward(&mut self, at: Duration, from: PortId, frame: Vec<u8>, extra_delay: Duration) {
-        let eth = EthernetFrame::new_unchecked(&frame[..]);
+    fn forward(&mut self, at: Duration, from: PortId, frame: WireFrame, extra_delay: Duration) {
+        let eth = EthernetFrame::new_unchecked(frame.bytes());
         let (src, dst) = (eth.src(), eth.dst());
         if src.is_unicast() {
             self.learn(from, src);
         }
         if let Some(tap) = &mut self.tap {
-            tap.record(at, &frame);
+            tap.record(at, frame.bytes());
         }
         let learned = if dst.is_unicast() { self.lookup(from, dst) } else { None };
         match learned {
@@ -357,8 +428,8 @@ impl Switch {
         }
     }
 
-    fn enqueue(&mut self, at: Duration, to: PortId, frame: Vec<u8>, extra_delay: Duration) {
-        let ser = self.timing.serialisation(frame.len());
+    fn enqueue(&mut self, at: Duration, to: PortId, frame: WireFrame, extra_delay: Duration) {
+        let ser = self.timing.serialisation(frame.bytes().len());
         let latency = self.timing.latency;
         let Some(port) = self.port_mut(to) else { return };
         let done = (at + latency).max(port.free_at) + ser;
@@ -469,6 +540,57 @@ mod tests {
         assert_eq!((out.len(), out[0].port, tags), (3, PortId(9), vec![7, 8]));
         sw.poll_into(t + Duration::from_micros(2), &mut out);
         assert_eq!(out.len(), 3);
+    }
+
+    /// A RoCE frame from mac(1) to mac(2), sealed as the transport seals what it builds.
+    fn sealed(psn: u32) -> SealedFrame {
+        use crate::net::{Opcode, Path, Transport, bth::BthRepr, build_frame};
+        let path = Path::between(mac(1), mac(2), 0x10);
+        let mut f = Vec::new();
+        build_frame(&path, &Transport::bth(BthRepr::new(Opcode::SendOnly, 0x10, psn)), &[psn as u8; 40], &mut f)
+            .unwrap();
+        SealedFrame::of_built(f)
+    }
+
+    #[test]
+    fn a_sealed_frame_stays_sealed_only_through_a_transparent_stage() {
+        let (mut sw, a, b) = two_ports_b_learned();
+        let (mut plain, _, _) = two_ports_b_learned();
+        let file = tempfile::NamedTempFile::new().unwrap();
+        sw.set_tap(PcapTap::create(file.path()).unwrap());
+        let t = Duration::from_micros(5);
+        sw.send_sealed(t, a, sealed(1)).unwrap();
+        plain.send(t, a, sealed(1).into_vec()).unwrap();
+        let mut got = Vec::new();
+        sw.poll_wire_into(t + Duration::from_micros(1), &mut got);
+        assert_eq!(got.len(), 1);
+        assert!(got[0].frame.is_sealed());
+        assert_eq!((got[0].port, got[0].frame.bytes()), (b, sealed(1).bytes()));
+        let d = plain.poll(t + Duration::from_micros(1));
+        assert_eq!((d[0].port, d[0].at, &d[0].frame[..]), (got[0].port, got[0].at, got[0].frame.bytes()));
+        assert_eq!((sw.stats(), sw.fault_counters()), (plain.stats(), plain.fault_counters()));
+
+        // Any fault configured, even one that never fires: every frame goes plain.
+        let never = FaultRule { matching: FrameMatch::default(), nth: Some(1000), kind: FaultKind::Drop, delay: None };
+        sw.set_faults(FaultStage::new(0, WireFaults::default(), vec![never]).unwrap());
+        sw.send_sealed(t, a, sealed(2)).unwrap();
+        got.clear();
+        sw.poll_wire_into(t + Duration::from_micros(2), &mut got);
+        assert_eq!(got.len(), 1);
+        assert!(!got[0].frame.is_sealed());
+        assert_eq!(got[0].frame.bytes(), sealed(2).bytes());
+        assert_eq!(sw.fault_counters().frames, 1);
+        // A corrupting stage: the frame arrives plain with a bit flipped.
+        let corrupt = FaultRule { matching: FrameMatch::default(), nth: None, kind: FaultKind::Corrupt, delay: None };
+        sw.set_faults(FaultStage::new(0, WireFaults::default(), vec![corrupt]).unwrap());
+        sw.send_sealed(t, a, sealed(3)).unwrap();
+        got.clear();
+        sw.poll_wire_into(t + Duration::from_micros(3), &mut got);
+        assert!(!got[0].frame.is_sealed());
+        assert!(crate::net::RoceFrame::parse_wire(&got[0].frame).is_err());
+        // Refusals are those of `send`.
+        assert_eq!(sw.send_sealed(t, PortId(7), sealed(4)), Err(SwitchError::NoSuchPort(PortId(7))));
+        assert_eq!(sw.take_tap().unwrap().finish().unwrap(), 3, "the tap saw all three");
     }
 
     #[test]

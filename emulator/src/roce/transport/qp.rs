@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::net::RoceFrame;
+use crate::net::sealed::SealedFrame;
 
 use super::attrs::{AttrError, Limits, QpAttrs};
 use super::completion::{RecvCompletion, RecvKind, SendCompletion};
@@ -204,7 +205,8 @@ impl RcQp {
         }
     }
 
-    /// Build the next frame to send into `out` (cleared first; its capacity is reused) and
+    /// Build the next frame to send into `out` (its contents replaced; its capacity, and its
+    /// bytes when long enough, are reused) and
     /// return `true`, or return `false` when there is nothing to send now. Responses (ACKs,
     /// NAKs, READ responses) go before requests. Call until it returns `false`.
     pub fn poll_transmit<M: Memory + ?Sized>(
@@ -217,6 +219,21 @@ impl RcQp {
             || (self.state == QpState::ReadyToSend && self.next_request(now, mem, out));
         self.settle();
         sent
+    }
+
+    /// As [`RcQp::poll_transmit`], with the frame sealed ([`SealedFrame`]): its ICRC was computed
+    /// over exactly its bytes by the frame builder, the last thing to write them when
+    /// `poll_transmit` returns `true`. The frame takes `buf`'s allocation (`buf` is left empty);
+    /// on `None`, `buf` is as it was. Send it with
+    /// [`Switch::send_sealed`](crate::net::switch::Switch::send_sealed).
+    pub fn poll_transmit_sealed<M: Memory + ?Sized>(
+        &mut self,
+        now: Duration,
+        mem: &mut M,
+        buf: &mut Vec<u8>,
+    ) -> Option<SealedFrame> {
+        self.poll_transmit(now, mem, buf)
+            .then(|| SealedFrame::of_built(std::mem::take(buf)))
     }
 
     /// The oldest send completion not yet taken.
