@@ -300,3 +300,18 @@ fn sends_and_receives_run_on_two_threads() {
     assert!(dst.read(0, MIB) == data);
     assert_clean(&t.m, 2);
 }
+
+#[test]
+fn deregister_and_destroy_give_everything_back() {
+    let m = machine(1);
+    let nic = Nic::open(&*m, 0).unwrap();
+    let mapped = m.world().nic_state(0).dma_mappings;
+    let r = Region::host(&nic, 5 * MIB).unwrap();
+    let mut q = Qp::make(&nic).unwrap();
+    assert!(m.world().nic_state(0).dma_mappings > mapped);
+    assert_eq!(r.deregister(), Ok(()));
+    assert_eq!(q.destroy(), Ok(()));
+    assert_eq!(m.world().nic_state(0).dma_mappings, mapped, "the region's and the queue pair's memory is freed");
+    assert_eq!((r.deregister(), q.destroy()), (Ok(()), Ok(())), "second calls answer as the first");
+    assert_clean(&m, 1);
+}
