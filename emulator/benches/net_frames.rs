@@ -3,7 +3,7 @@
 //! and 64-byte frames, each against the same machine's single-core memcpy bandwidth.
 //!
 //! `cargo bench -p bnxt-model --bench net_frames` (optionally `-- <seconds per figure> [<trials>]`
-//! and words to select figures: `build`, `icrc`, `parse`, `message`, `small`; memcpy is always
+//! and words to select figures: `build`, `icrc`, `parse`, `message` (or just `at-once`), `floor`, `small`; memcpy is always
 //! measured). Each figure is the best of its trials, interleaved with the memcpy trials (see
 //! `support`). Figures from runs, and what costs what, are in `docs/performance.md`.
 //!
@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use bnxt_model::net::bth::BthRepr;
 use bnxt_model::net::icrc;
-use bnxt_model::net::roce::{IPV4_OFFSET, Path, Transport, build_frame, build_frame_with};
+use bnxt_model::net::roce::{EXT_OFFSET, IPV4_OFFSET, Path, Transport, build_frame, build_frame_with};
 use bnxt_model::net::switch::{Delivery, LinkTiming, Switch};
 use bnxt_model::net::{MacAddr, Opcode, RoceFrame, WireError};
 use support::{Args, Figure, measure, memcpy_figure};
@@ -28,7 +28,7 @@ fn main() {
     let mib = 1 << 20;
     let src: Vec<u8> = (0..mib).map(|i| (i * 13) as u8).collect();
     let mut dst = vec![0u8; mib];
-    let (mut dst2, mut dst3) = (vec![0u8; mib], vec![0u8; mib]);
+    let (mut dst2, mut dst3, mut dst4, mut dst5) = (vec![0u8; mib], vec![0u8; mib], vec![0u8; mib], vec![0u8; mib]);
     let page = &src[..4096];
     let send = Transport::bth(BthRepr::new(Opcode::SendMiddle, 0x10, 1));
     let mut frame = Vec::with_capacity(4200);
@@ -70,8 +70,12 @@ fn main() {
     if args.want("message") {
         figures.push(Figure::new("1 MiB message: build, switch, parse, copy", mib as f64, message(&path, &src, &mut dst2, false)));
     }
-    if args.want("message") {
+    if args.want("message") || args.want("at-once") {
         figures.push(Figure::new("  the same, each frame received at once", mib as f64, message(&path, &src, &mut dst3, true)));
+    }
+    if args.want("floor") {
+        figures.push(Figure::new("floor: copy in, ICRC, ICRC, copy out", mib as f64, floor(&frame, &src, &mut dst4, 2)));
+        figures.push(Figure::new("floor: copy in, ICRC, copy out", mib as f64, floor(&frame, &src, &mut dst5, 1)));
     }
     if args.want("small") {
         let small = &src[..64];
@@ -93,6 +97,25 @@ fn main() {
         } else {
             println!("{:<44} {:6.2} GB/s  {:.2} of memcpy", f.name, f.best / 1e9, f.best / memcpy);
         }
+    }
+}
+
+/// The least a 1 MiB message can cost as 256 frames of 4 KiB without headers, checks, switch
+/// or transport: each page copied from `src` into a frame, the frame's ICRC computed `passes`
+/// times (sender, and receiver unless sealed), the page copied out of the frame into `dst`.
+fn floor<'a>(template: &[u8], src: &'a [u8], dst: &'a mut [u8], passes: usize) -> impl FnMut() + 'a {
+    let mut frame = template.to_vec();
+    let payload = EXT_OFFSET..EXT_OFFSET + 4096;
+    move || {
+        for (from, to) in src.chunks(4096).zip(dst.chunks_mut(4096)) {
+            frame[payload.clone()].copy_from_slice(from);
+            for _ in 0..passes {
+                let n = frame.len() - 4;
+                black_box(icrc::compute(&frame[IPV4_OFFSET..n]).unwrap());
+            }
+            to.copy_from_slice(&frame[payload.clone()]);
+        }
+        black_box(&mut *dst);
     }
 }
 

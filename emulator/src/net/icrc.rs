@@ -115,16 +115,38 @@ fn check_packet(packet: &[u8]) -> Result<(), WireError> {
 /// padding.
 pub fn compute(packet: &[u8]) -> Result<u32, WireError> {
     check_packet(packet)?;
+    // The masked copy is stored 16, 16 and 8 bytes at a time, as the CRC then reads it: a wide
+    // read of bytes just stored one by one waits for the stores to complete (no store-to-load
+    // forwarding), which cost about a third as much as the CRC of a 4 KiB payload.
+    let word = |i: usize| u128::from_le_bytes(packet[16 * i..16 * (i + 1)].try_into().expect("16 bytes"));
+    let tail = u64::from_le_bytes(packet[32..MASKED_LEN].try_into().expect("8 bytes"));
     let mut masked = [0u8; MASKED_LEN];
-    masked.copy_from_slice(&packet[..MASKED_LEN]);
-    for at in VARIANT_OFFSETS {
-        masked[at] = 0xff;
-    }
+    masked[..16].copy_from_slice(&(word(0) | VARIANT_MASK.0).to_le_bytes());
+    masked[16..32].copy_from_slice(&(word(1) | VARIANT_MASK.1).to_le_bytes());
+    masked[32..].copy_from_slice(&(tail | VARIANT_MASK.2).to_le_bytes());
     let mut crc = crc32fast::Hasher::new_with_initial(AFTER_LRH);
     crc.update(&masked);
     crc.update(&packet[MASKED_LEN..]);
     Ok(crc.finalize())
 }
+
+/// [`VARIANT_OFFSETS`] as masks of ones over the 40 masked bytes: bytes 0-15 and 16-31 as
+/// little-endian `u128`s, bytes 32-39 as a little-endian `u64`.
+const VARIANT_MASK: (u128, u128, u64) = {
+    let (mut a, mut b, mut c) = (0u128, 0u128, 0u64);
+    let mut i = 0;
+    while i < VARIANT_OFFSETS.len() {
+        let at = VARIANT_OFFSETS[i];
+        match at / 16 {
+            0 => a |= 0xff << (8 * at),
+            1 => b |= 0xff << (8 * (at - 16)),
+            _ => c |= 0xff << (8 * (at - 32)),
+        }
+        i += 1;
+    }
+    (a, b, c)
+};
+const _: () = assert!(MASKED_LEN == 40, "the masks above cover 40 bytes");
 
 /// The ICRC carried in the last four bytes of `packet_with_icrc`.
 pub fn carried(packet_with_icrc: &[u8]) -> Result<u32, WireError> {
