@@ -5,7 +5,7 @@
 //! rate of 64-byte SENDs.
 //!
 //! `cargo bench -p bnxt-model --bench transport` (optionally `-- <seconds per figure> [<trials>]`
-//! and words to select figures: `big`, `sealed`, `small`). Each figure is the best of its
+//! and words to select figures: `big`, `sealed`, `small`, `small-sealed`). Each figure is the best of its
 //! trials, which are interleaved with the memcpy trials (see `support`). Figures and what costs
 //! what are in `docs/performance.md`.
 //!
@@ -206,31 +206,33 @@ fn send_wqe(id: u64, len: u32) -> SendWqe {
     }
 }
 
+impl Segment {
+    /// A receive of `len` bytes at `at` on NIC 1 and a send of as many from `at` on NIC 0.
+    fn post(&mut self, id: u64, at: u64, len: u32) {
+        let sges = vec![Sge { addr: at, lkey: 1, len }];
+        self.nics[1].qp.post_recv(RecvWqe { id, sges });
+        let mut w = send_wqe(id, len);
+        w.sges[0].addr = at;
+        self.nics[0].qp.post_send(w);
+    }
+
+    /// Take the completions of one message of `len` bytes on each side, all good.
+    fn complete(&mut self, len: u32) {
+        let s = self.nics[0].qp.pop_send_completion().expect("send completed");
+        let r = self.nics[1].qp.pop_recv_completion().expect("receive completed");
+        assert!(s.status.is_ok() && r.status.is_ok() && r.bytes == len);
+    }
+}
+
 /// 1 MiB SENDs from NIC 0 to NIC 1, one a call, sealed or not.
 fn big(mib: usize, sealed: bool) -> impl FnMut() {
     let mut seg = Segment::new(mib, sealed);
     let mut id = 0u64;
     move || {
         id += 1;
-        seg.nics[1].qp.post_recv(RecvWqe {
-            id,
-            sges: vec![Sge {
-                addr: 0,
-                lkey: 1,
-                len: mib as u32,
-            }],
-        });
-        seg.nics[0].qp.post_send(send_wqe(id, mib as u32));
+        seg.post(id, 0, mib as u32);
         seg.run();
-        let s = seg.nics[0]
-            .qp
-            .pop_send_completion()
-            .expect("send completed");
-        let r = seg.nics[1]
-            .qp
-            .pop_recv_completion()
-            .expect("receive completed");
-        assert!(s.status.is_ok() && r.status.is_ok() && r.bytes == mib as u32);
+        seg.complete(mib as u32);
         // Every byte on the first call (a warm-up call), a sample after that.
         let n = if id == 1 { mib } else { 64 };
         assert!(
@@ -240,53 +242,40 @@ fn big(mib: usize, sealed: bool) -> impl FnMut() {
     }
 }
 
+/// `batch` 64-byte SENDs from NIC 0 to NIC 1 a call, sealed or not.
+fn small(batch: u64, sealed: bool) -> impl FnMut() {
+    let mut seg = Segment::new(1 << 16, sealed);
+    let mut id = 0u64;
+    move || {
+        for k in 0..batch {
+            seg.post(id + k, (k % 1024) * 64, 64);
+        }
+        seg.run();
+        for _ in 0..batch {
+            seg.complete(64);
+        }
+        id += batch;
+    }
+}
+
 fn main() {
     let args = Args::parse(2.0);
     let mib = 1usize << 20;
     let src: Vec<u8> = (0..mib).map(|i| (i * 7) as u8).collect();
     let mut dst = vec![0u8; mib];
     let mut figures = vec![memcpy_figure(&src, &mut dst)];
-
+    let batch = 256u64;
     if args.want("big") {
         figures.push(Figure::new("1 MiB SEND, QP to QP over the switch", mib as f64, big(mib, false)));
     }
     if args.want("sealed") {
         figures.push(Figure::new("  the same, sealed (one ICRC pass, not two)", mib as f64, big(mib, true)));
     }
-
-    let batch = 256u64;
     if args.want("small") {
-        let mut seg = Segment::new(1 << 16, false);
-        let mut id = 0u64;
-        figures.push(Figure::new("64-byte SENDs, QP to QP over the switch", batch as f64, move || {
-            for k in 0..batch {
-                let at = (k % 1024) * 64;
-                seg.nics[1].qp.post_recv(RecvWqe {
-                    id: id + k,
-                    sges: vec![Sge {
-                        addr: at,
-                        lkey: 1,
-                        len: 64,
-                    }],
-                });
-                let mut w = send_wqe(id + k, 64);
-                w.sges[0].addr = at;
-                seg.nics[0].qp.post_send(w);
-            }
-            seg.run();
-            for _ in 0..batch {
-                let s = seg.nics[0]
-                    .qp
-                    .pop_send_completion()
-                    .expect("send completed");
-                let r = seg.nics[1]
-                    .qp
-                    .pop_recv_completion()
-                    .expect("receive completed");
-                assert!(s.status.is_ok() && r.status.is_ok() && r.bytes == 64);
-            }
-            id += batch;
-        }));
+        figures.push(Figure::new("64-byte SENDs, QP to QP over the switch", batch as f64, small(batch, false)));
+    }
+    if args.want("small-sealed") {
+        figures.push(Figure::new("64-byte SENDs, sealed", batch as f64, small(batch, true)));
     }
 
     measure(&args, &mut figures);

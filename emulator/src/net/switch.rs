@@ -268,20 +268,8 @@ impl Switch {
     /// A frame enters from `port` at `now`. Times given to [`Switch::send`] and [`Switch::poll`]
     /// should not go backwards.
     pub fn send(&mut self, now: Duration, port: PortId, frame: Vec<u8>) -> Result<(), SwitchError> {
-        if !self.has_port(port) {
-            return Err(SwitchError::NoSuchPort(port));
-        }
-        if frame.len() < ethernet::HEADER_LEN {
-            return Err(SwitchError::Runt { port, len: frame.len() });
-        }
-        self.stats.received += 1;
-        self.release_held(now);
-        let mut passed = std::mem::take(&mut self.passed);
-        self.faults.ingress(now, port, frame, &mut passed);
-        for p in passed.drain(..) {
-            self.forward(now, port, WireFrame::Plain(p.frame), p.extra_delay);
-        }
-        self.passed = passed;
+        self.accept(port, frame.len())?;
+        self.enter(now, port, WireFrame::Plain(frame));
         Ok(())
     }
 
@@ -291,20 +279,39 @@ impl Switch {
     /// as [`Switch::send`] would send it, and the receiver checks it for real. Counters, the tap
     /// and timing are the same either way.
     pub fn send_sealed(&mut self, now: Duration, port: PortId, frame: SealedFrame) -> Result<(), SwitchError> {
+        self.accept(port, frame.bytes().len())?;
+        self.enter(now, port, WireFrame::Sealed(frame));
+        Ok(())
+    }
+
+    /// Refuse a frame from a port that does not exist, or shorter than an Ethernet header.
+    fn accept(&self, port: PortId, len: usize) -> Result<(), SwitchError> {
         if !self.has_port(port) {
             return Err(SwitchError::NoSuchPort(port));
         }
-        if frame.bytes().len() < ethernet::HEADER_LEN {
-            return Err(SwitchError::Runt { port, len: frame.bytes().len() });
+        if len < ethernet::HEADER_LEN {
+            return Err(SwitchError::Runt { port, len });
         }
-        if !self.faults.pass_transparently() {
-            return self.send(now, port, frame.into_vec());
-        }
-        // What `send` does for a transparent stage: nothing is held to release, the stage counts
-        // the frame and hands it on as it is.
-        self.stats.received += 1;
-        self.forward(now, port, WireFrame::Sealed(frame), Duration::ZERO);
         Ok(())
+    }
+
+    /// An accepted frame through the fault stage and on to the switch. Through a transparent
+    /// stage (which holds nothing, so there is nothing to release first) it goes on as it is,
+    /// sealed or not; any other stage may change, hold, copy or drop it, so it goes in as plain
+    /// bytes and what comes out is plain.
+    fn enter(&mut self, now: Duration, port: PortId, frame: WireFrame) {
+        self.stats.received += 1;
+        if self.faults.pass_transparently() {
+            self.forward(now, port, frame, Duration::ZERO);
+            return;
+        }
+        self.release_held(now);
+        let mut passed = std::mem::take(&mut self.passed);
+        self.faults.ingress(now, port, frame.into_vec(), &mut passed);
+        for p in passed.drain(..) {
+            self.forward(now, port, WireFrame::Plain(p.frame), p.extra_delay);
+        }
+        self.passed = passed;
     }
 
     /// When the next frame arrives (or a held frame is released), if anything is in flight.
