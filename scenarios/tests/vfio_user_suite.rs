@@ -19,7 +19,7 @@ use bnxt_rig::scenario::load::load_str;
 use bnxt_rig::scenario::load_paths;
 
 use bnxt_rig::target::vfio_user::VfioUserTarget;
-use bnxt_rig::target::{Target, from_spec};
+use bnxt_rig::target::from_spec;
 
 /// Two servers in a private folder; they stop when the target's connections close.
 struct Servers {
