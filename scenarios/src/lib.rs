@@ -4,7 +4,8 @@
 //! - [`scenario`]: the scenario language: loading, decoding, checks before running.
 //! - [`target`]: what scenarios run against (the in-process model now).
 //! - [`run`]: the runner: steps in order, verdicts, panics caught.
-//! - [`report`]: what a person reads after a run.
+//! - [`report`]: what a person (the console) and a machine (JUnit, JSON) read after a run.
+//! - [`transcript`]: the record of a run, event by event; comparing two; the ladder diagram.
 //! - [`cli`]: the `bnxt-rig` command.
 //!
 //! docs/scenarios.md is the reference of the language.
@@ -16,4 +17,5 @@ pub mod run;
 pub mod scenario;
 pub mod suggest;
 pub mod target;
+pub mod transcript;
 pub mod yaml;

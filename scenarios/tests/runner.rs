@@ -143,7 +143,7 @@ fn nics_left_open_are_closed_at_the_end() {
 fn the_seed_option_overrides_the_file() {
     let s = scenario("name: t\nabout: x.\nnics: 1\nseed: 7\nsteps:\n  - count: {equals: 1}\n");
     assert_eq!(seed_of(&s, &RunOptions::default()), 7);
-    assert_eq!(seed_of(&s, &RunOptions { seed: Some(9), strict: false }), 9);
+    assert_eq!(seed_of(&s, &RunOptions { seed: Some(9), ..RunOptions::default() }), 9);
 }
 
 // A stand-in target: a machine whose functions cannot be taken, a clock that only counts, and
@@ -289,6 +289,6 @@ fn strict_mode_fails_a_run_that_asked_for_something_unimplemented() {
     let o = run_scenario(&scenario(PLAIN), &fake, &RunOptions::default());
     assert_eq!(o.verdict, Verdict::Pass);
     assert_eq!(o.notes, vec!["NIC 0: something it does not do".to_string()]);
-    let o = run_scenario(&scenario(PLAIN), &fake, &RunOptions { seed: None, strict: true });
+    let o = run_scenario(&scenario(PLAIN), &fake, &RunOptions { strict: true, ..RunOptions::default() });
     assert_eq!(failure(&o).got, "NIC 0: something it does not do");
 }

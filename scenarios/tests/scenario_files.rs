@@ -38,7 +38,7 @@ fn the_issue_2_scenario_is_in_the_suite_as_written() {
     let s = &scenarios[0];
     assert_eq!((s.name.as_str(), s.nics, s.steps.len()), ("firmware-never-answers-registration", 2, 5));
     assert_eq!(s.targets.as_deref(), Some(&["model".to_string()][..]));
-    let FaultKind::Firmware(f) = &s.faults[0].kind;
+    let FaultKind::Firmware(f) = &s.faults[0].kind else { panic!("a firmware fault: {:?}", s.faults[0]) };
     assert_eq!((f.nic, f.req_type, f.nth, f.action), (0, 0x1d, None, FirmwareAction::NoResponse));
     assert!(matches!(&s.steps[3].action, Action::Close { alias } if alias.name == "b"));
     assert_eq!(s.steps[1].at.line, 10);

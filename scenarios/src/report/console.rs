@@ -4,28 +4,44 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use crate::run::outcome::{ScenarioOutcome, Verdict};
+use crate::run::outcome::{FailedStep, ScenarioOutcome, Verdict};
 use crate::scenario::values::format_duration;
 
-/// Counts of a run, for the summary and the exit status.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Counts and times of a run, for the summary and the exit status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Tally {
     /// Scenarios that passed.
     pub passed: usize,
-    /// Scenarios that failed.
+    /// Scenarios that failed (a step did not do what it should).
     pub failed: usize,
     /// Scenarios skipped on this target.
     pub skipped: usize,
+    /// Scenarios stopped by a timeout.
+    pub timed_out: usize,
+    /// The target-clock time of the scenarios that ran, added up.
+    #[serde(serialize_with = "crate::report::json::duration")]
+    pub target_time: Duration,
+    /// The wall time of the scenarios that ran, added up.
+    #[serde(serialize_with = "crate::report::json::duration")]
+    pub scenario_time: Duration,
 }
 
 impl Tally {
     /// Count one outcome.
-    pub fn add(&mut self, verdict: &Verdict) {
-        match verdict {
+    pub fn add(&mut self, outcome: &ScenarioOutcome) {
+        match &outcome.verdict {
             Verdict::Pass => self.passed += 1,
             Verdict::Fail(_) => self.failed += 1,
             Verdict::Skip(_) => self.skipped += 1,
+            Verdict::Timeout(_) => self.timed_out += 1,
         }
+        self.target_time += outcome.target_time;
+        self.scenario_time += outcome.wall_time;
+    }
+
+    /// Whether the run counts as failed (a failure or a timeout).
+    pub fn is_bad(&self) -> bool {
+        self.failed + self.timed_out > 0
     }
 }
 
@@ -35,14 +51,12 @@ pub struct Console<W: Write> {
     verbose: bool,
     /// Whether the target's clock is virtual (said beside its times).
     virtual_time: bool,
-    /// Extra options a replay command repeats (`--strict`).
-    replay_options: String,
 }
 
 impl<W: Write> Console<W> {
     /// A report to `out`; `verbose` lists every step.
-    pub fn new(out: W, verbose: bool, virtual_time: bool, replay_options: String) -> Console<W> {
-        Console { out, verbose, virtual_time, replay_options }
+    pub fn new(out: W, verbose: bool, virtual_time: bool) -> Console<W> {
+        Console { out, verbose, virtual_time }
     }
 
     /// Report one scenario.
@@ -78,40 +92,59 @@ impl<W: Write> Console<W> {
                 }
             }
         }
-        if let Verdict::Fail(f) = &o.verdict {
-            match &f.step {
-                Some(step) => {
-                    write!(self.out, "      step {} ({}:{}): {}", step.number, o.file.display(), step.line, step.text)?;
-                    for (i, n) in &step.iterations {
-                        write!(self.out, ", iteration {i} of {n}")?;
-                    }
-                    writeln!(self.out)?;
-                }
-                None => writeln!(self.out, "      ({})", o.file.display())?,
+        let step = match &o.verdict {
+            Verdict::Fail(f) => {
+                self.where_(o, f.step.as_ref())?;
+                writeln!(self.out, "        expected: {}", f.expected)?;
+                writeln!(self.out, "        got:      {}", f.got)?;
+                true
             }
-            writeln!(self.out, "        expected: {}", f.expected)?;
-            writeln!(self.out, "        got:      {}", f.got)?;
-            writeln!(
-                self.out,
-                "      replay: bnxt-rig run {} --target {} --seed {}{}",
-                shell_word(&o.file.display().to_string()),
-                o.target,
-                o.seed,
-                self.replay_options
-            )?;
+            Verdict::Timeout(t) => {
+                self.where_(o, t.step.as_ref())?;
+                writeln!(self.out, "        {}", t.describe())?;
+                true
+            }
+            _ => false,
+        };
+        if step {
+            writeln!(self.out, "      replay: {}", o.replay)?;
         }
         for note in &o.notes {
             writeln!(self.out, "      note: {note}")?;
         }
+        for artifact in &o.artifacts {
+            writeln!(self.out, "      wrote: {}", artifact.display())?;
+        }
         Ok(())
     }
 
-    /// The summary: counts (alone on a line, as CI reads them) and the total time.
-    pub fn summary(&mut self, tally: Tally, deselected: usize, total: Duration) -> io::Result<()> {
+    /// Where a failure or timeout happened: the step, its file and line, its iterations.
+    fn where_(&mut self, o: &ScenarioOutcome, step: Option<&FailedStep>) -> io::Result<()> {
+        match step {
+            Some(step) => {
+                write!(self.out, "      step {} ({}:{}): {}", step.number, o.file.display(), step.line, step.text)?;
+                for (i, n) in &step.iterations {
+                    write!(self.out, ", iteration {i} of {n}")?;
+                }
+                writeln!(self.out)
+            }
+            None => writeln!(self.out, "      ({})", o.file.display()),
+        }
+    }
+
+    /// The summary: counts (passed, failed, skipped alone on a line, as CI reads them; a timeout
+    /// counts as a failure there and is named on the next line), then the times.
+    pub fn summary(&mut self, tally: Tally, deselected: usize, total: Duration, jobs: usize) -> io::Result<()> {
         writeln!(self.out)?;
-        writeln!(self.out, "scenarios: {} passed, {} failed, {} skipped", tally.passed, tally.failed, tally.skipped)?;
-        let deselected = if deselected > 0 { format!(", {deselected} not selected") } else { String::new() };
-        writeln!(self.out, "total time: {}{deselected}", wall(total))
+        let failed = tally.failed + tally.timed_out;
+        writeln!(self.out, "scenarios: {} passed, {failed} failed, {} skipped", tally.passed, tally.skipped)?;
+        if failed > 0 {
+            writeln!(self.out, "failed: {} FAIL, {} TIMEOUT", tally.failed, tally.timed_out)?;
+        }
+        let deselected = if deselected > 0 { format!("; {deselected} not selected") } else { String::new() };
+        let clock = if self.virtual_time { "virtual" } else { "on the target's clock" };
+        let jobs = if jobs > 1 { format!(" with {jobs} jobs") } else { String::new() };
+        writeln!(self.out, "time: {} wall{jobs}; {} {clock}{deselected}", wall(total), format_duration(tally.target_time))
     }
 }
 
@@ -120,7 +153,7 @@ fn wall(d: Duration) -> String {
 }
 
 /// `s` quoted for a POSIX shell when it needs to be.
-fn shell_word(s: &str) -> String {
+pub fn shell_word(s: &str) -> String {
     if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:,=".contains(c)) {
         s.to_string()
     } else {
@@ -133,7 +166,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::run::outcome::{FailedStep, Failure};
+    use crate::run::outcome::{FailedStep, Failure, TimedOut, TimeoutClock};
 
     fn outcome(verdict: Verdict) -> ScenarioOutcome {
         ScenarioOutcome {
@@ -146,6 +179,8 @@ mod tests {
             target_time: Duration::from_millis(2500),
             wall_time: Duration::from_millis(3),
             notes: vec!["NIC 0: something".into()],
+            artifacts: vec![],
+            replay: "bnxt-rig run 'scenarios/nic/my x.yaml' --target model --seed 7 --strict".into(),
         }
     }
 
@@ -157,9 +192,12 @@ mod tests {
             got: "relaxed_ordering off".into(),
         };
         let mut out = Vec::new();
-        let mut console = Console::new(&mut out, false, true, " --strict".into());
-        console.scenario(&outcome(Verdict::Fail(failure))).unwrap();
-        console.summary(Tally { passed: 1, failed: 1, skipped: 2 }, 0, Duration::from_millis(40)).unwrap();
+        let mut console = Console::new(&mut out, false, true);
+        let failed = outcome(Verdict::Fail(failure));
+        console.scenario(&failed).unwrap();
+        let mut tally = Tally { passed: 1, skipped: 2, ..Tally::default() };
+        tally.add(&failed);
+        console.summary(tally, 0, Duration::from_millis(40), 1).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("FAIL  x  (0 steps, 2.5s virtual, 3ms)\n"), "{text}");
         assert!(text.contains("step 5.2 (scenarios/nic/my x.yaml:12): close: b, iteration 3 of 10\n"), "{text}");
@@ -167,13 +205,38 @@ mod tests {
         assert!(text.contains("got:      relaxed_ordering off\n"), "{text}");
         assert!(text.contains("replay: bnxt-rig run 'scenarios/nic/my x.yaml' --target model --seed 7 --strict\n"), "{text}");
         assert!(text.contains("note: NIC 0: something\n"), "{text}");
-        assert!(text.contains("\nscenarios: 1 passed, 1 failed, 2 skipped\n"), "{text}");
+        assert!(text.contains("\nscenarios: 1 passed, 1 failed, 2 skipped\nfailed: 1 FAIL, 0 TIMEOUT\n"), "{text}");
+        assert!(text.contains("time: 40ms wall; 2.5s virtual\n"), "{text}");
+    }
+
+    #[test]
+    fn a_timeout_is_reported_apart_from_a_failure() {
+        let t = TimedOut {
+            whose: "step 4".into(),
+            limit: Duration::from_secs(2),
+            clock: TimeoutClock::Virtual,
+            step: Some(FailedStep { number: "4".into(), line: 9, text: "wait: 5s".into(), iterations: vec![] }),
+        };
+        let timed_out = outcome(Verdict::Timeout(t));
+        let mut out = Vec::new();
+        let mut console = Console::new(&mut out, false, true);
+        console.scenario(&timed_out).unwrap();
+        let mut tally = Tally::default();
+        tally.add(&timed_out);
+        assert!(tally.is_bad());
+        console.summary(tally, 3, Duration::from_secs(2), 2).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("TIMEOUT  x  (0 steps, 2.5s virtual, 3ms)\n"), "{text}");
+        assert!(text.contains("step 4 (scenarios/nic/my x.yaml:9): wait: 5s\n        the timeout of the step 4 (2s on the virtual clock) passed\n"), "{text}");
+        assert!(text.contains("replay: "), "{text}");
+        assert!(text.contains("scenarios: 0 passed, 1 failed, 0 skipped\nfailed: 0 FAIL, 1 TIMEOUT\n"), "{text}");
+        assert!(text.contains("time: 2.00s wall with 2 jobs; 2.5s virtual; 3 not selected\n"), "{text}");
     }
 
     #[test]
     fn a_skip_gives_its_reason() {
         let mut out = Vec::new();
-        Console::new(&mut out, false, true, String::new()).scenario(&outcome(Verdict::Skip("runs only on: model".into()))).unwrap();
+        Console::new(&mut out, false, true).scenario(&outcome(Verdict::Skip("runs only on: model".into()))).unwrap();
         assert!(String::from_utf8(out).unwrap().starts_with("SKIP  x  (runs only on: model)\n"));
     }
 }

@@ -1,3 +1,6 @@
-//! Reports of a run. Only the console report exists yet; JUnit and JSON will sit beside it.
+//! Reports of a run: the console report a person reads ([`console`]), and the files machines
+//! read: JUnit XML ([`junit`]) and JSON ([`json`]).
 
 pub mod console;
+pub mod json;
+pub mod junit;

@@ -3,15 +3,19 @@
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
+use std::sync::Arc;
 use std::time::Duration;
 
-use bnxt::Nic;
+use bnxt::{Clock, Nic};
 
-use super::outcome::{FailedStep, Failure, StepRecord};
-use super::panic::catch;
+use super::outcome::{FailedStep, Failure, StepRecord, TimedOut, TimeoutClock, Verdict};
+use super::panic::{Interrupt, catch, catch_interrupt};
+use super::roce::Objects;
+use super::watch::{Expiry, Limit, Watch, WatchedClock, WatchedMachine, Whose};
 use crate::scenario::values::{format_duration, format_gid, format_mac};
 use crate::scenario::{Action, CountCheck, IdentityCheck, NicRef, Step};
 use crate::target::Session;
+use crate::transcript::record::Recorder;
 
 /// Most queue pairs a NIC holds at once (the contract: the firmware's limit, at most 65,536).
 const MAX_QPS: u32 = 65_536;
@@ -20,27 +24,56 @@ const MAX_REGIONS: u32 = 262_144;
 
 /// A step that did not do what it should: what should have happened, and what did.
 #[derive(Debug)]
-struct Mismatch {
+pub(super) struct Mismatch {
     expected: String,
     got: String,
 }
 
 impl Mismatch {
-    fn new(expected: impl Into<String>, got: impl Into<String>) -> Mismatch {
+    pub(super) fn new(expected: impl Into<String>, got: impl Into<String>) -> Mismatch {
         Mismatch { expected: expected.into(), got: got.into() }
     }
 }
 
-/// A NIC a step opened, by alias.
-struct Held {
-    nic: Nic,
-    open: bool,
+/// Why the steps stopped before their end.
+#[derive(Debug)]
+pub enum Stop {
+    /// A step did not do what it should.
+    Failed(Failure),
+    /// A timeout passed.
+    TimedOut(TimedOut),
 }
 
-/// The state of one scenario run: the NICs its steps opened.
+impl Stop {
+    /// The verdict this stop gives the scenario.
+    pub fn verdict(self) -> Verdict {
+        match self {
+            Stop::Failed(f) => Verdict::Fail(f),
+            Stop::TimedOut(t) => Verdict::Timeout(t),
+        }
+    }
+}
+
+/// A NIC a step opened, by alias.
+pub(super) struct Held {
+    pub(super) nic: Nic,
+    pub(super) open: bool,
+}
+
+/// The state of one scenario run: the NICs, regions and queue pairs its steps made.
 pub struct Exec<'s> {
     session: &'s dyn Session,
-    held: HashMap<String, Held>,
+    /// The machine the driver works on (its clocks watched).
+    pub(super) machine: &'s WatchedMachine<'s>,
+    clock: WatchedClock<&'s dyn Clock>,
+    watch: Arc<Watch>,
+    pub(super) recorder: Arc<Recorder>,
+    /// The seed of the run (data fills).
+    pub(super) seed: u64,
+    virtual_time: bool,
+    /// Regions and queue pairs, by name; dropped before the NICs.
+    pub(super) objects: Objects,
+    pub(super) held: HashMap<String, Held>,
     /// The NIC index each alias's `open` named (also for opens that failed).
     indices: HashMap<String, usize>,
     /// NICs opened by an `open` that was expected to fail; closed at the end.
@@ -52,10 +85,24 @@ pub struct Exec<'s> {
 }
 
 impl<'s> Exec<'s> {
-    /// A run on `session` with nothing open yet.
-    pub fn new(session: &'s dyn Session) -> Exec<'s> {
+    /// A run on `session` through `machine`, with nothing open yet.
+    pub fn new(
+        session: &'s dyn Session,
+        machine: &'s WatchedMachine<'s>,
+        watch: Arc<Watch>,
+        recorder: Arc<Recorder>,
+        seed: u64,
+        virtual_time: bool,
+    ) -> Exec<'s> {
         Exec {
             session,
+            machine,
+            clock: WatchedClock::new(session.clock(), watch.clone()),
+            watch,
+            recorder,
+            seed,
+            virtual_time,
+            objects: Objects::default(),
             held: HashMap::new(),
             indices: HashMap::new(),
             stray: Vec::new(),
@@ -65,7 +112,7 @@ impl<'s> Exec<'s> {
     }
 
     /// Run `steps` in order, recording each in `records`; the first failure stops the run.
-    pub fn run(&mut self, steps: &[Step], records: &mut Vec<StepRecord>) -> Result<(), Box<Failure>> {
+    pub fn run(&mut self, steps: &[Step], records: &mut Vec<StepRecord>) -> Result<(), Box<Stop>> {
         for (i, step) in steps.iter().enumerate() {
             self.numbers.push(i + 1);
             let started = self.now();
@@ -83,9 +130,13 @@ impl<'s> Exec<'s> {
         Ok(())
     }
 
-    /// Close every NIC still open (steps that failed, or scenarios that end without `close`).
-    pub fn close_all(&mut self) -> Result<(), Box<Failure>> {
+    /// Close every NIC still open (steps that failed, or scenarios that end without `close`),
+    /// after giving up the regions and queue pairs.
+    pub fn close_all(&mut self) -> Result<(), Box<Stop>> {
         let mut problems = Vec::new();
+        if let Err(p) = catch(|| std::mem::take(&mut self.objects)) {
+            problems.push(format!("dropping regions and queue pairs: {p}"));
+        }
         let mut to_close: Vec<(String, &mut Nic)> = Vec::new();
         for (alias, held) in self.held.iter_mut() {
             if held.open {
@@ -109,11 +160,13 @@ impl<'s> Exec<'s> {
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(Box::new(Failure { step: None, expected: "NICs left open close at the end".into(), got: problems.join("; ") }))
+            let got = problems.join("; ");
+            Err(Box::new(Stop::Failed(Failure { step: None, expected: "NICs left open close at the end".into(), got })))
         }
     }
 
-    fn now(&self) -> Duration {
+    /// The target's time (not watched: the runner's own reading).
+    pub(super) fn now(&self) -> Duration {
         catch(|| self.session.clock().now()).unwrap_or_default()
     }
 
@@ -121,19 +174,61 @@ impl<'s> Exec<'s> {
         self.numbers.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(".")
     }
 
+    /// The step being run, as a failure report names it.
+    fn failed_step(&self, step: &Step) -> FailedStep {
+        FailedStep { number: self.number(), line: step.at.line, text: step.action.to_string(), iterations: self.iterations.clone() }
+    }
+
+    /// What a passed limit means for the verdict.
+    fn timed_out(&self, step: &Step, expiry: Expiry) -> TimedOut {
+        let target_clock = if self.virtual_time { TimeoutClock::Virtual } else { TimeoutClock::Target };
+        let (whose, limit, clock) = match expiry {
+            Expiry::Target(Limit { whose: Whose::Scenario, length, .. }) => ("scenario".to_string(), length, target_clock),
+            Expiry::Target(Limit { whose: Whose::Step(n), length, .. }) => (format!("step {n}"), length, target_clock),
+            Expiry::Wall(length) => ("wall-limit".to_string(), length, TimeoutClock::Wall),
+        };
+        TimedOut { whose, limit, clock, step: Some(self.failed_step(step)) }
+    }
+
+    /// Where the step stands, for its transcript lines: `20.1 (7/1000)`.
+    fn place(&self) -> String {
+        let mut place = self.number();
+        if let Some((i, n)) = self.iterations.last() {
+            place.push_str(&format!(" ({i}/{n})"));
+        }
+        place
+    }
+
     /// Run one step (its action, then its timing expectations).
-    fn step(&mut self, step: &Step) -> Result<Option<String>, Box<Failure>> {
-        let fail = |this: &Self, m: Mismatch| Box::new(Failure {
-            step: Some(FailedStep {
-                number: this.number(),
-                line: step.at.line,
-                text: step.action.to_string(),
-                iterations: this.iterations.clone(),
-            }),
-            expected: m.expected,
-            got: m.got,
-        });
+    fn step(&mut self, step: &Step) -> Result<Option<String>, Box<Stop>> {
         let started = self.now();
+        let place = self.place();
+        self.recorder.note(started, format!("{place} line {}: {}", step.at.line, step.action));
+        if let Some(timeout) = step.timeout {
+            self.watch.push(Limit { whose: Whose::Step(self.number()), length: timeout, until: started + timeout });
+        }
+        let result = self.step_within(step, started);
+        if step.timeout.is_some() {
+            self.watch.pop();
+        }
+        let end = self.now();
+        let took = end.saturating_sub(started);
+        let verdict = match &result {
+            Ok(Some(note)) => format!("ok took={} {note}", format_duration(took)),
+            Ok(None) => format!("ok took={}", format_duration(took)),
+            Err(stop) => match &**stop {
+                Stop::Failed(f) => format!("FAIL expected {}; got {}", f.expected, f.got),
+                Stop::TimedOut(t) => format!("TIMEOUT {}", t.describe()),
+            },
+        };
+        self.recorder.note(end, format!("{place} {verdict}"));
+        result
+    }
+
+    fn step_within(&mut self, step: &Step, started: Duration) -> Result<Option<String>, Box<Stop>> {
+        let fail = |this: &Self, m: Mismatch| {
+            Box::new(Stop::Failed(Failure { step: Some(this.failed_step(step)), expected: m.expected, got: m.got }))
+        };
         let note = if let Action::Repeat { times, steps } = &step.action {
             // Inner steps report their own failures; their records are not kept.
             for i in 0..*times {
@@ -145,10 +240,27 @@ impl<'s> Exec<'s> {
             }
             Some(format!("{times} iterations"))
         } else {
-            match catch(|| self.act(step)) {
-                Ok(Ok(note)) => note,
+            match catch_interrupt(|| self.act(step)) {
+                Ok(Ok(note)) => match &step.expect.misuse {
+                    Some(pattern) => {
+                        let m = Mismatch::new(format!("the driver refuses it as misuse (a panic matching /{}/)", pattern.text), "it ran");
+                        return Err(fail(self, m));
+                    }
+                    None => note,
+                },
                 Ok(Err(m)) => return Err(fail(self, m)),
-                Err(panic) => return Err(fail(self, Mismatch::new(format!("`{}` runs", step.action.keyword()), panic))),
+                Err(Interrupt::Expired(expiry)) => return Err(Box::new(Stop::TimedOut(self.timed_out(step, expiry)))),
+                Err(Interrupt::Panic { at, message }) => match &step.expect.misuse {
+                    Some(pattern) if pattern.regex.is_match(&message) => Some(format!("refused as misuse: {message}")),
+                    Some(pattern) => {
+                        let m = Mismatch::new(format!("a panic matching /{}/", pattern.text), format!("a panic: {message}"));
+                        return Err(fail(self, m));
+                    }
+                    None => {
+                        let got = Interrupt::Panic { at, message }.to_string();
+                        return Err(fail(self, Mismatch::new(format!("`{}` runs", step.action.keyword()), got)));
+                    }
+                },
             }
         };
         let took = self.now().saturating_sub(started);
@@ -168,6 +280,9 @@ impl<'s> Exec<'s> {
     }
 
     fn act(&mut self, step: &Step) -> Result<Option<String>, Mismatch> {
+        if step.action.is_roce() {
+            return self.roce(step);
+        }
         match &step.action {
             Action::Open { nic, alias, .. } => self.open(*nic, &alias.name, step),
             Action::Close { alias } => self.close(&alias.name),
@@ -199,7 +314,7 @@ impl<'s> Exec<'s> {
                 checks.done().map(|_| Some(format!("{} queue pairs, {} regions", limits.qps, limits.regions)))
             }
             Action::Count(check) => {
-                let n = bnxt::count(self.session.machine()).map_err(|e| Mismatch::new("the machine's NICs can be listed", e.to_string()))?;
+                let n = bnxt::count(self.machine).map_err(|e| Mismatch::new("the machine's NICs can be listed", e.to_string()))?;
                 let (ok, expected) = match check {
                     CountCheck::Equals(want) => (n == *want, format!("{want} NICs")),
                     CountCheck::AtLeast(want) => (n >= *want, format!("at least {want} NICs")),
@@ -207,7 +322,7 @@ impl<'s> Exec<'s> {
                 if ok { Ok(Some(format!("{n} NICs"))) } else { Err(Mismatch::new(expected, format!("{n} NICs"))) }
             }
             Action::Wait(d) => {
-                self.session.clock().sleep(*d);
+                self.clock.sleep(*d);
                 Ok(None)
             }
             Action::Inspect { nic, dma_mappings, driver_registered } => {
@@ -227,12 +342,13 @@ impl<'s> Exec<'s> {
                 checks.done()
             }
             Action::Repeat { .. } => unreachable!("repeat is run by step()"),
+            other => unreachable!("`{}` is a RoCE step, run by roce()", other.keyword()),
         }
     }
 
     fn open(&mut self, index: usize, alias: &str, step: &Step) -> Result<Option<String>, Mismatch> {
         self.indices.insert(alias.to_string(), index);
-        let result = Nic::open(self.session.machine(), index);
+        let result = Nic::open(self.machine, index);
         match (result, &step.expect.error) {
             (Ok(nic), None) => {
                 let note = format!("opened {}", nic.name());
@@ -267,7 +383,7 @@ impl<'s> Exec<'s> {
     }
 
     /// The NIC an alias names, which must be open.
-    fn open_nic(&self, alias: &str) -> Result<&Nic, Mismatch> {
+    pub(super) fn open_nic(&self, alias: &str) -> Result<&Nic, Mismatch> {
         match self.held.get(alias) {
             Some(h) if h.open => Ok(&h.nic),
             _ => Err(Mismatch::new(format!("`{alias}` names an open NIC"), "it names none")),
@@ -286,7 +402,7 @@ impl<'s> Exec<'s> {
     fn identity(&self, check: &IdentityCheck) -> Result<Option<String>, Mismatch> {
         let nic = self.open_nic(&check.nic.name)?;
         let index = self.indices.get(&check.nic.name).copied().unwrap_or_default();
-        let buses = bnxt::buses(self.session.machine()).map_err(|e| Mismatch::new("the machine's NICs can be listed", e.to_string()))?;
+        let buses = bnxt::buses(self.machine).map_err(|e| Mismatch::new("the machine's NICs can be listed", e.to_string()))?;
         let (name, bus, id) = (nic.name().to_string(), nic.bus().to_string(), nic.identity());
         let mut checks = Checks::default();
 
@@ -331,13 +447,13 @@ impl<'s> Exec<'s> {
 
 /// Several checks of one step, all made, reported together.
 #[derive(Default)]
-struct Checks {
+pub(super) struct Checks {
     expected: Vec<String>,
     got: Vec<String>,
 }
 
 impl Checks {
-    fn check(&mut self, ok: bool, expected: impl Into<String>, got: impl Into<String>) {
+    pub(super) fn check(&mut self, ok: bool, expected: impl Into<String>, got: impl Into<String>) {
         if !ok {
             self.expected.push(expected.into());
             self.got.push(got.into());
@@ -351,7 +467,7 @@ impl Checks {
         }
     }
 
-    fn done(self) -> Result<Option<String>, Mismatch> {
+    pub(super) fn done(self) -> Result<Option<String>, Mismatch> {
         if self.expected.is_empty() {
             Ok(None)
         } else {

@@ -4,8 +4,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use serde::Serialize;
+
 /// How a scenario ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "verdict", content = "detail", rename_all = "kebab-case")]
 pub enum Verdict {
     /// Every step did what it should.
     Pass,
@@ -13,21 +16,71 @@ pub enum Verdict {
     Fail(Failure),
     /// Not run on this target, for this reason.
     Skip(String),
+    /// A timeout passed: the scenario's, a step's, or the limit on wall time.
+    Timeout(TimedOut),
 }
 
 impl Verdict {
-    /// `PASS`, `FAIL` or `SKIP`.
+    /// `PASS`, `FAIL`, `SKIP` or `TIMEOUT`.
     pub fn label(&self) -> &'static str {
         match self {
             Verdict::Pass => "PASS",
             Verdict::Fail(_) => "FAIL",
             Verdict::Skip(_) => "SKIP",
+            Verdict::Timeout(_) => "TIMEOUT",
+        }
+    }
+
+    /// Whether the run of the scenario counts against the run of the suite.
+    pub fn is_bad(&self) -> bool {
+        matches!(self, Verdict::Fail(_) | Verdict::Timeout(_))
+    }
+}
+
+/// Which clock a timeout was on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TimeoutClock {
+    /// The target's clock, virtual (the model).
+    Virtual,
+    /// The target's clock, real.
+    Target,
+    /// Wall time (`--wall-limit`): the run took too long whatever the target's clock said.
+    Wall,
+}
+
+/// Which timeout passed, and where the scenario was.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TimedOut {
+    /// Whose timeout: `scenario`, `step 4`, or `wall-limit`.
+    pub whose: String,
+    /// How long it allowed.
+    #[serde(serialize_with = "crate::report::json::duration")]
+    pub limit: Duration,
+    /// On which clock.
+    pub clock: TimeoutClock,
+    /// The step that was running, if one was.
+    pub step: Option<FailedStep>,
+}
+
+impl TimedOut {
+    /// What passed, in words: `the timeout of step 4 (2s on the virtual clock)`.
+    pub fn describe(&self) -> String {
+        let clock = match self.clock {
+            TimeoutClock::Virtual => "on the virtual clock",
+            TimeoutClock::Target => "on the target's clock",
+            TimeoutClock::Wall => "of wall time",
+        };
+        let limit = crate::scenario::values::format_duration(self.limit);
+        match self.whose.as_str() {
+            "wall-limit" => format!("the wall-time limit ({limit}) passed"),
+            whose => format!("the timeout of the {whose} ({limit} {clock}) passed"),
         }
     }
 }
 
 /// Why a scenario failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Failure {
     /// The step that failed; `None` when it was not a step (starting the target, cleaning up).
     pub step: Option<FailedStep>,
@@ -38,7 +91,7 @@ pub struct Failure {
 }
 
 /// Which step failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FailedStep {
     /// Its number, from 1, in the order of the file (`3`, or `5.2` inside a repeat).
     pub number: String,
@@ -51,7 +104,7 @@ pub struct FailedStep {
 }
 
 /// One step that ran (top-level steps; a `repeat` is one record).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StepRecord {
     /// Its number, from 1.
     pub number: String,
@@ -60,8 +113,10 @@ pub struct StepRecord {
     /// The step as written.
     pub text: String,
     /// Target clock when it started.
+    #[serde(serialize_with = "crate::report::json::duration")]
     pub started: Duration,
     /// How long it took on the target's clock.
+    #[serde(serialize_with = "crate::report::json::duration")]
     pub took: Duration,
     /// Whether it did what it should.
     pub ok: bool,
@@ -70,7 +125,7 @@ pub struct StepRecord {
 }
 
 /// Everything a run of one scenario on one target gave.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ScenarioOutcome {
     /// The scenario's name.
     pub name: String,
@@ -85,9 +140,15 @@ pub struct ScenarioOutcome {
     /// The steps that ran.
     pub steps: Vec<StepRecord>,
     /// Target clock at the end (virtual time on the model).
+    #[serde(serialize_with = "crate::report::json::duration")]
     pub target_time: Duration,
     /// Wall-clock time the run took.
+    #[serde(serialize_with = "crate::report::json::duration")]
     pub wall_time: Duration,
     /// What the target noted (unimplemented behaviour it was asked for).
     pub notes: Vec<String>,
+    /// Files the run wrote (transcript, ladder diagram, pcap).
+    pub artifacts: Vec<PathBuf>,
+    /// The command that runs this scenario again the same way.
+    pub replay: String,
 }

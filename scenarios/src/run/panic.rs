@@ -5,6 +5,8 @@ use std::cell::{Cell, RefCell};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Once;
 
+use super::watch::{Expired, Expiry};
+
 thread_local! {
     /// How many [`catch`] calls are active on this thread.
     static CATCHING: Cell<u32> = const { Cell::new(0) };
@@ -31,24 +33,55 @@ fn install_hook() {
     });
 }
 
-/// Run `f`; a panic in it is returned as `Err("panicked at FILE:LINE:COL: MESSAGE")`.
-pub fn catch<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+/// Why code run by [`catch_interrupt`] did not return.
+#[derive(Debug, Clone)]
+pub enum Interrupt {
+    /// It panicked.
+    Panic {
+        /// Where (`FILE:LINE:COL`), when known.
+        at: Option<String>,
+        /// The panic's message.
+        message: String,
+    },
+    /// A watched clock found a limit passed ([`super::watch`]).
+    Expired(Expiry),
+}
+
+impl std::fmt::Display for Interrupt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Interrupt::Panic { at: Some(at), message } => write!(f, "panicked at {at}: {message}"),
+            Interrupt::Panic { at: None, message } => write!(f, "panicked: {message}"),
+            Interrupt::Expired(Expiry::Target(limit)) => write!(f, "a timeout of {:?} passed", limit.length),
+            Interrupt::Expired(Expiry::Wall(limit)) => write!(f, "the wall-time limit of {limit:?} passed"),
+        }
+    }
+}
+
+/// Run `f`; a panic in it, or a limit a watched clock found passed, is returned as `Err`.
+pub fn catch_interrupt<T>(f: impl FnOnce() -> T) -> Result<T, Interrupt> {
     install_hook();
     CATCHING.with(|c| c.set(c.get() + 1));
     LOCATION.with(|l| l.borrow_mut().take());
     let result = panic::catch_unwind(AssertUnwindSafe(f));
     CATCHING.with(|c| c.set(c.get() - 1));
     result.map_err(|payload| {
+        let at = LOCATION.with(|l| l.borrow_mut().take());
+        if let Some(Expired(expiry)) = payload.downcast_ref::<Expired>() {
+            return Interrupt::Expired(expiry.clone());
+        }
         let message = payload
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "(a panic without a message)".to_string());
-        match LOCATION.with(|l| l.borrow_mut().take()) {
-            Some(at) => format!("panicked at {at}: {message}"),
-            None => format!("panicked: {message}"),
-        }
+        Interrupt::Panic { at, message }
     })
+}
+
+/// Run `f`; a panic in it is returned as `Err("panicked at FILE:LINE:COL: MESSAGE")`.
+pub fn catch<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    catch_interrupt(f).map_err(|i| i.to_string())
 }
 
 #[cfg(test)]

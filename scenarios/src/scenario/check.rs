@@ -1,13 +1,15 @@
-//! Checks made before anything runs: NIC indices within `nics`, every alias defined before it
-//! is used and not used after its NIC was closed, `expect: {error}` only where a step can fail,
-//! and a bound on how many steps a scenario runs.
+//! Checks made before anything runs: NIC indices within `nics`; every name (of a NIC, a region,
+//! a queue pair) given before it is used, used for the right kind of thing, and not used after
+//! it is gone (closed, deregistered, destroyed); regions and queue pairs of one step on the same
+//! NIC; ranges within their regions; sends and reads only on connected queue pairs;
+//! `expect: {error}` only where a step can fail; and a bound on how many steps a scenario runs.
 //!
 //! What only running can tell (whether the driver succeeds, what the NIC's state is) is the
-//! runner's job.
+//! runner's job. A step that `expect`s misuse is let through the checks that misuse breaks.
 
 use std::collections::HashMap;
 
-use super::{Action, Alias, FaultKind, NicRef, Scenario, Step};
+use super::{Action, Alias, FaultKind, NicRef, Scenario, Step, Transfer};
 use crate::yaml::{DecodeError, Pos, Problem};
 
 /// The most step runs (repeats multiplied out) one scenario may have.
@@ -32,12 +34,54 @@ impl AliasState {
     }
 }
 
+/// A region or a queue pair, as far as the checks follow it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Object {
+    /// Alias of its NIC.
+    nic: String,
+    /// Line of the step that made it.
+    line: u64,
+    /// What it is.
+    kind: ObjectKind,
+    /// How it went, and at which line, once it is gone.
+    gone: Option<(&'static str, u64)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ObjectKind {
+    Region { bytes: u64 },
+    Qp { peer: Option<String> },
+}
+
+impl ObjectKind {
+    fn what(&self) -> &'static str {
+        match self {
+            ObjectKind::Region { .. } => "a region",
+            ObjectKind::Qp { .. } => "a queue pair",
+        }
+    }
+}
+
+/// Every name of a scenario at a point of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Names {
+    nics: HashMap<String, AliasState>,
+    objects: HashMap<String, Object>,
+}
+
 /// Every problem the checks find in `scenario` (none when it may run).
 pub fn check(scenario: &Scenario) -> Vec<DecodeError> {
     let mut checker = Checker { nics: scenario.nics, errors: Vec::new() };
     for fault in &scenario.faults {
         match &fault.kind {
             FaultKind::Firmware(f) => checker.nic_index(f.nic, f.nic_at, &format!("{}.firmware.nic", fault.path)),
+            FaultKind::Wire(w) => {
+                for (i, rule) in w.rules.iter().enumerate() {
+                    if let Some(nic) = rule.nic {
+                        checker.nic_index(nic, rule.nic_at, &format!("{}.wire.rules[{i}].nic", fault.path));
+                    }
+                }
+            }
         }
     }
     let runs = step_runs(&scenario.steps);
@@ -50,8 +94,8 @@ pub fn check(scenario: &Scenario) -> Vec<DecodeError> {
             problem: Problem::TooManyRuns { runs, max: MAX_STEP_RUNS },
         });
     }
-    let mut aliases = HashMap::new();
-    checker.steps(&scenario.steps, &mut aliases);
+    let mut names = Names::default();
+    checker.steps(&scenario.steps, &mut names);
     checker.errors
 }
 
@@ -86,27 +130,33 @@ impl Checker {
     }
 
     /// `alias` must name an open NIC here.
-    fn open_alias(&mut self, alias: &Alias, aliases: &HashMap<String, AliasState>) {
-        match aliases.get(&alias.name) {
-            Some(AliasState::Open { .. }) => {}
-            state => self.alias_problem(alias, state.copied()),
+    fn open_alias(&mut self, alias: &Alias, names: &Names) -> bool {
+        match names.nics.get(&alias.name) {
+            Some(AliasState::Open { .. }) => true,
+            state => {
+                self.alias_problem(alias, state.copied(), names);
+                false
+            }
         }
     }
 
     /// `alias` must have been given by an `open` (its NIC index is known), whatever became of it.
-    fn known_alias(&mut self, alias: &Alias, aliases: &HashMap<String, AliasState>) -> Option<usize> {
-        match aliases.get(&alias.name) {
+    fn known_alias(&mut self, alias: &Alias, names: &Names) -> Option<usize> {
+        match names.nics.get(&alias.name) {
             Some(state) => Some(state.nic()),
             None => {
-                self.alias_problem(alias, None);
+                self.alias_problem(alias, None, names);
                 None
             }
         }
     }
 
-    fn alias_problem(&mut self, alias: &Alias, state: Option<AliasState>) {
+    fn alias_problem(&mut self, alias: &Alias, state: Option<AliasState>, names: &Names) {
         let problem = match state {
-            None => Problem::UndefinedAlias { alias: alias.name.clone() },
+            None => match names.objects.get(&alias.name) {
+                Some(o) => Problem::WrongKind { name: alias.name.clone(), expected: "a NIC".into(), is: o.kind.what().into() },
+                None => Problem::UndefinedAlias { alias: alias.name.clone() },
+            },
             Some(AliasState::Closed { line, .. }) => Problem::AliasClosed { alias: alias.name.clone(), closed_at: line },
             Some(AliasState::NeverOpened { line, .. }) => Problem::AliasNeverOpened { alias: alias.name.clone(), line },
             Some(AliasState::Open { .. }) => return,
@@ -114,76 +164,257 @@ impl Checker {
         self.push(alias.at, &alias.path, problem);
     }
 
-    fn nic_ref(&mut self, nic: &NicRef, aliases: &HashMap<String, AliasState>) {
+    fn nic_ref(&mut self, nic: &NicRef, names: &Names) {
         match nic {
             NicRef::Index { nic, at, path } => self.nic_index(*nic, *at, path),
             NicRef::Alias(alias) => {
-                self.known_alias(alias, aliases);
+                self.known_alias(alias, names);
             }
         }
     }
 
-    fn steps(&mut self, steps: &[Step], aliases: &mut HashMap<String, AliasState>) {
-        for step in steps {
-            self.step(step, aliases);
+    /// `name` may be given to a new NIC, region or queue pair: it names nothing live.
+    fn fresh_name(&mut self, name: &Alias, names: &Names) -> bool {
+        let taken = match (names.nics.get(&name.name), names.objects.get(&name.name)) {
+            (Some(AliasState::Open { line, .. }), _) => Some(("an open NIC", *line)),
+            (_, Some(o)) if o.gone.is_none() => Some((o.kind.what(), o.line)),
+            _ => None,
+        };
+        if let Some((what, line)) = taken {
+            self.push(name.at, &name.path, Problem::NameInUse { name: name.name.clone(), what: what.into(), line });
+        }
+        taken.is_none()
+    }
+
+    /// The live object `name` names, if it is of the kind `is_kind` accepts; a problem if not.
+    /// With `gone_ok`, an object that is gone is accepted too.
+    fn object<'n>(
+        &mut self,
+        name: &Alias,
+        names: &'n Names,
+        expected: &str,
+        is_kind: fn(&ObjectKind) -> bool,
+        gone_ok: bool,
+    ) -> Option<&'n Object> {
+        let problem = match names.objects.get(&name.name) {
+            Some(o) if !is_kind(&o.kind) => {
+                Problem::WrongKind { name: name.name.clone(), expected: expected.into(), is: o.kind.what().into() }
+            }
+            Some(o) => match o.gone {
+                Some((how, line)) if !gone_ok => Problem::Gone { name: name.name.clone(), how: how.into(), line },
+                _ => return Some(o),
+            },
+            None if names.nics.contains_key(&name.name) => {
+                Problem::WrongKind { name: name.name.clone(), expected: expected.into(), is: "a NIC".into() }
+            }
+            None => Problem::UndefinedAlias { alias: name.name.clone() },
+        };
+        self.push(name.at, &name.path, problem);
+        None
+    }
+
+    fn qp<'n>(&mut self, name: &Alias, names: &'n Names, gone_ok: bool) -> Option<&'n Object> {
+        self.object(name, names, "a queue pair", |k| matches!(k, ObjectKind::Qp { .. }), gone_ok)
+    }
+
+    fn region<'n>(&mut self, name: &Alias, names: &'n Names, gone_ok: bool) -> Option<&'n Object> {
+        self.object(name, names, "a region", |k| matches!(k, ObjectKind::Region { .. }), gone_ok)
+    }
+
+    /// Region `region`, of the NIC `nic` names, holds `at..at + bytes`.
+    fn range(&mut self, region: &Alias, at: u64, bytes: u64, nic: Option<&str>, names: &Names, step: &Step) {
+        let Some(o) = self.region(region, names, false) else { return };
+        let ObjectKind::Region { bytes: len } = o.kind else { return };
+        if let Some(nic) = nic
+            && o.nic != nic
+        {
+            let problem = Problem::Conflict(format!(
+                "`{}` is a region of `{}`, and this step's queue pair is on `{nic}`: a queue pair uses regions of its own NIC",
+                region.name, o.nic
+            ));
+            self.push(region.at, &region.path, problem);
+        }
+        if at.saturating_add(bytes) > len && step.expect.misuse.is_none() {
+            let problem = Problem::Conflict(format!(
+                "bytes {at} to {} are past the end of `{}` ({len} bytes)",
+                at.saturating_add(bytes),
+                region.name
+            ));
+            self.push(region.at, &region.path, problem);
         }
     }
 
-    fn step(&mut self, step: &Step, aliases: &mut HashMap<String, AliasState>) {
+    /// A post of `t` on its queue pair; `connected` if the post needs a connected queue pair.
+    fn post(&mut self, t: &Transfer, names: &Names, step: &Step, connected: bool) -> Option<(String, Option<String>)> {
+        let qp = self.qp(&t.qp, names, false)?;
+        let ObjectKind::Qp { peer } = &qp.kind else { return None };
+        let (nic, peer) = (qp.nic.clone(), peer.clone());
+        if connected && peer.is_none() && step.expect.misuse.is_none() {
+            let problem = Problem::Conflict(format!("`{}` is not connected: a `connect` must come first", t.qp.name));
+            self.push(t.qp.at, &t.qp.path, problem);
+        }
+        self.range(&t.region, t.at, t.bytes, Some(&nic), names, step);
+        Some((nic, peer))
+    }
+
+    fn steps(&mut self, steps: &[Step], names: &mut Names) {
+        for step in steps {
+            self.step(step, names);
+        }
+    }
+
+    fn step(&mut self, step: &Step, names: &mut Names) {
         if step.expect.error.is_some() && !step.action.is_fallible() {
             let at = step.expect.at.unwrap_or(step.at);
             self.push(at, &format!("{}.expect.error", step.path), Problem::ExpectErrorOnInfallible {
                 step: step.action.keyword().into(),
             });
         }
+        let line = step.at.line;
+        let made = step.expect.error.is_none() && step.expect.misuse.is_none();
         match &step.action {
             Action::Open { nic, nic_at, alias } => {
                 self.nic_index(*nic, *nic_at, &format!("{}.open.nic", step.path));
-                if let Some(AliasState::Open { line, .. }) = aliases.get(&alias.name) {
+                if let Some(AliasState::Open { line, .. }) = names.nics.get(&alias.name) {
                     let problem = Problem::AliasInUse { alias: alias.name.clone(), opened_at: *line };
                     self.push(alias.at, &alias.path, problem);
                     return;
                 }
-                let line = step.at.line;
+                if !self.fresh_name(alias, names) {
+                    return;
+                }
                 let state = if step.expect.error.is_some() {
                     AliasState::NeverOpened { nic: *nic, line }
                 } else {
                     AliasState::Open { nic: *nic, line }
                 };
-                aliases.insert(alias.name.clone(), state);
+                names.objects.remove(&alias.name);
+                names.nics.insert(alias.name.clone(), state);
             }
-            Action::Close { alias } => match aliases.get(&alias.name).copied() {
+            Action::Close { alias } => match names.nics.get(&alias.name).copied() {
                 Some(AliasState::Open { nic, .. }) => {
-                    aliases.insert(alias.name.clone(), AliasState::Closed { nic, line: step.at.line });
+                    names.nics.insert(alias.name.clone(), AliasState::Closed { nic, line });
+                    for o in names.objects.values_mut() {
+                        if o.nic == alias.name && o.gone.is_none() {
+                            o.gone = Some(("its NIC was closed", line));
+                        }
+                    }
                 }
                 // A second close does nothing.
                 Some(AliasState::Closed { .. }) => {}
-                state => self.alias_problem(alias, state),
+                state => {
+                    let snapshot = names.clone();
+                    self.alias_problem(alias, state, &snapshot)
+                }
             },
-            Action::Config { nic, .. } | Action::Inspect { nic, .. } => self.nic_ref(nic, aliases),
+            Action::Config { nic, .. } | Action::Inspect { nic, .. } => self.nic_ref(nic, names),
             Action::Identity(check) => {
-                self.open_alias(&check.nic, aliases);
+                self.open_alias(&check.nic, names);
                 for other in &check.differs_from {
                     if other.name == check.nic.name {
                         let problem = Problem::Conflict(format!("`{}` cannot differ from itself", other.name));
                         self.push(other.at, &other.path, problem);
                     }
-                    self.open_alias(other, aliases);
+                    self.open_alias(other, names);
                 }
             }
-            Action::Limits { nic, .. } => self.open_alias(nic, aliases),
+            Action::Limits { nic, .. } => {
+                self.open_alias(nic, names);
+            }
             Action::Count(_) | Action::Wait(_) => {}
             Action::Repeat { times, steps } => {
-                // Walk the body until what the aliases name stops changing (or as often as it
+                // Walk the body until what the names name stops changing (or as often as it
                 // runs): what one pass leaves behind is what the next pass starts from. Without
                 // conditionals a body settles within a few passes; eight is a safe bound.
                 for _ in 0..(*times).min(8) {
-                    let before = aliases.clone();
-                    self.steps(steps, aliases);
-                    if *aliases == before {
+                    let before = names.clone();
+                    self.steps(steps, names);
+                    if *names == before {
                         break;
                     }
                 }
+            }
+            Action::Region { nic, name, bytes, .. } => {
+                let open = self.open_alias(nic, names);
+                if self.fresh_name(name, names) && open && made {
+                    let object = Object { nic: nic.name.clone(), line, kind: ObjectKind::Region { bytes: *bytes }, gone: None };
+                    names.objects.insert(name.name.clone(), object);
+                }
+            }
+            Action::Qp { nic, name } => {
+                let open = self.open_alias(nic, names);
+                if self.fresh_name(name, names) && open && made {
+                    let object = Object { nic: nic.name.clone(), line, kind: ObjectKind::Qp { peer: None }, gone: None };
+                    names.objects.insert(name.name.clone(), object);
+                }
+            }
+            Action::Deregister { region } => {
+                if self.region(region, names, true).is_some_and(|o| o.gone.is_none())
+                    && let Some(o) = names.objects.get_mut(&region.name)
+                {
+                    o.gone = Some(("deregistered", line));
+                }
+            }
+            Action::Destroy { qp } => {
+                if self.qp(qp, names, true).is_some_and(|o| o.gone.is_none())
+                    && let Some(o) = names.objects.get_mut(&qp.name)
+                {
+                    o.gone = Some(("destroyed", line));
+                }
+            }
+            Action::Connect { qp, peer } => {
+                let a = self.qp(qp, names, false).cloned();
+                let b = self.qp(peer, names, false).cloned();
+                if qp.name == peer.name {
+                    let problem = Problem::Conflict(format!("`{}` cannot be connected to itself", qp.name));
+                    self.push(peer.at, &peer.path, problem);
+                    return;
+                }
+                for (o, alias) in [(&a, qp), (&b, peer)] {
+                    if let Some(Object { kind: ObjectKind::Qp { peer: Some(other) }, .. }) = o
+                        && step.expect.misuse.is_none()
+                    {
+                        let problem = Problem::Conflict(format!("`{}` is already connected (to `{other}`)", alias.name));
+                        self.push(alias.at, &alias.path, problem);
+                    }
+                }
+                if a.is_some() && b.is_some() && made {
+                    for (this, other) in [(qp, peer), (peer, qp)] {
+                        if let Some(o) = names.objects.get_mut(&this.name) {
+                            o.kind = ObjectKind::Qp { peer: Some(other.name.clone()) };
+                        }
+                    }
+                }
+            }
+            Action::Send(t) => {
+                self.post(t, names, step, true);
+            }
+            Action::Receive(t) => {
+                self.post(t, names, step, false);
+            }
+            Action::Read { into, from, from_at } => {
+                if let Some((nic, Some(peer))) = self.post(into, names, step, true)
+                    && names.objects.get(&peer).is_some_and(|p| p.nic != nic)
+                    && step.expect.misuse.is_none()
+                {
+                    let problem = Problem::Conflict(format!(
+                        "`{}` is connected to `{peer}` on another NIC: a read goes between regions of one NIC, over a queue pair connected to another on that NIC",
+                        into.qp.name
+                    ));
+                    self.push(into.qp.at, &into.qp.path, problem);
+                }
+                let nic = names.objects.get(&into.qp.name).map(|o| o.nic.clone());
+                self.range(from, *from_at, into.bytes, nic.as_deref(), names, step);
+            }
+            Action::Complete(c) => {
+                self.qp(&c.qp, names, false);
+            }
+            Action::Room { qp, .. } => {
+                self.qp(qp, names, true);
+            }
+            Action::Compare { region, at, with, with_at, bytes } => {
+                self.range(region, *at, *bytes, None, names, step);
+                self.range(with, *with_at, *bytes, None, names, step);
             }
         }
     }

@@ -4,19 +4,17 @@ use std::path::Path;
 
 use super::decode_fault::fault;
 use super::decode_step::steps;
+use super::language::{self, ScenarioFile, keys};
 use super::values::{check_scenario_name, check_word};
-use super::{MAX_NICS, Scenario};
+use super::{Capability, FaultKind, MAX_NICS, Scenario};
 use crate::suggest::closest;
 use crate::target;
 use crate::yaml::{DecodeError, Field, Node, Problem};
 
-/// The keys at the top of a scenario file.
-pub const TOP_KEYS: &[&str] = &["name", "about", "targets", "nics", "seed", "tags", "matrix", "faults", "steps"];
-
 /// Decode the tree of one scenario (a file, or a variant of a matrix file: `matrix:` was expanded
 /// before, and is ignored here).
 pub fn decode(file: &Path, root: &Node) -> Result<Scenario, DecodeError> {
-    let top = Field::root(root, "").map(TOP_KEYS)?;
+    let top = Field::root(root, "").map(keys::<ScenarioFile>())?;
 
     let name_field = top.required("name")?;
     let name = name_field.string("the scenario's name")?;
@@ -62,10 +60,46 @@ pub fn decode(file: &Path, root: &Node) -> Result<Scenario, DecodeError> {
         }
     }
 
+    let timeout = top.optional("timeout").map(|t| t.duration()).transpose()?;
+
+    let skip = match top.optional("skip") {
+        None => None,
+        Some(f) => {
+            let m = f.map(keys::<language::Skip>())?;
+            let reason_field = m.required("reason")?;
+            let reason = reason_field.string("why the scenario is skipped, in a sentence")?;
+            if reason.trim().is_empty() {
+                return Err(reason_field.error(Problem::Empty { what: "the reason".into() }));
+            }
+            Some(reason.trim().to_string())
+        }
+    };
+
+    let mut requires = Vec::new();
+    if let Some(f) = top.optional("requires") {
+        for item in f.list("a list of capabilities, as [faults, virtual-time]")? {
+            let name = item.string("a capability")?;
+            let capability = Capability::by_name(name).ok_or_else(|| {
+                item.error(Problem::UnknownName {
+                    what: "capability".into(),
+                    name: name.into(),
+                    suggestion: closest(name, Capability::ALL.map(|(_, n)| n)).map(str::to_string),
+                })
+            })?;
+            if !requires.contains(&capability) {
+                requires.push(capability);
+            }
+        }
+    }
+
     let mut faults = Vec::new();
     if let Some(f) = top.optional("faults") {
         for item in f.list("a list of faults")? {
-            faults.push(fault(&item)?);
+            let fault = fault(&item)?;
+            if matches!(fault.kind, FaultKind::Wire(_)) && faults.iter().any(|f: &super::Fault| matches!(f.kind, FaultKind::Wire(_))) {
+                return Err(item.error(Problem::Conflict("one `wire` entry says everything the wire does (put its rules together)".into())));
+            }
+            faults.push(fault);
         }
     }
 
@@ -81,6 +115,9 @@ pub fn decode(file: &Path, root: &Node) -> Result<Scenario, DecodeError> {
         nics,
         seed,
         tags,
+        timeout,
+        skip,
+        requires,
         faults,
         steps,
     })

@@ -2,23 +2,19 @@
 
 use bnxt_hsi::hwrm::{ErrorCode, req_name, req_type, req_type_by_name};
 
-use super::{Fault, FaultKind, FirmwareAction, FirmwareFault, MAX_NICS};
+use super::language::faults::{self as lang, FIRMWARE_ACTIONS as ACTIONS};
+use super::language::{fault_kinds, keys};
+use super::opcodes::{RC_OPCODES, opcode_by_name};
+use super::{Fault, FaultKind, FirmwareAction, FirmwareFault, MAX_NICS, WireFault, WireFaultKind, WireRule};
 use crate::suggest::closest;
-use crate::yaml::{DecodeError, Field, Problem};
-
-/// The kinds of fault, each a key of a `faults` entry.
-const KINDS: &[&str] = &["firmware"];
-/// The keys of a `firmware` fault.
-const FIRMWARE_KEYS: &[&str] = &["nic", "request", "action", "code", "by", "nth"];
-/// The firmware fault actions.
-const ACTIONS: &[&str] = &["no-response", "error", "delay"];
+use crate::yaml::{DecodeError, Field, Problem, Value};
 
 /// Decode one entry of `faults`.
 pub(super) fn fault(item: &Field<'_>) -> Result<Fault, DecodeError> {
-    let entry = item.map(KINDS)?;
+    let entry = item.map(fault_kinds())?;
     let mut kinds = entry.keys();
     let Some(kind) = kinds.next() else {
-        return Err(entry.error(Problem::MissingKey { key: KINDS.join(" or ") }));
+        return Err(entry.error(Problem::MissingKey { key: fault_kinds().join(" or ") }));
     };
     if let Some(second) = kinds.next() {
         return Err(entry.error(Problem::Conflict(format!("one fault per entry: found `{kind}` and `{second}`"))));
@@ -26,13 +22,14 @@ pub(super) fn fault(item: &Field<'_>) -> Result<Fault, DecodeError> {
     let f = entry.required(kind)?;
     let kind = match kind {
         "firmware" => FaultKind::Firmware(firmware(&f)?),
-        other => unreachable!("fault kind {other} was checked against KINDS"),
+        "wire" => FaultKind::Wire(wire(&f)?),
+        other => unreachable!("fault kind {other} was checked against the language's fault kinds"),
     };
     Ok(Fault { at: item.node.at, path: item.path().to_string(), kind })
 }
 
 fn firmware(f: &Field<'_>) -> Result<FirmwareFault, DecodeError> {
-    let m = f.map(FIRMWARE_KEYS)?;
+    let m = f.map(keys::<lang::Firmware>())?;
     let nic_field = m.required("nic")?;
     let nic = nic_field.int("a NIC index", 0, MAX_NICS as u64 - 1)? as usize;
 
@@ -89,4 +86,71 @@ fn firmware(f: &Field<'_>) -> Result<FirmwareFault, DecodeError> {
         }
     };
     Ok(FirmwareFault { nic, nic_at: nic_field.node.at, req_type, request, nth: nth.map(|n| n as u32), action })
+}
+
+fn wire(f: &Field<'_>) -> Result<WireFault, DecodeError> {
+    let m = f.map(keys::<lang::Wire>())?;
+    let chance = |key: &str| m.optional(key).map(|v| v.probability()).transpose().map(Option::unwrap_or_default);
+    let mut plan = WireFault {
+        drop: chance("drop")?,
+        duplicate: chance("duplicate")?,
+        reorder: chance("reorder")?,
+        corrupt: chance("corrupt")?,
+        delay: chance("delay")?,
+        delay_by: m.optional("delay_by").map(|v| v.duration()).transpose()?,
+        reorder_hold: m.optional("reorder_hold").map(|v| v.duration()).transpose()?,
+        rules: Vec::new(),
+    };
+    if let Some(rules) = m.optional("rules") {
+        for item in rules.list("a list of rules")? {
+            plan.rules.push(wire_rule(&item)?);
+        }
+    }
+    if plan == (WireFault::default()) {
+        return Err(m.error(Problem::Conflict(
+            "`wire` does nothing: give a chance (drop, duplicate, reorder, corrupt, delay) or rules".into(),
+        )));
+    }
+    Ok(plan)
+}
+
+fn wire_rule(f: &Field<'_>) -> Result<WireRule, DecodeError> {
+    let m = f.map(keys::<lang::WireRule>())?;
+    let (nic, nic_at) = match m.optional("nic") {
+        Some(v) => (Some(v.int("a NIC index", 0, MAX_NICS as u64 - 1)? as usize), v.node.at),
+        None => (None, m.at()),
+    };
+    let opcode = match m.optional("opcode") {
+        None => None,
+        Some(v) => Some(match &v.node.value {
+            Value::Int(_) => v.int("a BTH opcode", 0, 255)? as u8,
+            Value::Str(name) => opcode_by_name(name).ok_or_else(|| {
+                v.error(Problem::UnknownName {
+                    what: "RC opcode".into(),
+                    name: name.clone(),
+                    suggestion: closest(name, RC_OPCODES.iter().map(|(_, n)| *n)).map(str::to_string),
+                })
+            })?,
+            _ => return Err(v.wrong_type("a BTH opcode: a number or a name as SEND_ONLY")),
+        }),
+    };
+    let psn = m.optional("psn").map(|v| v.int("a PSN (24 bits)", 0, 0xff_ffff)).transpose()?.map(|p| p as u32);
+    let nth = m.optional("nth").map(|v| v.int("which matching frame (1 is the first)", 1, u64::MAX)).transpose()?;
+    let kind_field = m.required("kind")?;
+    let name = kind_field.string("drop, duplicate, reorder, corrupt or delay")?;
+    let kind = WireFaultKind::ALL.iter().find(|(_, n)| *n == name).map(|(k, _)| *k).ok_or_else(|| {
+        kind_field.error(Problem::UnknownName {
+            what: "wire fault".into(),
+            name: name.into(),
+            suggestion: closest(name, WireFaultKind::ALL.map(|(_, n)| n)).map(str::to_string),
+        })
+    })?;
+    let delay = match m.optional("delay") {
+        Some(v) if kind != WireFaultKind::Delay => {
+            return Err(v.error(Problem::Conflict(format!("`delay` goes only with `kind: delay` (this rule's kind is `{name}`)"))));
+        }
+        Some(v) => Some(v.duration()?),
+        None => None,
+    };
+    Ok(WireRule { nic, nic_at, opcode, psn, nth, kind, delay })
 }

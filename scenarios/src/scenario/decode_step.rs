@@ -1,15 +1,23 @@
 //! Decoding `steps:`.
 
+use std::time::Duration;
+
 use regex::RegexBuilder;
 
-use super::values::{check_word, parse_gid, parse_ipv4, parse_mac};
-use super::{Action, Alias, CountCheck, ErrorPattern, Expect, IdentityCheck, MAX_NICS, NicRef, Step};
-use crate::yaml::{DecodeError, Field, Problem, Value};
+use super::language::{self, keys, steps as lang};
+use super::values::{MAX_SIZE, check_word, parse_gid, parse_ipv4, parse_mac};
+use super::{
+    Action, Alias, CompleteCheck, CountCheck, ErrorPattern, Expect, Fill, IdentityCheck, MAX_NICS, NicRef, Step, Transfer,
+};
+use crate::suggest::closest;
+use crate::yaml::{DecodeError, Field, MapReader, Problem, Value};
 
-/// The step keywords, each the key that names what a step does.
-pub const STEP_KEYWORDS: &[&str] = &["open", "close", "config", "identity", "limits", "count", "wait", "repeat", "inspect"];
-/// Every key a step may have.
-const STEP_KEYS: &[&str] = &["open", "close", "config", "identity", "limits", "count", "wait", "repeat", "inspect", "expect"];
+/// The largest message: 2^31 bytes (the contract).
+pub const MAX_MESSAGE: u64 = 1 << 31;
+/// How long `complete` waits for each completion when it does not say.
+pub const DEFAULT_WITHIN: Duration = Duration::from_secs(10);
+/// The most completions one `complete` step takes.
+pub const MAX_COMPLETE_COUNT: u64 = 1 << 20;
 /// The most times `repeat` may repeat.
 pub const MAX_REPEAT: u64 = 1_000_000;
 /// The largest compiled size of an `expect: {error: ...}` expression.
@@ -25,10 +33,10 @@ pub(super) fn steps(f: &Field<'_>) -> Result<Vec<Step>, DecodeError> {
 }
 
 fn step(item: &Field<'_>) -> Result<Step, DecodeError> {
-    let m = item.map(STEP_KEYS)?;
-    let mut keywords = m.keys().filter(|k| *k != "expect");
+    let m = item.map(language::step_keys())?;
+    let mut keywords = m.keys().filter(|k| !language::STEP_EXTRAS.contains(k));
     let Some(keyword) = keywords.next() else {
-        return Err(m.error(Problem::NoStep { valid: STEP_KEYWORDS.iter().map(|s| s.to_string()).collect() }));
+        return Err(m.error(Problem::NoStep { valid: language::step_keywords().iter().map(|s| s.to_string()).collect() }));
     };
     if let Some(second) = keywords.next() {
         return Err(m.error(Problem::Conflict(format!(
@@ -46,14 +54,32 @@ fn step(item: &Field<'_>) -> Result<Step, DecodeError> {
         "wait" => Action::Wait(f.duration()?),
         "repeat" => repeat(&f)?,
         "inspect" => inspect(&f)?,
-        other => unreachable!("step keyword {other} was checked against STEP_KEYS"),
+        "region" => region(&f)?,
+        "deregister" => Action::Deregister { region: alias(&f)? },
+        "qp" => {
+            let m = f.map(keys::<lang::Qp>())?;
+            Action::Qp { nic: alias(&m.required("on")?)?, name: alias(&m.required("as")?)? }
+        }
+        "connect" => {
+            let m = f.map(keys::<lang::Connect>())?;
+            Action::Connect { qp: alias(&m.required("qp")?)?, peer: alias(&m.required("peer")?)? }
+        }
+        "send" => Action::Send(transfer(&f)?),
+        "receive" => Action::Receive(transfer(&f)?),
+        "read" => read(&f)?,
+        "complete" => complete(&f)?,
+        "compare" => compare(&f)?,
+        "room" => room(&f)?,
+        "destroy" => Action::Destroy { qp: alias(&f)? },
+        other => unreachable!("step keyword {other} was checked against the language's keywords"),
     };
     let expect = m.optional("expect").map(|e| expect(&e)).transpose()?.unwrap_or_default();
-    Ok(Step { at: item.node.at, path: item.path().to_string(), action, expect })
+    let timeout = m.optional("timeout").map(|t| t.duration()).transpose()?;
+    Ok(Step { at: item.node.at, path: item.path().to_string(), action, expect, timeout })
 }
 
 fn open(f: &Field<'_>) -> Result<Action, DecodeError> {
-    let m = f.map(&["nic", "as"])?;
+    let m = f.map(keys::<lang::Open>())?;
     let nic_field = m.required("nic")?;
     let nic = nic_field.int("a NIC index", 0, MAX_NICS as u64 - 1)? as usize;
     let alias = alias(&m.required("as")?)?;
@@ -61,7 +87,7 @@ fn open(f: &Field<'_>) -> Result<Action, DecodeError> {
 }
 
 fn config(f: &Field<'_>) -> Result<Action, DecodeError> {
-    let m = f.map(&["nic", "relaxed_ordering", "bus_master", "memory"])?;
+    let m = f.map(keys::<lang::Config>())?;
     let nic = nic_ref(&m.required("nic")?)?;
     let switch = |key: &str| m.optional(key).map(|v| v.switch()).transpose();
     let (relaxed_ordering, bus_master, memory) = (switch("relaxed_ordering")?, switch("bus_master")?, switch("memory")?);
@@ -72,7 +98,7 @@ fn config(f: &Field<'_>) -> Result<Action, DecodeError> {
 }
 
 fn identity(f: &Field<'_>) -> Result<Action, DecodeError> {
-    let m = f.map(&["nic", "name", "bus", "mac", "ipv4", "gid", "differs_from"])?;
+    let m = f.map(keys::<lang::Identity>())?;
     let nic = alias(&m.required("nic")?)?;
     let text = |key: &str, expected: &str| m.optional(key).map(|v| v.string(expected).map(|s| (v.clone(), s))).transpose();
     let name = text("name", "a NIC name, as BNXT:1")?.map(|(_, s)| s.to_string());
@@ -100,32 +126,37 @@ fn identity(f: &Field<'_>) -> Result<Action, DecodeError> {
 }
 
 fn limits(f: &Field<'_>) -> Result<Action, DecodeError> {
-    let m = f.map(&["nic", "qps", "regions"])?;
+    let m = f.map(keys::<lang::Limits>())?;
     let nic = alias(&m.required("nic")?)?;
     let count = |key: &str| m.optional(key).map(|v| v.int("a count", 0, u64::from(u32::MAX)).map(|n| n as u32)).transpose();
     Ok(Action::Limits { nic, qps: count("qps")?, regions: count("regions")? })
 }
 
 fn count(f: &Field<'_>) -> Result<Action, DecodeError> {
-    let m = f.map(&["equals", "at_least"])?;
-    let n = |v: Field<'_>| v.int("a number of NICs", 0, MAX_NICS as u64).map(|n| n as usize);
+    let m = f.map(keys::<lang::Count>())?;
+    count_check(&m, "a number of NICs", MAX_NICS as u64).map(Action::Count)
+}
+
+/// `equals: N` or `at_least: N`, one of the two, each at most `max`.
+fn count_check(m: &MapReader<'_>, what: &str, max: u64) -> Result<CountCheck, DecodeError> {
+    let n = |v: Field<'_>| v.int(what, 0, max).map(|n| n as usize);
     match (m.optional("equals"), m.optional("at_least")) {
-        (Some(e), None) => Ok(Action::Count(CountCheck::Equals(n(e)?))),
-        (None, Some(a)) => Ok(Action::Count(CountCheck::AtLeast(n(a)?))),
+        (Some(e), None) => Ok(CountCheck::Equals(n(e)?)),
+        (None, Some(a)) => Ok(CountCheck::AtLeast(n(a)?)),
         (Some(_), Some(_)) => Err(m.error(Problem::Conflict("give `equals` or `at_least`, not both".into()))),
         (None, None) => Err(m.error(Problem::MissingKey { key: "equals".into() })),
     }
 }
 
 fn repeat(f: &Field<'_>) -> Result<Action, DecodeError> {
-    let m = f.map(&["times", "steps"])?;
+    let m = f.map(keys::<lang::Repeat>())?;
     let times = m.required("times")?.int("a repeat count", 1, MAX_REPEAT)? as u32;
     let steps = steps(&m.required("steps")?)?;
     Ok(Action::Repeat { times, steps })
 }
 
 fn inspect(f: &Field<'_>) -> Result<Action, DecodeError> {
-    let m = f.map(&["nic", "dma_mappings", "driver_registered"])?;
+    let m = f.map(keys::<lang::Inspect>())?;
     let nic = nic_ref(&m.required("nic")?)?;
     let dma_mappings =
         m.optional("dma_mappings").map(|v| v.int("a number of DMA mappings", 0, u64::from(u32::MAX)).map(|n| n as usize)).transpose()?;
@@ -136,30 +167,136 @@ fn inspect(f: &Field<'_>) -> Result<Action, DecodeError> {
     Ok(Action::Inspect { nic, dma_mappings, driver_registered })
 }
 
-fn expect(f: &Field<'_>) -> Result<Expect, DecodeError> {
-    let m = f.map(&["error", "takes_at_least", "takes_at_most"])?;
-    let error = match m.optional("error") {
-        None => None,
-        Some(e) => {
-            let text = e.string("a regular expression the error message must match")?;
-            let regex = RegexBuilder::new(text)
-                .size_limit(REGEX_SIZE_LIMIT)
-                .build()
-                .map_err(|err| e.invalid("a regular expression", first_line(&err.to_string())))?;
-            Some(ErrorPattern { text: text.to_string(), regex })
+fn region(f: &Field<'_>) -> Result<Action, DecodeError> {
+    let m = f.map(keys::<lang::Region>())?;
+    let nic = alias(&m.required("on")?)?;
+    let name = alias(&m.required("as")?)?;
+    let bytes = m.required("bytes")?.size(1, MAX_SIZE)?;
+    let fill = match m.optional("fill") {
+        None => Fill::Zero,
+        Some(v) => {
+            let written = v.string("zero, random or pattern")?;
+            Fill::ALL.iter().find(|(_, n)| *n == written).map(|(fill, _)| *fill).ok_or_else(|| {
+                v.error(Problem::UnknownName {
+                    what: "fill".into(),
+                    name: written.into(),
+                    suggestion: closest(written, Fill::ALL.map(|(_, n)| n)).map(str::to_string),
+                })
+            })?
         }
     };
+    Ok(Action::Region { nic, name, bytes, fill })
+}
+
+/// `at` (0 when absent), an offset into a region.
+fn offset(m: &MapReader<'_>, key: &str) -> Result<u64, DecodeError> {
+    m.optional(key).map(|v| v.size(0, MAX_SIZE)).transpose().map(Option::unwrap_or_default)
+}
+
+fn transfer(f: &Field<'_>) -> Result<Transfer, DecodeError> {
+    let m = f.map(keys::<lang::Transfer>())?;
+    Ok(Transfer {
+        qp: alias(&m.required("qp")?)?,
+        region: alias(&m.required("region")?)?,
+        at: offset(&m, "at")?,
+        bytes: m.required("bytes")?.size(0, MAX_MESSAGE)?,
+    })
+}
+
+fn read(f: &Field<'_>) -> Result<Action, DecodeError> {
+    let m = f.map(keys::<lang::Read>())?;
+    let into = Transfer {
+        qp: alias(&m.required("qp")?)?,
+        region: alias(&m.required("region")?)?,
+        at: offset(&m, "at")?,
+        bytes: m.required("bytes")?.size(0, MAX_MESSAGE)?,
+    };
+    Ok(Action::Read { into, from: alias(&m.required("from")?)?, from_at: offset(&m, "from_at")? })
+}
+
+fn side(f: &Field<'_>) -> Result<bnxt::Side, DecodeError> {
+    match f.string("send or receive")? {
+        "send" => Ok(bnxt::Side::Send),
+        "receive" => Ok(bnxt::Side::Receive),
+        other => Err(f.error(Problem::UnknownName {
+            what: "ring".into(),
+            name: other.into(),
+            suggestion: closest(other, ["send", "receive"]).map(str::to_string),
+        })),
+    }
+}
+
+fn complete(f: &Field<'_>) -> Result<Action, DecodeError> {
+    let m = f.map(keys::<lang::Complete>())?;
+    let qp = alias(&m.required("qp")?)?;
+    let side = side(&m.required("side")?)?;
+    let status = match m.optional("status") {
+        None => bnxt::Status::Ok,
+        Some(v) => {
+            let name = v.string("a completion status, as ok or retry-exceeded")?;
+            bnxt::Status::by_name(name).ok_or_else(|| {
+                v.error(Problem::UnknownName {
+                    what: "completion status".into(),
+                    name: name.into(),
+                    suggestion: closest(name, bnxt::Status::ALL.map(|(_, n)| n)).map(str::to_string),
+                })
+            })?
+        }
+    };
+    let bytes = m.optional("bytes").map(|v| v.size(0, MAX_MESSAGE)).transpose()?;
+    let within = m.optional("within").map(|v| v.duration()).transpose()?.unwrap_or(DEFAULT_WITHIN);
+    let count = m.optional("count").map(|v| v.int("how many completions", 1, MAX_COMPLETE_COUNT)).transpose()?.unwrap_or(1) as u32;
+    Ok(Action::Complete(CompleteCheck { qp, side, status, bytes, within, count }))
+}
+
+fn compare(f: &Field<'_>) -> Result<Action, DecodeError> {
+    let m = f.map(keys::<lang::Compare>())?;
+    Ok(Action::Compare {
+        region: alias(&m.required("region")?)?,
+        at: offset(&m, "at")?,
+        with: alias(&m.required("with")?)?,
+        with_at: offset(&m, "with_at")?,
+        bytes: m.required("bytes")?.size(1, MAX_SIZE)?,
+    })
+}
+
+fn room(f: &Field<'_>) -> Result<Action, DecodeError> {
+    let m = f.map(keys::<lang::Room>())?;
+    let qp = alias(&m.required("qp")?)?;
+    let side = side(&m.required("side")?)?;
+    let check = count_check(&m, "a number of ring entries", u64::from(u32::MAX))?;
+    Ok(Action::Room { qp, side, check })
+}
+
+fn pattern(e: &Field<'_>, expected: &str) -> Result<ErrorPattern, DecodeError> {
+    let text = e.string(expected)?;
+    let regex = RegexBuilder::new(text)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|err| e.invalid("a regular expression", first_line(&err.to_string())))?;
+    Ok(ErrorPattern { text: text.to_string(), regex })
+}
+
+fn expect(f: &Field<'_>) -> Result<Expect, DecodeError> {
+    let m = f.map(keys::<lang::Expect>())?;
+    let error = m.optional("error").map(|e| pattern(&e, "a regular expression the error message must match")).transpose()?;
+    let misuse = m.optional("misuse").map(|e| pattern(&e, "a regular expression the panic's message must match")).transpose()?;
+    if let (Some(_), Some(_)) = (&error, &misuse) {
+        return Err(m.error(Problem::Conflict("a step fails one way: give `error` or `misuse`, not both".into())));
+    }
     let takes_at_least = m.optional("takes_at_least").map(|v| v.duration()).transpose()?;
     let takes_at_most = m.optional("takes_at_most").map(|v| v.duration()).transpose()?;
-    if error.is_none() && takes_at_least.is_none() && takes_at_most.is_none() {
-        return Err(m.error(Problem::Conflict("`expect` says nothing: give error, takes_at_least or takes_at_most".into())));
+    if error.is_none() && misuse.is_none() && takes_at_least.is_none() && takes_at_most.is_none() {
+        return Err(m.error(Problem::Conflict(
+            "`expect` says nothing: give error, misuse, takes_at_least or takes_at_most".into(),
+        )));
     }
     if let (Some(lo), Some(hi)) = (takes_at_least, takes_at_most)
         && lo > hi
     {
         return Err(m.error(Problem::Conflict("takes_at_least is more than takes_at_most".into())));
     }
-    Ok(Expect { error, takes_at_least, takes_at_most, at: Some(f.node.at) })
+    Ok(Expect { error, misuse, takes_at_least, takes_at_most, at: Some(f.node.at) })
 }
 
 /// regex's messages span several lines (the pattern, a caret, the reason); keep the reason.

@@ -2,8 +2,8 @@
 
 use std::fmt;
 
-use super::values::{format_duration, format_gid, format_mac};
-use super::{Action, CountCheck, Expect, NicRef};
+use super::values::{format_duration, format_gid, format_mac, format_size};
+use super::{Action, CountCheck, Expect, NicRef, Transfer};
 
 fn on_off(b: bool) -> &'static str {
     if b { "on" } else { "off" }
@@ -81,8 +81,62 @@ impl fmt::Display for Action {
                 .maybe("dma_mappings", *dma_mappings, |n| n.to_string())
                 .maybe("driver_registered", *driver_registered, |b| b.to_string())
                 .to_string(),
+            Action::Region { nic, name, bytes, fill } => Flow::new()
+                .with("on", &nic.name)
+                .with("as", &name.name)
+                .with("bytes", format_size(*bytes))
+                .with("fill", fill.name())
+                .to_string(),
+            Action::Deregister { region } => region.name.clone(),
+            Action::Qp { nic, name } => Flow::new().with("on", &nic.name).with("as", &name.name).to_string(),
+            Action::Connect { qp, peer } => Flow::new().with("qp", &qp.name).with("peer", &peer.name).to_string(),
+            Action::Send(t) | Action::Receive(t) => transfer(t).to_string(),
+            Action::Read { into, from, from_at } => Flow::new()
+                .with("qp", &into.qp.name)
+                .with("region", &into.region.name)
+                .with("at", format_size(into.at))
+                .with("from", &from.name)
+                .with("from_at", format_size(*from_at))
+                .with("bytes", format_size(into.bytes))
+                .to_string(),
+            Action::Complete(c) => Flow::new()
+                .with("qp", &c.qp.name)
+                .with("side", side(c.side))
+                .with("status", c.status)
+                .maybe("bytes", c.bytes, format_size)
+                .with("within", format_duration(c.within))
+                .maybe("count", (c.count != 1).then_some(c.count), |n| n.to_string())
+                .to_string(),
+            Action::Compare { region, at, with, with_at, bytes } => Flow::new()
+                .with("region", &region.name)
+                .with("at", format_size(*at))
+                .with("with", &with.name)
+                .with("with_at", format_size(*with_at))
+                .with("bytes", format_size(*bytes))
+                .to_string(),
+            Action::Room { qp, side: s, check } => {
+                let flow = Flow::new().with("qp", &qp.name).with("side", side(*s));
+                match check {
+                    CountCheck::Equals(n) => flow.with("equals", n),
+                    CountCheck::AtLeast(n) => flow.with("at_least", n),
+                }
+                .to_string()
+            }
+            Action::Destroy { qp } => qp.name.clone(),
         };
         write!(f, "{}: {body}", self.keyword())
+    }
+}
+
+fn transfer(t: &Transfer) -> Flow {
+    Flow::new().with("qp", &t.qp.name).with("region", &t.region.name).with("at", format_size(t.at)).with("bytes", format_size(t.bytes))
+}
+
+/// A ring's name in the language.
+pub fn side(side: bnxt::Side) -> &'static str {
+    match side {
+        bnxt::Side::Send => "send",
+        bnxt::Side::Receive => "receive",
     }
 }
 
@@ -90,6 +144,7 @@ impl fmt::Display for Expect {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let flow = Flow::new()
             .maybe("error", self.error.as_ref(), |e| format!("{:?}", e.text))
+            .maybe("misuse", self.misuse.as_ref(), |e| format!("{:?}", e.text))
             .maybe("takes_at_least", self.takes_at_least, format_duration)
             .maybe("takes_at_most", self.takes_at_most, format_duration);
         write!(f, "{flow}")

@@ -8,8 +8,10 @@ pub mod decode;
 mod decode_fault;
 mod decode_step;
 pub mod display;
+pub mod language;
 pub mod load;
 pub mod matrix;
+pub mod opcodes;
 pub mod values;
 
 use std::net::Ipv4Addr;
@@ -45,10 +47,88 @@ pub struct Scenario {
     pub seed: Option<u64>,
     /// Tags for selecting scenarios.
     pub tags: Vec<String>,
+    /// The longest the scenario may take on the target's clock (virtual time on the model); past
+    /// it the scenario ends with the verdict TIMEOUT.
+    pub timeout: Option<Duration>,
+    /// Why the scenario is not run anywhere for now (`skip: {reason: ...}`), if it is not.
+    pub skip: Option<String>,
+    /// What a target must be able to do to run the scenario, beyond what its faults and steps
+    /// already show (see [`Scenario::needs`]).
+    pub requires: Vec<Capability>,
     /// Faults the target injects.
     pub faults: Vec<Fault>,
     /// What to do, in order.
     pub steps: Vec<Step>,
+}
+
+impl Scenario {
+    /// Every capability the scenario needs of a target: what `requires:` lists, and what its
+    /// faults and steps show (firmware faults, wire faults, `inspect` steps, RoCE steps), in
+    /// [`Capability::ALL`] order.
+    pub fn needs(&self) -> Vec<Capability> {
+        let mut needs = self.requires.clone();
+        for fault in &self.faults {
+            needs.push(match fault.kind {
+                FaultKind::Firmware(_) => Capability::Faults,
+                FaultKind::Wire(_) => Capability::WireFaults,
+            });
+        }
+        visit_steps(&self.steps, &mut |step| match &step.action {
+            Action::Inspect { .. } => needs.push(Capability::Inspect),
+            action if action.is_roce() => needs.push(Capability::Roce),
+            _ => {}
+        });
+        Capability::ALL.iter().map(|(c, _)| *c).filter(|c| needs.contains(c)).collect()
+    }
+}
+
+/// Call `f` on every step of `steps`, those inside repeats too, in file order.
+pub fn visit_steps<'s>(steps: &'s [Step], f: &mut impl FnMut(&'s Step)) {
+    for step in steps {
+        f(step);
+        if let Action::Repeat { steps, .. } = &step.action {
+            visit_steps(steps, f);
+        }
+    }
+}
+
+/// Something a target may or may not be able to do, as `requires:` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Capability {
+    /// Inject firmware faults (`faults: - firmware: ...`).
+    Faults,
+    /// Inject faults on the wire between NICs (`faults: - wire: ...`).
+    WireFaults,
+    /// Show a NIC's inner state (`inspect` steps).
+    Inspect,
+    /// Run on a virtual clock (a 40-second timeout costs no wall time; times are exact).
+    VirtualTime,
+    /// Capture the frames between NICs (`--pcap`).
+    Pcap,
+    /// Move bytes over RoCE between NICs (regions, queue pairs).
+    Roce,
+}
+
+impl Capability {
+    /// Every capability with its name in `requires:`.
+    pub const ALL: [(Capability, &'static str); 6] = [
+        (Capability::Faults, "faults"),
+        (Capability::WireFaults, "wire-faults"),
+        (Capability::Inspect, "inspect"),
+        (Capability::VirtualTime, "virtual-time"),
+        (Capability::Pcap, "pcap"),
+        (Capability::Roce, "roce"),
+    ];
+
+    /// Its name in `requires:` (`wire-faults`).
+    pub fn name(self) -> &'static str {
+        Capability::ALL.iter().find(|(c, _)| *c == self).map(|(_, n)| *n).expect("every capability is named")
+    }
+
+    /// The capability named `name`.
+    pub fn by_name(name: &str) -> Option<Capability> {
+        Capability::ALL.iter().find(|(_, n)| *n == name).map(|(c, _)| *c)
+    }
 }
 
 /// A fault, with where it is written.
@@ -67,6 +147,74 @@ pub struct Fault {
 pub enum FaultKind {
     /// The firmware misbehaves on one HWRM request type.
     Firmware(FirmwareFault),
+    /// The wire between the NICs loses, duplicates, reorders, corrupts or delays frames.
+    Wire(WireFault),
+}
+
+/// Faults on the wire: a probability per kind and rules, drawn from the scenario's seed.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct WireFault {
+    /// Chance a frame is lost.
+    pub drop: f64,
+    /// Chance a frame arrives twice.
+    pub duplicate: f64,
+    /// Chance a frame is held back behind the next.
+    pub reorder: f64,
+    /// Chance a frame has a bit flipped.
+    pub corrupt: f64,
+    /// Chance a frame is delayed.
+    pub delay: f64,
+    /// How much later a delayed frame arrives (the model's default when absent).
+    pub delay_by: Option<Duration>,
+    /// Longest a reordered frame waits for a next one (the model's default when absent).
+    pub reorder_hold: Option<Duration>,
+    /// Rules for chosen frames, looked at before the probabilities; the first that fires wins.
+    pub rules: Vec<WireRule>,
+}
+
+/// A wire fault on chosen frames; every condition left out matches every frame.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WireRule {
+    /// Frames this NIC sends.
+    pub nic: Option<usize>,
+    /// Where `nic` is written.
+    pub nic_at: Pos,
+    /// Frames with this BTH opcode.
+    pub opcode: Option<u8>,
+    /// Frames with this PSN.
+    pub psn: Option<u32>,
+    /// Only the nth matching frame (from 1).
+    pub nth: Option<u64>,
+    /// What happens to the frame.
+    pub kind: WireFaultKind,
+    /// For `delay`: by how much.
+    pub delay: Option<Duration>,
+}
+
+/// What a wire fault does to a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireFaultKind {
+    /// Lost.
+    Drop,
+    /// Arrives twice.
+    Duplicate,
+    /// Goes after the next frame.
+    Reorder,
+    /// A bit flipped.
+    Corrupt,
+    /// Arrives later.
+    Delay,
+}
+
+impl WireFaultKind {
+    /// Every kind with its name.
+    pub const ALL: [(WireFaultKind, &'static str); 5] = [
+        (WireFaultKind::Drop, "drop"),
+        (WireFaultKind::Duplicate, "duplicate"),
+        (WireFaultKind::Reorder, "reorder"),
+        (WireFaultKind::Corrupt, "corrupt"),
+        (WireFaultKind::Delay, "delay"),
+    ];
 }
 
 /// The firmware does something other than answer a request normally.
@@ -108,6 +256,9 @@ pub struct Step {
     pub action: Action,
     /// What must happen.
     pub expect: Expect,
+    /// The longest one run of the step may take on the target's clock; past it the scenario
+    /// ends with the verdict TIMEOUT.
+    pub timeout: Option<Duration>,
 }
 
 /// What a step does.
@@ -170,6 +321,129 @@ pub enum Action {
         /// Whether a driver is registered with the firmware.
         driver_registered: Option<bool>,
     },
+    /// `region`: register `bytes` of memory on a NIC, filled as said, and call it `name`.
+    Region {
+        /// The NIC's alias.
+        nic: Alias,
+        /// The region's name.
+        name: Alias,
+        /// Its size.
+        bytes: u64,
+        /// What it holds at first.
+        fill: Fill,
+    },
+    /// `deregister`: give a region back.
+    Deregister {
+        /// The region.
+        region: Alias,
+    },
+    /// `qp`: make a queue pair on a NIC and call it `name`.
+    Qp {
+        /// The NIC's alias.
+        nic: Alias,
+        /// The queue pair's name.
+        name: Alias,
+    },
+    /// `connect`: connect two queue pairs to each other.
+    Connect {
+        /// One queue pair.
+        qp: Alias,
+        /// The other.
+        peer: Alias,
+    },
+    /// `send`: post a send of `bytes` of `region` from `at`.
+    Send(Transfer),
+    /// `receive`: post a receive into `bytes` of `region` from `at`.
+    Receive(Transfer),
+    /// `read`: post an RDMA READ of `bytes` of region `from` at `from_at` into `region` at `at`.
+    Read {
+        /// Where the bytes land, and the queue pair.
+        into: Transfer,
+        /// The region read.
+        from: Alias,
+        /// Where in it.
+        from_at: u64,
+    },
+    /// `complete`: the next `count` completions of a ring come within `within`, as said.
+    Complete(CompleteCheck),
+    /// `compare`: two ranges of regions hold the same bytes.
+    Compare {
+        /// One region.
+        region: Alias,
+        /// Where in it.
+        at: u64,
+        /// The other.
+        with: Alias,
+        /// Where in it.
+        with_at: u64,
+        /// How many bytes.
+        bytes: u64,
+    },
+    /// `room`: how many more entries a ring takes.
+    Room {
+        /// The queue pair.
+        qp: Alias,
+        /// Which ring.
+        side: bnxt::Side,
+        /// What the room must be.
+        check: CountCheck,
+    },
+    /// `destroy`: destroy a queue pair (work outstanding is abandoned).
+    Destroy {
+        /// The queue pair.
+        qp: Alias,
+    },
+}
+
+/// What a new region holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fill {
+    /// Zeros.
+    Zero,
+    /// Bytes drawn from the scenario's seed and the region's name.
+    Random,
+    /// A counting pattern: the byte at offset `i` is `(i + seed) mod 251`.
+    Pattern,
+}
+
+impl Fill {
+    /// Every fill with its name.
+    pub const ALL: [(Fill, &'static str); 3] = [(Fill::Zero, "zero"), (Fill::Random, "random"), (Fill::Pattern, "pattern")];
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        Fill::ALL.iter().find(|(f, _)| *f == self).map(|(_, n)| *n).expect("every fill is named")
+    }
+}
+
+/// A post of a range of a region on a queue pair.
+#[derive(Debug, Clone)]
+pub struct Transfer {
+    /// The queue pair.
+    pub qp: Alias,
+    /// The region.
+    pub region: Alias,
+    /// Offset in the region.
+    pub at: u64,
+    /// How many bytes.
+    pub bytes: u64,
+}
+
+/// What the `complete` step checks.
+#[derive(Debug, Clone)]
+pub struct CompleteCheck {
+    /// The queue pair.
+    pub qp: Alias,
+    /// Which ring.
+    pub side: bnxt::Side,
+    /// The status each completion must have.
+    pub status: bnxt::Status,
+    /// The bytes each must report, if given.
+    pub bytes: Option<u64>,
+    /// How long to wait for each, on the target's clock.
+    pub within: Duration,
+    /// How many completions.
+    pub count: u32,
 }
 
 impl Action {
@@ -185,12 +459,49 @@ impl Action {
             Action::Wait(_) => "wait",
             Action::Repeat { .. } => "repeat",
             Action::Inspect { .. } => "inspect",
+            Action::Region { .. } => "region",
+            Action::Deregister { .. } => "deregister",
+            Action::Qp { .. } => "qp",
+            Action::Connect { .. } => "connect",
+            Action::Send(_) => "send",
+            Action::Receive(_) => "receive",
+            Action::Read { .. } => "read",
+            Action::Complete(_) => "complete",
+            Action::Compare { .. } => "compare",
+            Action::Room { .. } => "room",
+            Action::Destroy { .. } => "destroy",
         }
     }
 
-    /// Whether the step can fail in the driver (and so may `expect` an error).
+    /// Whether the step can fail in the driver with an error (and so may `expect` one).
     pub fn is_fallible(&self) -> bool {
-        matches!(self, Action::Open { .. })
+        matches!(
+            self,
+            Action::Open { .. }
+                | Action::Region { .. }
+                | Action::Deregister { .. }
+                | Action::Qp { .. }
+                | Action::Connect { .. }
+                | Action::Destroy { .. }
+        )
+    }
+
+    /// Whether the step uses RoCE (regions, queue pairs).
+    pub fn is_roce(&self) -> bool {
+        matches!(
+            self,
+            Action::Region { .. }
+                | Action::Deregister { .. }
+                | Action::Qp { .. }
+                | Action::Connect { .. }
+                | Action::Send(_)
+                | Action::Receive(_)
+                | Action::Read { .. }
+                | Action::Complete(_)
+                | Action::Compare { .. }
+                | Action::Room { .. }
+                | Action::Destroy { .. }
+        )
     }
 }
 
@@ -254,6 +565,9 @@ pub enum NicRef {
 pub struct Expect {
     /// The step fails with an error whose message matches this.
     pub error: Option<ErrorPattern>,
+    /// The step is misuse the driver refuses by panicking (the contract's Invalid_argument),
+    /// with a message matching this.
+    pub misuse: Option<ErrorPattern>,
     /// The step takes at least this long (on the target's clock).
     pub takes_at_least: Option<Duration>,
     /// The step takes at most this long.

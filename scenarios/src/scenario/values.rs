@@ -68,6 +68,70 @@ pub fn format_duration(d: Duration) -> String {
     format!("{whole}.{}{unit}", fraction.trim_end_matches('0'))
 }
 
+/// The largest size a scenario may name: a message is at most 2^31 bytes (the contract), and a
+/// region larger than a few GiB is a mistake on a test machine.
+pub const MAX_SIZE: u64 = 1 << 34;
+
+/// Parse a size: a whole number of bytes (`4096`) or a number with a binary suffix
+/// (`4KiB`, `2MiB`, `1.5MiB`, `1GiB`), exact to the byte, at most [`MAX_SIZE`].
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let per: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        decimal @ ("k" | "K" | "kB" | "KB" | "M" | "MB" | "G" | "GB") => {
+            let binary = match decimal.chars().next() {
+                Some('k' | 'K') => "KiB",
+                Some('M') => "MiB",
+                _ => "GiB",
+            };
+            return Err(format!("write `{binary}` for a power of two (`{decimal}` is ambiguous)"));
+        }
+        other => return Err(format!("unknown unit `{other}` (use KiB, MiB or GiB, or none for bytes)")),
+    };
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if whole.is_empty() || (number.contains('.') && fraction.is_empty()) {
+        return Err("expected a number, as 4096, 64KiB or 1.5MiB".into());
+    }
+    let too_large = || format!("larger than the {} GiB a scenario may name", MAX_SIZE >> 30);
+    let whole: u64 = whole.parse().map_err(|_| too_large())?;
+    let mut bytes = u128::from(whole) * u128::from(per);
+    // The fraction of a unit, exact or refused.
+    let mut numerator: u128 = 0;
+    let mut denominator: u128 = 1;
+    for digit in fraction.chars() {
+        numerator = numerator * 10 + u128::from(digit.to_digit(10).ok_or("expected a number, as 4096, 64KiB or 1.5MiB")?);
+        denominator *= 10;
+        if denominator > 1 << 40 {
+            return Err("too many digits after the point".into());
+        }
+    }
+    let part = numerator * u128::from(per);
+    if part % denominator != 0 {
+        return Err("not a whole number of bytes".into());
+    }
+    bytes += part / denominator;
+    if bytes > u128::from(MAX_SIZE) {
+        return Err(too_large());
+    }
+    Ok(bytes as u64)
+}
+
+/// Write a size the way scenarios do: with the largest binary suffix that keeps it whole
+/// (`2MiB`, `4097`, `64KiB`).
+pub fn format_size(bytes: u64) -> String {
+    for (per, unit) in [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")] {
+        if bytes >= per && bytes.is_multiple_of(per) {
+            return format!("{}{unit}", bytes / per);
+        }
+    }
+    bytes.to_string()
+}
+
 /// Parse a MAC address written `02:00:00:00:00:01` (or with `-`).
 pub fn parse_mac(text: &str) -> Result<[u8; 6], String> {
     let parts: Vec<&str> = text.split([':', '-']).collect();
@@ -162,6 +226,33 @@ mod tests {
         for text in ["300ms", "2s", "1.5s", "250us", "10ns", "2.70224s", "701.32ms", "0s"] {
             assert_eq!(format_duration(parse_duration(text).unwrap()), text);
         }
+    }
+
+    #[test]
+    fn sizes_parse_exactly_and_print_back() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("1"), Ok(1));
+        assert_eq!(parse_size("4KiB"), Ok(4096));
+        assert_eq!(parse_size("2MiB"), Ok(2 << 20));
+        assert_eq!(parse_size("1.5MiB"), Ok(3 << 19));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("64 MiB"), Ok(64 << 20));
+        for (text, back) in [("2MiB", "2MiB"), ("4097", "4097"), ("65536", "64KiB"), ("1536KiB", "1536KiB"), ("0", "0")] {
+            assert_eq!(format_size(parse_size(text).unwrap()), back);
+        }
+    }
+
+    #[test]
+    fn bad_sizes_say_why() {
+        assert!(parse_size("4MB").unwrap_err().contains("`MiB`"));
+        assert!(parse_size("4k").unwrap_err().contains("`KiB`"));
+        assert!(parse_size("4 parsecs").unwrap_err().contains("unknown unit"));
+        assert!(parse_size("MiB").unwrap_err().contains("expected a number"));
+        assert!(parse_size("1.MiB").unwrap_err().contains("expected a number"));
+        assert!(parse_size("0.3KiB").unwrap_err().contains("whole number of bytes"));
+        assert!(parse_size("17GiB").unwrap_err().contains("larger"));
+        assert!(parse_size("99999999999999999999999").unwrap_err().contains("larger"));
+        assert!(parse_size("-1").is_err());
     }
 
     #[test]

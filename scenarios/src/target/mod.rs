@@ -1,19 +1,23 @@
 //! Targets: what a scenario runs against. Each builds a fresh [`bnxt::Machine`] for a scenario
 //! and can say what state a NIC's PCI function is in.
 //!
-//! Only the in-process model (`model`) exists yet. A target behind a vfio-user socket
-//! (`vfio-user:SOCKET,...`) and real cards through VFIO will implement the same trait; a
-//! scenario that needs what a target cannot do (inject faults, look inside the NIC, more NICs
-//! than it has) is skipped on it with the reason.
+//! The in-process model (`model`) and NICs behind vfio-user sockets (`vfio-user:SOCKET,...`)
+//! exist; real cards through VFIO will implement the same trait. A scenario that needs what a
+//! target cannot do ([`Target::supports`]: inject faults, look inside the NIC, move bytes over
+//! RoCE, more NICs than it has) is skipped on it with the reason.
 
 pub mod model;
 pub mod model_pci;
 pub mod vfio_user;
 
+use std::path::Path;
+use std::sync::Arc;
+
 use bnxt::{Clock, Machine, PciError};
 
-use crate::scenario::Fault;
+use crate::scenario::{Capability, Fault};
 use crate::suggest::closest;
+use crate::transcript::record::EventSource;
 
 /// The kinds of target a scenario's `targets:` may name.
 pub const KINDS: &[&str] = &["model", vfio_user::KIND];
@@ -41,6 +45,10 @@ pub struct MachinePlan<'a> {
     pub seed: u64,
     /// Faults to inject.
     pub faults: &'a [Fault],
+    /// Write the frames between the NICs to this pcap file (where the target can).
+    pub pcap: Option<&'a Path>,
+    /// Record the target's own events in full, data path included (for a transcript).
+    pub events: bool,
 }
 
 /// A NIC's PCI config-space state, as the `config` step checks it.
@@ -109,6 +117,25 @@ pub trait Target: Send + Sync {
     fn capabilities(&self) -> Capabilities;
     /// A fresh machine for one scenario run.
     fn start(&self, plan: &MachinePlan<'_>) -> Result<Box<dyn Session>, TargetError>;
+
+    /// Whether it can do `capability` (what a scenario's `requires:`, faults and steps ask).
+    /// By default: firmware faults, `inspect` and a virtual clock as [`Target::capabilities`]
+    /// says, and nothing else.
+    fn supports(&self, capability: Capability) -> bool {
+        let caps = self.capabilities();
+        match capability {
+            Capability::Faults => caps.faults,
+            Capability::Inspect => caps.inspect,
+            Capability::VirtualTime => caps.virtual_time,
+            Capability::WireFaults | Capability::Pcap | Capability::Roce => false,
+        }
+    }
+
+    /// Whether several scenarios may run on it at once (each on its own machine). By default
+    /// not.
+    fn parallel(&self) -> bool {
+        false
+    }
 }
 
 /// One scenario's machine on a target.
@@ -124,6 +151,18 @@ pub trait Session {
     /// What the target was asked during the run and does not implement, each said once (the
     /// model counts HWRM requests it answered CMD_NOT_SUPPORTED). `--strict` fails a run on it.
     fn unimplemented(&self) -> Vec<String>;
+
+    /// The target's own record of what happened, for transcripts (the model's event log). By
+    /// default none: a transcript then has the runner's and the driver's lines only.
+    fn events(&self) -> Option<Arc<dyn EventSource>> {
+        None
+    }
+
+    /// Finish the pcap file the plan asked for: how many frames it holds, or `None` when there
+    /// is none.
+    fn finish_pcap(&self) -> Result<Option<u64>, String> {
+        Ok(None)
+    }
 }
 
 /// The target `spec` names (`model`).

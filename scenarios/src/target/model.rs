@@ -5,12 +5,14 @@ use std::sync::Arc;
 
 use bnxt::{Clock, Machine};
 use bnxt_hsi::hwrm::req_name;
-use bnxt_model::faults::{self, FaultPlan};
+use bnxt_model::faults::{self, FaultPlan, WirePlan};
 use bnxt_model::world::WorldConfig;
 
 use super::model_pci::{ModelClock, ModelMachine};
 use super::{Capabilities, ConfigState, Internals, MachinePlan, Session, Target, TargetError};
-use crate::scenario::{FaultKind, FirmwareAction, MAX_NICS};
+use crate::scenario::{Capability, FaultKind, FirmwareAction, MAX_NICS, WireFault, WireFaultKind};
+use crate::transcript::model::ModelEvents;
+use crate::transcript::record::EventSource;
 
 /// The in-process model.
 #[derive(Debug, Clone, Copy, Default)]
@@ -29,9 +31,30 @@ impl Target for ModelTarget {
         Capabilities { faults: true, inspect: true, max_nics: MAX_NICS, virtual_time: true }
     }
 
+    fn supports(&self, _: Capability) -> bool {
+        true
+    }
+
+    fn parallel(&self) -> bool {
+        true
+    }
+
     fn start(&self, plan: &MachinePlan<'_>) -> Result<Box<dyn Session>, TargetError> {
         let config = WorldConfig { nics: plan.nics, seed: plan.seed, faults: fault_plan(plan) };
+        // A wire plan the model refuses panics here, naming why; the runner reports it. The
+        // decoder has checked every probability and NIC already.
         let machine = ModelMachine::new(config);
+        {
+            let mut world = machine.world();
+            world.set_data_path_events(plan.events);
+            if let Some(path) = plan.pcap {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir)
+                        .map_err(|e| TargetError::Cannot { target: "model".into(), what: format!("make {}: {e}", dir.display()) })?;
+                }
+                world.set_pcap(path).map_err(|e| TargetError::Cannot { target: "model".into(), what: format!("write {}: {e}", path.display()) })?;
+            }
+        }
         let clock = machine.clock();
         Ok(Box::new(ModelSession { machine, clock, nics: plan.nics }))
     }
@@ -39,11 +62,10 @@ impl Target for ModelTarget {
 
 /// The scenario's faults as the model takes them.
 pub fn fault_plan(plan: &MachinePlan<'_>) -> FaultPlan {
-    let firmware = plan
-        .faults
-        .iter()
-        .map(|fault| match &fault.kind {
-            FaultKind::Firmware(f) => faults::FirmwareFault {
+    let mut out = FaultPlan::default();
+    for fault in plan.faults {
+        match &fault.kind {
+            FaultKind::Firmware(f) => out.firmware.push(faults::FirmwareFault {
                 nic: f.nic,
                 req_type: f.req_type,
                 nth: f.nth,
@@ -52,10 +74,44 @@ pub fn fault_plan(plan: &MachinePlan<'_>) -> FaultPlan {
                     FirmwareAction::Error(code) => faults::FirmwareAction::Error(code.value()),
                     FirmwareAction::Delay(d) => faults::FirmwareAction::Delay(d),
                 },
-            },
-        })
-        .collect();
-    FaultPlan { firmware, ..FaultPlan::default() }
+            }),
+            FaultKind::Wire(w) => out.wire = wire_plan(w),
+        }
+    }
+    out
+}
+
+/// A `wire` fault as the model's wire plan.
+fn wire_plan(w: &WireFault) -> WirePlan {
+    let kind = |k: WireFaultKind| match k {
+        WireFaultKind::Drop => faults::WireFaultKind::Drop,
+        WireFaultKind::Duplicate => faults::WireFaultKind::Duplicate,
+        WireFaultKind::Reorder => faults::WireFaultKind::Reorder,
+        WireFaultKind::Corrupt => faults::WireFaultKind::Corrupt,
+        WireFaultKind::Delay => faults::WireFaultKind::Delay,
+    };
+    WirePlan {
+        drop: w.drop,
+        duplicate: w.duplicate,
+        reorder: w.reorder,
+        corrupt: w.corrupt,
+        delay: w.delay,
+        delay_by: w.delay_by,
+        reorder_hold: w.reorder_hold,
+        rules: w
+            .rules
+            .iter()
+            .map(|r| faults::WireRule {
+                nic: r.nic,
+                opcode: r.opcode,
+                psn: r.psn,
+                dest_qp: None,
+                nth: r.nth,
+                kind: kind(r.kind),
+                delay: r.delay,
+            })
+            .collect(),
+    }
 }
 
 /// One scenario's world.
@@ -90,6 +146,14 @@ impl Session for ModelSession {
         self.check_nic(nic)?;
         let s = self.machine.world().nic_state(nic);
         Ok(Internals { dma_mappings: s.dma_mappings, driver_registered: s.driver_registered })
+    }
+
+    fn events(&self) -> Option<Arc<dyn EventSource>> {
+        Some(Arc::new(ModelEvents(self.machine.clone())))
+    }
+
+    fn finish_pcap(&self) -> Result<Option<u64>, String> {
+        self.machine.world().finish_pcap().map_err(|e| e.to_string())
     }
 
     fn unimplemented(&self) -> Vec<String> {

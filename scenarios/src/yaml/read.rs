@@ -127,6 +127,36 @@ pub enum Problem {
         /// The step's name.
         step: String,
     },
+    /// A name that already names something live.
+    #[error("`{name}` already names {what} (line {line}); choose another name")]
+    NameInUse {
+        /// The name.
+        name: String,
+        /// What it names (`an open NIC`, `a region`).
+        what: String,
+        /// Line of the step that gave it.
+        line: u64,
+    },
+    /// A name of the wrong kind of thing.
+    #[error("`{name}` names {is}, not {expected}")]
+    WrongKind {
+        /// The name.
+        name: String,
+        /// What the step needs (`a queue pair`).
+        expected: String,
+        /// What it names (`a region`).
+        is: String,
+    },
+    /// A region or queue pair that is gone.
+    #[error("`{name}` is gone: {how} at line {line}")]
+    Gone {
+        /// The name.
+        name: String,
+        /// How it went (`deregistered`, `destroyed`, `its NIC was closed`).
+        how: String,
+        /// Line of the step that made it go.
+        line: u64,
+    },
     /// Repeats multiply to more step runs than a scenario may have.
     #[error("the steps would run {runs} times (repeats multiplied out); at most {max} are allowed")]
     TooManyRuns {
@@ -243,6 +273,38 @@ impl<'a> Field<'a> {
             }
             _ => Err(self.wrong_type(EXPECTED)),
         }
+    }
+
+    /// The value as a size in bytes: a whole number (`4096`) or a number with a binary suffix
+    /// (`4KiB`, `2MiB`, `1GiB`), from `lo` to `hi` bytes.
+    pub fn size(&self, lo: u64, hi: u64) -> Result<u64, DecodeError> {
+        const EXPECTED: &str = "a size such as 4096, 64KiB or 2MiB";
+        let bytes = match &self.node.value {
+            Value::Int(i) if *i >= 0 => u64::try_from(*i).map_err(|_| self.invalid(EXPECTED, "too large"))?,
+            Value::Int(_) => return Err(self.invalid(EXPECTED, "a size is not negative")),
+            Value::Str(s) => crate::scenario::values::parse_size(s).map_err(|reason| self.invalid(EXPECTED, reason))?,
+            Value::Float(_) => return Err(self.invalid(EXPECTED, "a size is a whole number of bytes")),
+            _ => return Err(self.wrong_type(EXPECTED)),
+        };
+        if bytes < lo || bytes > hi {
+            use crate::scenario::values::format_size;
+            return Err(self.invalid(EXPECTED, format!("must be from {} to {}", format_size(lo), format_size(hi))));
+        }
+        Ok(bytes)
+    }
+
+    /// The value as a probability: a number from 0 to 1.
+    pub fn probability(&self) -> Result<f64, DecodeError> {
+        const EXPECTED: &str = "a probability from 0 to 1";
+        let p = match self.node.value {
+            Value::Float(x) => x,
+            Value::Int(i) => i as f64,
+            _ => return Err(self.wrong_type(EXPECTED)),
+        };
+        if !(0.0..=1.0).contains(&p) {
+            return Err(self.invalid(EXPECTED, "must be from 0 to 1"));
+        }
+        Ok(p)
     }
 
     /// Read this field as a mapping whose keys must be among `valid`.

@@ -1,0 +1,266 @@
+//! The `bnxt-rig` command line: `run`, `list`, `check`, `replay`, `diff` and `schema`.
+//!
+//! Exit status: 0 when every scenario run passed (skipped ones do not count against it), the
+//! files checked are valid, or two transcripts agree; 1 when a scenario failed or timed out, or
+//! two transcripts differ; 2 when the command line or a scenario file is wrong (nothing runs
+//! then).
+
+mod diff;
+mod list;
+mod run;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::run::select::Selection;
+use crate::scenario::{Scenario, Suite, load_paths};
+
+/// Runs YAML scenarios against the BCM57608 model (or NICs behind vfio-user sockets).
+#[derive(Debug, Parser)]
+#[command(name = "bnxt-rig", version, about)]
+pub struct Cli {
+    /// Log what the driver and the model do (-v info, -vv debug, -vvv trace; RUST_LOG overrides),
+    /// and list every step of every scenario.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run scenarios (files, or folders searched for *.yaml and *.yml).
+    Run(RunArgs),
+    /// Check scenario files without running anything.
+    Check(PathArgs),
+    /// List scenarios: name, targets, tags, NIC count, file.
+    List(ListArgs),
+    /// Run a recorded run again: the same files, target, seed and options.
+    Replay(ReplayArgs),
+    /// Compare two transcripts event by event (times, ids and addresses aside).
+    Diff(DiffArgs),
+    /// Write the JSON Schema of scenario files (docs/scenario.schema.json).
+    Schema(SchemaArgs),
+}
+
+/// Paths to scenario files or folders.
+#[derive(Debug, Args)]
+pub struct PathArgs {
+    /// Scenario files, or folders to search (recursively) for *.yaml and *.yml.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+}
+
+/// Which scenarios to take.
+#[derive(Debug, Args, Default)]
+pub struct SelectArgs {
+    /// Only scenarios whose name contains this.
+    #[arg(long, value_name = "SUBSTR")]
+    pub filter: Option<String>,
+    /// With --filter: only the scenario with exactly that name.
+    #[arg(long, requires = "filter")]
+    pub exact: bool,
+    /// Only scenarios with this tag (repeatable: any of them).
+    #[arg(long, value_name = "TAG")]
+    pub tag: Vec<String>,
+    /// No scenario with this tag (repeatable).
+    #[arg(long, value_name = "TAG")]
+    pub skip_tag: Vec<String>,
+}
+
+impl SelectArgs {
+    fn selection(&self) -> Selection {
+        Selection { filter: self.filter.clone(), exact: self.exact, tags: self.tag.clone(), skip_tags: self.skip_tag.clone() }
+    }
+}
+
+/// What a run writes besides the console report, and how it runs (none of it changes what a
+/// scenario does).
+#[derive(Debug, Args, Clone, Default)]
+pub struct OutputArgs {
+    /// Write each scenario's frames between NICs to DIR/NAME.pcap (model only).
+    #[arg(long, value_name = "DIR")]
+    pub pcap: Option<PathBuf>,
+    /// Write each scenario's transcript to DIR/NAME.transcript and its ladder diagram of frames
+    /// to DIR/NAME.svg.
+    #[arg(long, value_name = "DIR")]
+    pub transcript: Option<PathBuf>,
+    /// Write a JUnit XML report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write a JSON report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Run up to N scenarios at once (on the model, each has its own machine).
+    #[arg(long, short = 'j', value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub jobs: u16,
+    /// Write the run record (for `replay`) to FILE instead of target/bnxt-rig/runs/ (or
+    /// $BNXT_RIG_RUNS).
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+}
+
+/// `run`'s arguments.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Scenario files and folders.
+    #[command(flatten)]
+    pub paths: PathArgs,
+    /// What to run against: `model` (the in-process model), or `vfio-user:SOCK[,SOCK…]`.
+    #[arg(long, default_value = "model")]
+    pub target: String,
+    /// Seed for every scenario, instead of each one's own `seed:`.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Which scenarios.
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// Fail a scenario when the target was asked for something it does not implement (the
+    /// model: HWRM requests it answered CMD_NOT_SUPPORTED).
+    #[arg(long)]
+    pub strict: bool,
+    /// The most wall time one scenario may take (`300s`, `10m`); past it, TIMEOUT. Timeouts in
+    /// the scenario files are on the target's clock (virtual on the model).
+    #[arg(long, value_name = "DURATION", default_value = "300s", value_parser = parse_duration_arg)]
+    pub wall_limit: std::time::Duration,
+    /// Reports, captures and parallelism.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+fn parse_duration_arg(text: &str) -> Result<std::time::Duration, String> {
+    crate::scenario::values::parse_duration(text)
+}
+
+/// `list`'s arguments.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Scenario files and folders.
+    #[command(flatten)]
+    pub paths: PathArgs,
+    /// Which scenarios.
+    #[command(flatten)]
+    pub select: SelectArgs,
+}
+
+/// `replay`'s arguments.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The run record `run` wrote (its path, or `latest`).
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// Only the scenarios that failed or timed out in that run.
+    #[arg(long)]
+    pub failed: bool,
+    /// Reports, captures and parallelism for this replay.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `diff`'s arguments.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The first transcript.
+    pub a: PathBuf,
+    /// The second transcript.
+    pub b: PathBuf,
+    /// Compare the model's own lines (`nicN`) even when only one transcript has them.
+    #[arg(long)]
+    pub all: bool,
+    /// Compare every field as written (ids, PSNs and addresses too; never times).
+    #[arg(long)]
+    pub exact: bool,
+    /// Lines of context around each difference.
+    #[arg(long, default_value_t = 3)]
+    pub context: usize,
+}
+
+/// `schema`'s arguments.
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// Write the schema to FILE instead of standard output.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Exit status when a scenario failed, or transcripts differ.
+pub const EXIT_FAILED: u8 = 1;
+/// Exit status when the command line or a scenario file is wrong.
+pub const EXIT_INVALID: u8 = 2;
+
+/// Parse the command line and do what it says.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.verbose);
+    match &cli.command {
+        Command::Run(args) => run::run(args, cli.verbose > 0),
+        Command::Check(args) => check(args),
+        Command::List(args) => list::list(args),
+        Command::Replay(args) => run::replay(args, cli.verbose > 0),
+        Command::Diff(args) => diff::diff(args),
+        Command::Schema(args) => schema(args),
+    }
+}
+
+fn init_tracing(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let filter = match (std::env::var("RUST_LOG"), verbose) {
+        (Ok(spec), _) => EnvFilter::new(spec),
+        (Err(_), 0) => return,
+        (Err(_), 1) => EnvFilter::new("info"),
+        (Err(_), 2) => EnvFilter::new("debug"),
+        (Err(_), _) => EnvFilter::new("trace"),
+    };
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+/// Load the suite; print its errors to stderr. `None` when any file was wrong.
+fn load(paths: &[PathBuf]) -> Option<Vec<Scenario>> {
+    let Suite { scenarios, errors } = load_paths(paths);
+    if errors.is_empty() {
+        return Some(scenarios);
+    }
+    let mut err = std::io::stderr().lock();
+    for e in &errors {
+        let _ = writeln!(err, "error: {e}");
+    }
+    let _ = writeln!(err, "{} problem(s) in scenario files; nothing was run", errors.len());
+    None
+}
+
+/// Say an error on stderr (a closed stderr is no reason to panic).
+fn say_error(message: &str) {
+    let _ = writeln!(std::io::stderr(), "error: {message}");
+}
+
+fn check(args: &PathArgs) -> ExitCode {
+    match load(&args.paths) {
+        Some(scenarios) => {
+            let _ = writeln!(std::io::stdout(), "ok: {} scenario(s), no problems", scenarios.len());
+            ExitCode::SUCCESS
+        }
+        None => ExitCode::from(EXIT_INVALID),
+    }
+}
+
+fn schema(args: &SchemaArgs) -> ExitCode {
+    let text = crate::scenario::language::schema_text();
+    match &args.output {
+        None => {
+            let _ = std::io::stdout().write_all(text.as_bytes());
+            ExitCode::SUCCESS
+        }
+        Some(path) => match std::fs::write(path, text) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                say_error(&format!("{}: {e}", path.display()));
+                ExitCode::from(EXIT_INVALID)
+            }
+        },
+    }
+}

@@ -1,0 +1,203 @@
+//! Comparing two transcripts event by event (`bnxt-rig diff A B`).
+//!
+//! Times are never compared, only the order of events. By default what must differ between two
+//! runs of one scenario is masked: numbers the firmware hands out (queue pair, CQ and other
+//! object ids, keys), PSNs (chosen per NIC), addresses (MAC, IPv4, bus, DMA) and how long steps
+//! took. The NICs' own lines (`nicN`) are compared only when both transcripts have them (two
+//! runs on the model); a run on a card has the runner's and the driver's lines only, which every
+//! target records alike.
+
+use std::fmt::Write;
+use std::sync::OnceLock;
+
+use regex::Regex;
+use similar::{Algorithm, DiffOp, capture_diff_slices};
+
+use super::{Line, Source, Transcript};
+
+/// How to compare.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DiffOptions {
+    /// Compare the NICs' own lines even when only one transcript has them.
+    pub all: bool,
+    /// Compare the text exactly (no masking).
+    pub exact: bool,
+    /// Lines of context around each difference.
+    pub context: usize,
+}
+
+/// What comparing two transcripts found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiffReport {
+    /// Events compared on each side.
+    pub compared: (usize, usize),
+    /// Whether the NICs' own lines were compared.
+    pub nic_lines: bool,
+    /// Lines only in the first transcript.
+    pub removed: usize,
+    /// Lines only in the second.
+    pub added: usize,
+    /// The differences, as text (empty when there are none).
+    pub text: String,
+}
+
+impl DiffReport {
+    /// Whether the transcripts agree.
+    pub fn same(&self) -> bool {
+        self.removed == 0 && self.added == 0
+    }
+}
+
+fn masks() -> &'static [(Regex, &'static str)] {
+    static MASKS: OnceLock<Vec<(Regex, &'static str)>> = OnceLock::new();
+    MASKS.get_or_init(|| {
+        [
+            (r"\b(took)=\S+", "$1=…"),
+            (r"\b([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}\b", "<mac>"),
+            (r"\b[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\b", "<bus>"),
+            (r"::ffff:\d+\.\d+\.\d+\.\d+", "<gid>"),
+            (r"\b\d+\.\d+\.\d+\.\d+\b", "<ipv4>"),
+            (r"\b0x[0-9a-fA-F]{8,}\b", "<addr>"),
+            (r"\b(xid|qp|cq|nq|key|psn|lkey|rkey|qpn|index)=\S+", "$1=…"),
+            (r"\bQP 0x[0-9a-fA-F]+", "QP …"),
+            (r"\bPSN \d+", "PSN …"),
+        ]
+        .iter()
+        .map(|(re, to)| (Regex::new(re).expect("the masks are valid expressions"), *to))
+        .collect()
+    })
+}
+
+/// A line as it is compared: who speaks and what, masked unless `exact`.
+pub fn normalise(line: &Line, exact: bool) -> String {
+    let mut text = format!("{} {}", line.source, line.text);
+    if !exact {
+        for (re, to) in masks() {
+            text = re.replace_all(&text, *to).into_owned();
+        }
+    }
+    text
+}
+
+fn has_nic_lines(t: &Transcript) -> bool {
+    t.lines.iter().any(|l| matches!(l.source, Source::Nic(_)))
+}
+
+/// Compare `a` with `b`.
+pub fn diff(a: &Transcript, b: &Transcript, options: DiffOptions) -> DiffReport {
+    let nic_lines = options.all || (has_nic_lines(a) && has_nic_lines(b));
+    let pick = |t: &Transcript| -> (Vec<Line>, Vec<String>) {
+        let lines: Vec<Line> = t.lines.iter().filter(|l| nic_lines || !matches!(l.source, Source::Nic(_))).cloned().collect();
+        let keys = lines.iter().map(|l| normalise(l, options.exact)).collect();
+        (lines, keys)
+    };
+    let (a_lines, a_keys) = pick(a);
+    let (b_lines, b_keys) = pick(b);
+    let ops = capture_diff_slices(Algorithm::Myers, &a_keys, &b_keys);
+    let (mut removed, mut added) = (0, 0);
+    let mut text = String::new();
+    let context = options.context;
+    // Group the changes, each with `context` equal lines around it.
+    let mut i = 0;
+    while i < ops.len() {
+        if matches!(ops[i], DiffOp::Equal { .. }) {
+            i += 1;
+            continue;
+        }
+        let (old_at, new_at) = (ops[i].old_range().start, ops[i].new_range().start);
+        let _ = writeln!(text, "@@ first transcript event {}, second {} @@", old_at + 1, new_at + 1);
+        let start = old_at.saturating_sub(context);
+        for line in &a_lines[start..old_at] {
+            let _ = writeln!(text, "  {line}");
+        }
+        let mut j = i;
+        while j < ops.len() {
+            match ops[j] {
+                DiffOp::Equal { old_index, len, .. } if len > 2 * context || j + 1 == ops.len() => {
+                    for line in &a_lines[old_index..old_index + len.min(context)] {
+                        let _ = writeln!(text, "  {line}");
+                    }
+                    break;
+                }
+                DiffOp::Equal { old_index, len, .. } => {
+                    for line in &a_lines[old_index..old_index + len] {
+                        let _ = writeln!(text, "  {line}");
+                    }
+                }
+                DiffOp::Delete { old_index, old_len, .. } => {
+                    removed += old_len;
+                    for line in &a_lines[old_index..old_index + old_len] {
+                        let _ = writeln!(text, "- {line}");
+                    }
+                }
+                DiffOp::Insert { new_index, new_len, .. } => {
+                    added += new_len;
+                    for line in &b_lines[new_index..new_index + new_len] {
+                        let _ = writeln!(text, "+ {line}");
+                    }
+                }
+                DiffOp::Replace { old_index, old_len, new_index, new_len } => {
+                    removed += old_len;
+                    added += new_len;
+                    for line in &a_lines[old_index..old_index + old_len] {
+                        let _ = writeln!(text, "- {line}");
+                    }
+                    for line in &b_lines[new_index..new_index + new_len] {
+                        let _ = writeln!(text, "+ {line}");
+                    }
+                }
+            }
+            j += 1;
+        }
+        i = j + 1;
+    }
+    DiffReport { compared: (a_lines.len(), b_lines.len()), nic_lines, removed, added, text }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn t(lines: &[(u64, Source, &str)]) -> Transcript {
+        Transcript {
+            header: vec![],
+            lines: lines.iter().map(|(ns, s, text)| Line::new(Duration::from_nanos(*ns), *s, *text)).collect(),
+        }
+    }
+
+    #[test]
+    fn times_ids_and_addresses_do_not_count_but_events_do() {
+        let a = t(&[
+            (0, Source::Step, "1 line 5: open: {nic: 0, as: a}"),
+            (5, Source::Driver(0), "roce-answer CREATE_QP cookie=3 ok"),
+            (7, Source::Step, "1 ok took=7ns opened BNXT 0000:01:00.0 mac 00:0a:f7:01:02:03 ipv4 10.1.2.3"),
+        ]);
+        let b = t(&[
+            (0, Source::Step, "1 line 5: open: {nic: 0, as: a}"),
+            (9, Source::Driver(0), "roce-answer CREATE_QP cookie=3 ok"),
+            (9, Source::Nic(0), "roce-completion CREATE_QP cookie=3 SUCCESS xid=17"),
+            (12, Source::Step, "1 ok took=12ns opened BNXT 0000:81:00.0 mac 00:0a:f7:aa:bb:cc ipv4 10.170.187.204"),
+        ]);
+        let r = diff(&a, &b, DiffOptions { context: 3, ..Default::default() });
+        assert!(r.same(), "{}", r.text);
+        assert!(!r.nic_lines, "only one side has the model's lines");
+        assert_eq!(r.compared, (3, 3));
+        let r = diff(&a, &b, DiffOptions { all: true, context: 3, ..Default::default() });
+        assert_eq!((r.removed, r.added), (0, 1));
+        assert!(r.text.contains("+      0.000000009  nic0   roce-completion"), "{}", r.text);
+        let r = diff(&a, &b, DiffOptions { exact: true, context: 0, ..Default::default() });
+        assert!(!r.same());
+    }
+
+    #[test]
+    fn a_different_event_is_shown_with_its_context() {
+        let a = t(&[(0, Source::Driver(0), "hwrm-request VER_GET seq=0"), (1, Source::Driver(0), "hwrm-request FUNC_RESET seq=1")]);
+        let b = t(&[(0, Source::Driver(0), "hwrm-request VER_GET seq=0"), (1, Source::Driver(0), "hwrm-request FUNC_QCAPS seq=1")]);
+        let r = diff(&a, &b, DiffOptions { context: 1, ..Default::default() });
+        assert_eq!((r.removed, r.added), (1, 1));
+        assert!(r.text.starts_with("@@ first transcript event 2, second 2 @@\n  "), "{}", r.text);
+        assert!(r.text.contains("- ") && r.text.contains("FUNC_RESET") && r.text.contains("+ "), "{}", r.text);
+    }
+}
