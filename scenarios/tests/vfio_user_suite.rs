@@ -82,6 +82,7 @@ fn the_nic_scenarios_pass_against_two_servers() {
             Verdict::Pass => passed.push(scenario.name.clone()),
             Verdict::Skip(_) => {}
             Verdict::Fail(f) => panic!("{} failed on {}: {f:?}", scenario.name, target.name()),
+            Verdict::Timeout(t) => panic!("{} timed out on {}: {t:?}", scenario.name, target.name()),
         }
     }
     for name in ["open-and-close", "double-close", "open-held-nic", "reopen-after-close"] {
