@@ -403,3 +403,30 @@ fn a_wqe_the_engine_cannot_carry_out_completes_in_error_then_the_rest_flushed() 
     let e = p.f[1].next_creq(&mut p.rig);
     assert_eq!((e.event, e.bytes[0xb]), (0xc0, 0x16), "QP error: RES_WQE_FORMAT_ERROR");
 }
+
+#[test]
+fn qps_of_one_nic_talk_through_its_internal_loopback_not_the_wire() {
+    let mut rig = Rig::new(1);
+    let mut f = Func::bring_up(&mut rig, 0, 1024, 256);
+    f.initialize(&mut rig);
+    let sgid = f.add_own_gid(&mut rig);
+    let nq = nq_ring(&mut rig, 0, &mut f.pages, 256, 1);
+    let mut cq = f.create_cq(&mut rig, 64, nq.id);
+    let mut a = f.create_qp(&mut rig, false, 16, 16, &cq, &cq);
+    let mut b = f.create_qp(&mut rig, false, 16, 16, &cq, &cq);
+    let (gid, mac) = (f.gid(), f.mac);
+    let (ida, idb) = (a.id, b.id);
+    f.connect(&mut rig, &mut a, sgid, (&gid, mac, idb), 7);
+    f.connect(&mut rig, &mut b, sgid, (&gid, mac, ida), 7);
+    let (k, base) = f.region(&mut rig, 1 << 20, LW | CmdqRegisterMr::ACCESS_REMOTE_READ);
+    let data = pattern(100_000, 4);
+    rig.poke(0, base, &data);
+    let rd = SqBase::WQE_TYPE_READ_WQE;
+    f.post_send(&mut rig, &mut a, rd, SIGNAL, &[(base + 500_000, k, 100_000)], None, Some((base, k)), 0);
+    let c = cq.wait(&mut rig, 0, 100 * MS);
+    assert_eq!((cqe_type(&c), cqe_status(&c)), (0, 0));
+    assert_eq!(rig.peek(0, base + 500_000, 100_000), data);
+    let st = rig.world.nic_state(0);
+    assert_eq!(st.roce.frames_looped, st.roce.frames_sent);
+    assert_eq!(rig.world.switch_stats().received, 0, "nothing reached the wire");
+}

@@ -246,7 +246,9 @@ fn modify_qp_walks_the_rc_state_machine_with_the_attributes_each_step_needs() {
     assert_eq!(f.call(&mut rig, modify(M::NEW_STATE_RTR, 0)).status, INVALID_PARAMETER, "RESET to RTR");
     assert_eq!(f.call(&mut rig, modify(M::NEW_STATE_INIT, M::MODIFY_MASK_PKEY)).status, INVALID_PARAMETER, "no ACCESS");
     assert_eq!(f.call(&mut rig, modify(M::NEW_STATE_SQD, 0)).status, NOT_IMPLEMENTED, "SQD");
-    assert_eq!(f.call(&mut rig, modify(M::NEW_STATE_INIT, M::MODIFY_MASK_VLAN_ID)).status, NOT_IMPLEMENTED, "VLAN");
+    let mut tagged = modify(M::NEW_STATE_INIT, M::MODIFY_MASK_ACCESS | M::MODIFY_MASK_PKEY | M::MODIFY_MASK_VLAN_ID);
+    tagged.vlan_pcp_vlan_dei_vlan_id = 5.into();
+    assert_eq!(f.call(&mut rig, tagged).status, NOT_IMPLEMENTED, "a real VLAN");
     let mut m = modify(M::NEW_STATE_INIT, M::MODIFY_MASK_ACCESS | M::MODIFY_MASK_PKEY);
     m.access = M::ACCESS_LOCAL_WRITE;
     f.ok(&mut rig, m);
@@ -261,8 +263,11 @@ fn modify_qp_walks_the_rc_state_machine_with_the_attributes_each_step_needs() {
                 | M::MODIFY_MASK_DEST_QP_ID
                 | M::MODIFY_MASK_RQ_PSN
                 | M::MODIFY_MASK_MAX_DEST_RD_ATOMIC
-                | M::MODIFY_MASK_MIN_RNR_TIMER,
+                | M::MODIFY_MASK_MIN_RNR_TIMER
+                | M::MODIFY_MASK_VLAN_ID,
         );
+        // As bnxt_re: VLAN_ID with the GID's id (0xfff: none) carrying the priority.
+        m.vlan_pcp_vlan_dei_vlan_id = (M::VLAN_ID_MASK | (3 << 13)).into();
         m.dgid.as_mut_bytes().copy_from_slice(&peer_gid);
         m.sgid_index = sgid.into();
         m.dest_mac.as_mut_bytes().copy_from_slice(&[2, 0, 0, 0, 0, 9]);

@@ -13,6 +13,10 @@ use crate::firmware::func::L2_DOORBELL_BAR_SIZE_KB;
 /// latency (bnxt_re waits up to `RCFW_FW_STALL_MAX_TIMEOUT`, 40 s, for any command).
 pub const RCFW_LATENCY: Duration = Duration::from_micros(10);
 
+/// Time a frame to one of the NIC's own MACs takes to come back in (the model's choice: the
+/// switch's latency).
+pub const LOOPBACK_LATENCY: Duration = Duration::from_micros(1);
+
 /// Largest CMDQ (`cmdq_init` size, 16-byte slots). The 14-bit field could name 16383, but the
 /// producer register carries a 16-bit free-running index (bnxt_re `cmdq_hwq->prod & 0xFFFF`),
 /// which only wraps cleanly for power-of-two depths; bnxt_re uses 8192.

@@ -41,8 +41,10 @@ pub struct RoceCounters {
     pub notifications: u64,
     /// MSI-X vectors raised.
     pub interrupts: u64,
-    /// Frames sent.
+    /// Frames sent (looped back ones included).
     pub frames_sent: u64,
+    /// Frames to the NIC itself, looped back without reaching the wire.
+    pub frames_looped: u64,
     /// Frames received and handed to a QP.
     pub frames_received: u64,
     /// Frames dropped at parsing, by reason (a bad ICRC among them).

@@ -15,6 +15,9 @@
 //!   queue index: qplib_fp.c `bnxt_qplib_cq_process_req`, verbs.c `bnxt_re_poll_success_scqe`);
 //!   for an error in variable WQE mode, the start slot of the failed WQE
 //!   (`bnxt_qplib_get_cqe_sq_cons`). Responder CQEs (`cq_res_rc`) carry the RQ WQE's `wr_id`.
+//! * Frames to one of the NIC's own MACs (a QP connected to another QP of the same NIC) do not go
+//!   on the wire: the NIC loops them back to itself [`LOOPBACK_LATENCY`] later, as a NIC's
+//!   internal switch does (the hardware's own hairpin timing is not public).
 //! * When the transport enters the error state on its own (retry exceeded, a NAK, a local
 //!   protection error), the QP moves to ERR and a QP error notification goes to the CREQ.
 
@@ -35,7 +38,7 @@ use crate::roce::transport::{
     QpState as TState, RecvCompletion, RecvKind, RecvWqe, ReqStatus, RespStatus, SendCompletion, SendOp, SendWqe, Sge,
 };
 
-use super::caps::{MAX_INLINE_DATA, MAX_INLINE_DATA_VAR_WQE};
+use super::caps::{LOOPBACK_LATENCY, MAX_INLINE_DATA, MAX_INLINE_DATA_VAR_WQE};
 use super::cq::CqeOutcome;
 use super::engine::{Env, RoceEngine};
 use super::memory::{INLINE_LKEY, QpMemory};
@@ -199,7 +202,7 @@ impl RoceEngine {
 
     /// Frames out, completions to CQEs, the timer, and the error state.
     fn pump(&mut self, now: Duration, qpn: u32, env: &mut Env<'_>, done: &mut Vec<Done>) {
-        let RoceState { qps, keys, .. } = &mut self.st;
+        let RoceState { qps, keys, gids, .. } = &mut self.st;
         let Some(qp) = qps.get_mut(&qpn) else { return };
         let mut became_error = None;
         let mut dma_errors = 0;
@@ -218,7 +221,14 @@ impl RoceEngine {
                         EventKind::FrameSent { qp: qpn, opcode: b.opcode(), psn: b.psn(), len: buf.len() },
                     );
                 }
-                self.frames.push(std::mem::take(&mut buf));
+                let frame = std::mem::take(&mut buf);
+                let dst: [u8; 6] = frame[..6].try_into().expect("a frame has an Ethernet header");
+                if dst == self.mac || gids.has_mac(&dst) {
+                    self.counters.frames_looped += 1;
+                    self.loopback.push_back((now + LOOPBACK_LATENCY, frame));
+                } else {
+                    self.frames.push(frame);
+                }
             }
             dma_errors = mem.dma_errors;
             while let Some(c) = t.pop_send_completion() {

@@ -75,6 +75,8 @@ pub struct RoceEngine {
     pub(super) timers: BTreeSet<(Duration, u32)>,
     pub(super) qp_timer: BTreeMap<u32, Duration>,
     pub(super) frames: Vec<Vec<u8>>,
+    /// Frames to the NIC itself, due back at a time.
+    pub(super) loopback: VecDeque<(Duration, Vec<u8>)>,
     pub(super) irqs: Vec<u16>,
     pub(super) counters: RoceCounters,
     pub(super) data_path_events: bool,
@@ -99,6 +101,7 @@ impl RoceEngine {
             timers: BTreeSet::new(),
             qp_timer: BTreeMap::new(),
             frames: Vec::new(),
+            loopback: VecDeque::new(),
             irqs: Vec::new(),
             counters: RoceCounters::default(),
             data_path_events: true,
@@ -117,6 +120,7 @@ impl RoceEngine {
         self.timers.clear();
         self.qp_timer.clear();
         self.frames.clear();
+        self.loopback.clear();
     }
 
     /// Record per-doorbell, per-CQE and per-frame events (on by default; a benchmark turns
@@ -135,6 +139,7 @@ impl RoceEngine {
         [
             self.inputs.front().map(|(t, _)| *t),
             self.creq_due.keys().next().map(|(t, _)| *t),
+            self.loopback.front().map(|(t, _)| *t),
             self.timers.first().map(|(t, _)| *t),
         ]
         .into_iter()
@@ -207,6 +212,10 @@ impl RoceEngine {
             }
             let ((at, _), e) = entry.remove_entry();
             self.post_creq(at, e, env);
+        }
+        while self.loopback.front().is_some_and(|(t, _)| *t <= now) {
+            let (at, frame) = self.loopback.pop_front().expect("checked");
+            self.receive(at, &frame, env);
         }
         while let Some(&(t, qpn)) = self.timers.first() {
             if t > now {

@@ -65,6 +65,11 @@ impl GidTable {
         self.entries.iter().flatten().any(|e| &e.gid == gid)
     }
 
+    /// Whether an entry carries `mac`.
+    pub fn has_mac(&self, mac: &[u8; 6]) -> bool {
+        self.entries.iter().flatten().any(|e| &e.mac == mac)
+    }
+
     /// Entries in use.
     pub fn len(&self) -> usize {
         self.entries.iter().flatten().count()

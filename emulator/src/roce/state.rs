@@ -44,7 +44,7 @@ impl RoceState {
 
     /// Whether a GID entry carries `mac`.
     pub fn gids_have_mac(&self, mac: &[u8; 6]) -> bool {
-        (0..super::caps::MAX_GID as u16).filter_map(|i| self.gids.get(i)).any(|e| &e.mac == mac)
+        self.gids.has_mac(mac)
     }
 
     /// Whether a GID entry is the IPv4-mapped GID of `ip`.

@@ -17,7 +17,8 @@
 //! with the attributes each transition requires (RESET→INIT: ACCESS, PKEY; INIT→RTR: DGID,
 //! SGID_INDEX, DEST_MAC, PATH_MTU, DEST_QP_ID, RQ_PSN, MAX_DEST_RD_ATOMIC, MIN_RNR_TIMER;
 //! RTR→RTS: TIMEOUT, RETRY_CNT, RNR_RETRY, SQ_PSN, MAX_RD_ATOMIC). The network type must be
-//! RoCEv2-IPv4 with IPv4-mapped GIDs (RoCEv1, IPv6 and VLANs are NOT_IMPLEMENTED). The transport
+//! RoCEv2-IPv4 with IPv4-mapped GIDs (RoCEv1, IPv6 and VLAN ids other than 0 and 0xfff are
+//! NOT_IMPLEMENTED; VLAN_ID with those carries only the priority, which is not modelled). The transport
 //! starts at RTS; resizing a QP and changing transport attributes in RTS are NOT_IMPLEMENTED.
 
 use bnxt_hsi::roce::gid::ipv4_of_gid;
@@ -134,8 +135,13 @@ pub fn create_qp(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome 
     let msn_entries = msn::table_entries(sq_size, variable);
     let sq_bytes = u64::from(depth) * 16 + u64::from(msn_entries) * msn::ENTRY_BYTES as u64;
     let sq_valid = flags & C::QP_FLAGS_SQ_PBL_PG_SIZE_VALID != 0;
-    let sq_mem =
-        queue_memory(cx, (req.sq_pg_size_sq_lvl, sq_valid, req.sq_pbl_pg_size), req.sq_pbl.get(), sq_bytes, "SQ ring and MSN table")?;
+    let sq_mem = queue_memory(
+        cx,
+        (req.sq_pg_size_sq_lvl, sq_valid, req.sq_pbl_pg_size),
+        req.sq_pbl.get(),
+        sq_bytes,
+        "SQ ring and MSN table",
+    )?;
     // Receive queue.
     let rq_size = req.rq_size.get();
     if rq_size == 0 || rq_size > MAX_QUEUE_SIZE {
@@ -233,6 +239,7 @@ const TAKEN: u32 = M::MODIFY_MASK_STATE
     | M::MODIFY_MASK_MAX_INLINE_DATA
     | M::MODIFY_MASK_DEST_QP_ID
     | M::MODIFY_MASK_SRC_MAC
+    | M::MODIFY_MASK_VLAN_ID
     | M::MODIFY_MASK_ENABLE_CC
     | M::MODIFY_MASK_TOS_ECN
     | M::MODIFY_MASK_TOS_DSCP;
@@ -408,6 +415,16 @@ fn apply(req: &M, mask: u32, qp: &Qp) -> Result<QpAttributes, Refusal> {
         }
         a.max_dest_rd_atomic = slots;
     }
+    if has(M::MODIFY_MASK_VLAN_ID) {
+        // bnxt_re sends VLAN_ID at RTR for the priority (PCP = SL) with the source GID's VLAN id,
+        // 0xfff when it has none (ib_verbs.c `bnxt_re_update_ah_dscp_sl`, qplib_fp.c
+        // `bnxt_qplib_modify_qp`). Ids 0 (priority only) and 0xfff (none) send untagged frames;
+        // a real VLAN is not modelled.
+        let id = req.vlan_pcp_vlan_dei_vlan_id.get() & M::VLAN_ID_MASK;
+        if id != 0 && id != M::VLAN_ID_MASK {
+            return Err(Refusal::not_implemented(format!("VLAN id {id}: VLANs are not modelled")));
+        }
+    }
     if has(M::MODIFY_MASK_TOS_ECN) || has(M::MODIFY_MASK_TOS_DSCP) {
         a.tos = req.tos_dscp_tos_ecn;
     }
@@ -467,9 +484,6 @@ pub fn modify_qp(st: &mut RoceState, cmd: &Cmd<'_>, _cx: &CmdCtx<'_>) -> Outcome
     }
     let mask = req.modify_mask.get();
     let unsupported = mask & !TAKEN;
-    if unsupported & M::MODIFY_MASK_VLAN_ID != 0 {
-        return Err(Refusal::not_implemented("VLAN_ID: VLANs are not modelled"));
-    }
     if unsupported != 0 {
         return Err(Refusal::not_implemented(format!("modify_mask bits {} are not modelled", mask_names(unsupported))));
     }
@@ -525,8 +539,9 @@ pub fn modify_qp(st: &mut RoceState, cmd: &Cmd<'_>, _cx: &CmdCtx<'_>) -> Outcome
             let sgid = gids
                 .get(a.sgid_index)
                 .ok_or_else(|| Refusal::invalid(format!("sgid_index {} holds no GID any more", a.sgid_index)))?;
-            let src_ip = ipv4_of_gid(&sgid.gid)
-                .ok_or_else(|| Refusal::not_implemented("the source GID is no longer IPv4-mapped (MODIFY_GID since RTR)"))?;
+            let src_ip = ipv4_of_gid(&sgid.gid).ok_or_else(|| {
+                Refusal::not_implemented("the source GID is no longer IPv4-mapped (MODIFY_GID since RTR)")
+            })?;
             let src_mac = qp.src_mac.ok_or_else(|| Refusal::invalid("no path resolved at RTR"))?;
             let attrs = transport_attrs(qp, &a, src_mac, src_ip)?;
             let t = RcQp::new(attrs).map_err(|e| Refusal::invalid(e.to_string()))?;
