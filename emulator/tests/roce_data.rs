@@ -430,3 +430,28 @@ fn qps_of_one_nic_talk_through_its_internal_loopback_not_the_wire() {
     assert_eq!(st.roce.frames_looped, st.roce.frames_sent);
     assert_eq!(rig.world.switch_stats().received, 0, "nothing reached the wire");
 }
+
+#[test]
+fn messages_survive_a_lossy_duplicating_reordering_corrupting_wire() {
+    let wire = WirePlan { drop: 0.02, duplicate: 0.01, reorder: 0.02, corrupt: 0.01, ..WirePlan::default() };
+    let mut p = pair_with(FaultPlan { wire, ..FaultPlan::default() }, false, 64);
+    let (k0, b0) = p.mr[0];
+    let (k1, b1) = p.mr[1];
+    let data = pattern(200_000, 8);
+    p.rig.poke(0, b0, &data);
+    let (s, r) = p.send_one(0, 0, 200_000, 1);
+    assert_eq!((cqe_status(&s), cqe_status(&r), res_length(&r)), (0, 0, 200_000));
+    assert_eq!(p.rig.peek(1, b1, 200_000), data);
+    for k in 0..200u32 {
+        let msg = pattern(64, k as u8);
+        p.rig.poke(0, b0 + 4096, &msg);
+        p.f[1].post_recv(&mut p.rig, &mut p.qp[1], k, &[(b1 + 4096, k1, 64)]);
+        p.f[0].post_send(&mut p.rig, &mut p.qp[0], SEND, SIGNAL, &[(b0 + 4096, k0, 64)], None, None, 0);
+        assert_eq!(cqe_status(&p.cq[0].wait(&mut p.rig, 0, 10_000 * MS)), 0, "send {k}");
+        let r = p.cq[1].wait(&mut p.rig, 1, 10_000 * MS);
+        assert_eq!((cqe_status(&r), res_wr_id(&r)), (0, k), "receive {k} in order");
+        assert_eq!(p.rig.peek(1, b1 + 4096, 64), msg, "message {k}");
+    }
+    let c = p.rig.world.wire_fault_counters();
+    assert!(c.dropped > 0 && c.duplicated > 0 && c.reordered > 0 && c.corrupted > 0, "{c:?}");
+}
