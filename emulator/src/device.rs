@@ -1,10 +1,12 @@
-//! One BCM57608 physical function: config space, the three BARs and the HWRM firmware, as a
-//! state machine without I/O.
+//! One BCM57608 physical function: config space, the three BARs, the HWRM firmware and the RoCE
+//! engine, as a state machine without I/O.
 //!
-//! Inputs: config reads and writes, BAR loads and stores (4 or 8 bytes), and the passage of time
-//! ([`Device::advance`], with host memory passed in as the function's DMA view). Outputs: DMA
-//! through that view, events ([`Device::drain_events`]) and the time of the next work
-//! ([`Device::next_deadline`]). Nothing here reads a clock: every input carries its time.
+//! Inputs: config reads and writes, BAR loads and stores (4 or 8 bytes), frames from the wire
+//! ([`Device::receive_frame`]) and the passage of time ([`Device::advance`]), with host memory
+//! passed in as the function's DMA view. Outputs: DMA through that view, frames to the wire
+//! ([`Device::take_frames`]), MSI-X vectors ([`Device::take_interrupts`]), events
+//! ([`Device::drain_events`]) and the time of the next work ([`Device::next_deadline`]).
+//! Nothing here reads a clock: every input carries its time.
 //!
 //! The command register gates the BARs: with memory space disabled, loads read all-ones and
 //! stores are dropped (each counted and recorded). Bus mastering gates DMA, which the executor
