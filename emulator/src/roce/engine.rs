@@ -10,7 +10,7 @@
 //! vectors ([`RoceEngine::take_interrupts`]), events, and the time of the next work.
 //!
 //! Commands act when they are taken; their completions reach the CREQ
-//! [`RCFW_LATENCY`](super::caps::RCFW_LATENCY) later, in command order, subject to the CREQ's
+//! [`RCFW_LATENCY`] later, in command order, subject to the CREQ's
 //! flow control.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
