@@ -1,6 +1,6 @@
 //! The transport's view of memory for one QP: SGEs and remote keys resolved through the
 //! function's key table, every byte moved through the DMA view (the transport's
-//! [`Memory`](crate::roce::transport::Memory) trait).
+//! [`Memory`] trait).
 //!
 //! Local SGEs name registered regions by lkey (in the QP's protection domain). Inline data of a
 //! WQE (bytes carried in the WQE itself) is handed to the transport as one SGE with the key
