@@ -237,12 +237,21 @@ fn scenarios_a_target_cannot_run_are_skipped_with_the_reason() {
         ("name: t\nabout: x.\ntargets: [model]\nnics: 1\nsteps:\n  - count: {equals: 1}\n", "runs only on: model"),
         (
             "name: t\nabout: x.\nnics: 1\nfaults:\n  - firmware: {nic: 0, request: VER_GET, action: no-response}\nsteps:\n  - count: {equals: 1}\n",
-            "injects faults, which the fake target cannot",
+            "needs faults, which the fake target lacks",
         ),
         (
             "name: t\nabout: x.\nnics: 1\nsteps:\n  - repeat: {times: 2, steps: [inspect: {nic: 0, dma_mappings: 0}]}\n",
-            "has `inspect` steps, which the fake target cannot answer",
+            "needs inspect, which the fake target lacks",
         ),
+        (
+            "name: t\nabout: x.\nnics: 1\nrequires: [virtual-time, pcap]\nsteps:\n  - count: {equals: 1}\n",
+            "needs virtual-time, pcap, which the fake target lacks",
+        ),
+        (
+            "name: t\nabout: x.\nnics: 1\nsteps:\n  - open: {nic: 0, as: a}\n  - qp: {on: a, as: q}\n",
+            "needs roce, which the fake target lacks",
+        ),
+        ("name: t\nabout: x.\nnics: 1\nskip: {reason: waits for the firmware's fix}\nsteps:\n  - count: {equals: 1}\n", "skipped: waits for the firmware's fix"),
         ("name: t\nabout: x.\nnics: 2\nsteps:\n  - count: {equals: 2}\n", "needs 2 NICs; the fake target has 1"),
     ];
     for (text, reason) in cases {

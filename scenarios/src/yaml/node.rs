@@ -84,6 +84,27 @@ impl Value {
     }
 }
 
+impl Node {
+    /// The tree as JSON (to check a file against the language's JSON Schema). Integers beyond
+    /// 64 bits become strings.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value as J;
+        match &self.value {
+            Value::Null => J::Null,
+            Value::Bool(b) => J::Bool(*b),
+            Value::Int(i) => match (i64::try_from(*i), u64::try_from(*i)) {
+                (Ok(v), _) => J::from(v),
+                (_, Ok(v)) => J::from(v),
+                _ => J::String(i.to_string()),
+            },
+            Value::Float(x) => serde_json::Number::from_f64(*x).map_or(J::Null, J::Number),
+            Value::Str(s) => J::String(s.clone()),
+            Value::Seq(items) => J::Array(items.iter().map(Node::to_json).collect()),
+            Value::Map(entries) => J::Object(entries.iter().map(|e| (e.key.clone(), e.value.to_json())).collect()),
+        }
+    }
+}
+
 /// `s` in double quotes, cut to 40 characters.
 pub fn quote_short(s: &str) -> String {
     const MAX: usize = 40;

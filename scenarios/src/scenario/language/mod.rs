@@ -265,17 +265,22 @@ fn no_null(schema: &mut Schema) {
 
 /// The JSON Schema of a scenario file, as docs/scenario.schema.json holds it.
 pub fn schema() -> Value {
-    let mut root = settings().into_generator().into_root_schema_for::<ScenarioFile>().to_value();
-    if let Some(o) = root.as_object_mut() {
-        o.insert("$id".into(), "https://bnxt-rig.invalid/scenario.schema.json".into());
-        o.insert(
-            "description".into(),
-            "A bnxt-rig scenario: what to do with the NICs of a machine and what must happen. \
-             docs/scenarios.md is the reference."
-                .into(),
-        );
-    }
-    root
+    let generated = settings().into_generator().into_root_schema_for::<ScenarioFile>().to_value();
+    let Value::Object(mut rest) = generated else { unreachable!("a root schema is an object") };
+    // The identifying keys first, as people read a schema file.
+    let mut root = Map::new();
+    root.insert("$schema".into(), rest.remove("$schema").unwrap_or(Value::Null));
+    root.insert("$id".into(), "https://bnxt-rig.invalid/scenario.schema.json".into());
+    root.insert("title".into(), rest.remove("title").unwrap_or(Value::Null));
+    root.insert(
+        "description".into(),
+        "A bnxt-rig scenario: what to do with the NICs of a machine and what must happen. \
+         docs/scenarios.md is the reference."
+            .into(),
+    );
+    rest.remove("description");
+    root.extend(rest);
+    Value::Object(root)
 }
 
 /// The schema as docs/scenario.schema.json holds it: pretty JSON with a final newline.
