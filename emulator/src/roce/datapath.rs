@@ -33,7 +33,8 @@ use bnxt_hsi::roce::rcfw::{CREQ_TYPE_QP_EVENT, cq_err_reason};
 use zerocopy::{FromZeros, IntoBytes};
 
 use crate::events::EventKind;
-use crate::net::RoceFrame;
+use crate::net::sealed::WireFrame;
+use crate::net::{RoceFrame, WireError};
 use crate::roce::transport::{
     QpState as TState, RecvCompletion, RecvKind, RecvWqe, ReqStatus, RespStatus, SendCompletion, SendOp, SendWqe, Sge,
 };
@@ -211,18 +212,17 @@ impl RoceEngine {
             let mut buf = Vec::new();
             // Refused WQEs complete after everything the transport flushes for them.
             let refused: Vec<Done> = std::mem::take(done);
-            while t.poll_transmit(now, &mut mem, &mut buf) {
+            while let Some(sealed) = t.poll_transmit_sealed(now, &mut mem, &mut buf) {
                 self.counters.frames_sent += 1;
+                let bytes = sealed.bytes();
                 if self.data_path_events
-                    && let Some(b) = crate::net::roce::peek_bth(&buf)
+                    && let Some(b) = crate::net::roce::peek_bth(bytes)
                 {
-                    env.rec.record(
-                        now,
-                        EventKind::FrameSent { qp: qpn, opcode: b.opcode(), psn: b.psn(), len: buf.len() },
-                    );
+                    let sent = EventKind::FrameSent { qp: qpn, opcode: b.opcode(), psn: b.psn(), len: bytes.len() };
+                    env.rec.record(now, sent);
                 }
-                let frame = std::mem::take(&mut buf);
-                let dst: [u8; 6] = frame[..6].try_into().expect("a frame has an Ethernet header");
+                let dst: [u8; 6] = bytes[..6].try_into().expect("a frame has an Ethernet header");
+                let frame = WireFrame::Sealed(sealed);
                 if dst == self.mac || gids.has_mac(&dst) {
                     self.counters.frames_looped += 1;
                     self.loopback.push_back((now + LOOPBACK_LATENCY, frame));
@@ -376,7 +376,17 @@ impl RoceEngine {
 
     /// A frame from the wire at `now`.
     pub fn receive(&mut self, now: Duration, frame: &[u8], env: &mut Env<'_>) {
-        let parsed = match RoceFrame::parse(frame) {
+        self.take_in(now, RoceFrame::parse(frame), frame.len(), env);
+    }
+
+    /// A frame from the wire at `now`, sealed or plain as the switch delivered it.
+    pub fn receive_wire(&mut self, now: Duration, frame: &WireFrame, env: &mut Env<'_>) {
+        self.take_in(now, RoceFrame::parse_wire(frame), frame.bytes().len(), env);
+    }
+
+    /// A received frame, parsed (its ICRC checked unless sealed), of `len` bytes.
+    fn take_in(&mut self, now: Duration, parsed: Result<RoceFrame<'_>, WireError>, len: usize, env: &mut Env<'_>) {
+        let parsed = match parsed {
             Ok(p) => p,
             Err(e) => {
                 self.counters.rx_drops.count(&e);
@@ -402,10 +412,7 @@ impl RoceEngine {
         self.counters.frames_received += 1;
         if self.data_path_events {
             let b = &parsed.transport.bth;
-            env.rec.record(
-                now,
-                EventKind::FrameReceived { qp: qpn, opcode: b.opcode.code(), psn: b.psn, len: frame.len() },
-            );
+            env.rec.record(now, EventKind::FrameReceived { qp: qpn, opcode: b.opcode.code(), psn: b.psn, len });
         }
         let mut mem = QpMemory { keys, mem: env.mem, pd, inline, dma_errors: 0 };
         t.handle_frame(now, &parsed, &mut mem);

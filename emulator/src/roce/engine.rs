@@ -22,6 +22,7 @@ use tracing::warn;
 use crate::events::{EventKind, Recorder};
 use crate::firmware::state::FwState;
 use crate::host_memory::HostMemory;
+use crate::net::sealed::WireFrame;
 
 use super::caps::RCFW_LATENCY;
 use super::channel::Channel;
@@ -74,9 +75,9 @@ pub struct RoceEngine {
     pub(super) seq: u64,
     pub(super) timers: BTreeSet<(Duration, u32)>,
     pub(super) qp_timer: BTreeMap<u32, Duration>,
-    pub(super) frames: Vec<Vec<u8>>,
+    pub(super) frames: Vec<WireFrame>,
     /// Frames to the NIC itself, due back at a time.
-    pub(super) loopback: VecDeque<(Duration, Vec<u8>)>,
+    pub(super) loopback: VecDeque<(Duration, WireFrame)>,
     pub(super) irqs: Vec<u16>,
     pub(super) counters: RoceCounters,
     pub(super) data_path_events: bool,
@@ -149,6 +150,12 @@ impl RoceEngine {
 
     /// Frames to put on the wire, oldest first.
     pub fn take_frames(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.frames).into_iter().map(WireFrame::into_vec).collect()
+    }
+
+    /// Frames to put on the wire, oldest first, sealed when the transport built them (see
+    /// [`crate::net::sealed`]).
+    pub fn take_wire_frames(&mut self) -> Vec<WireFrame> {
         std::mem::take(&mut self.frames)
     }
 
@@ -215,7 +222,7 @@ impl RoceEngine {
         }
         while self.loopback.front().is_some_and(|(t, _)| *t <= now) {
             let (at, frame) = self.loopback.pop_front().expect("checked");
-            self.receive(at, &frame, env);
+            self.receive_wire(at, &frame, env);
         }
         while let Some(&(t, qpn)) = self.timers.first() {
             if t > now {
