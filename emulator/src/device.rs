@@ -24,6 +24,7 @@ use crate::firmware::faults::FaultInjector;
 use crate::firmware::identity::NicIdentity;
 use crate::firmware::{Firmware, FwCounters};
 use crate::host_memory::HostMemory;
+use crate::net::sealed::WireFrame;
 use crate::regs::bar0::{Bar0, Bar0Effect};
 use crate::regs::msix::MsixTable;
 use crate::regs::unimplemented::{Unimplemented, UnimplementedHit};
@@ -179,9 +180,22 @@ impl Device {
         self.move_interrupts();
     }
 
+    /// A frame from the wire, sealed or plain as the switch delivered it (see
+    /// [`crate::net::sealed`]), arrives at `now`.
+    pub fn receive_wire_frame(&mut self, now: Duration, frame: &WireFrame, mem: &dyn HostMemory) {
+        let mut env = Env { mem, fw: self.firmware.state(), rec: &mut self.rec };
+        self.roce.receive_wire(now, frame, &mut env);
+        self.move_interrupts();
+    }
+
     /// Frames the device sent since the last call, in order.
     pub fn take_frames(&mut self) -> Vec<Vec<u8>> {
         self.roce.take_frames()
+    }
+
+    /// As [`Device::take_frames`], with the frames the transport built still sealed.
+    pub fn take_wire_frames(&mut self) -> Vec<WireFrame> {
+        self.roce.take_wire_frames()
     }
 
     fn move_interrupts(&mut self) {

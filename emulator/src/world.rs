@@ -29,6 +29,7 @@ use crate::firmware::context_mem::ContextLimits;
 use crate::host_memory::{DmaBacking, Iommu, MapError};
 use crate::net::fault::FaultCounters;
 use crate::net::pcap::{PcapTap, PcapTapError};
+use crate::net::sealed::WireFrame;
 use crate::net::switch::{LinkTiming, PortId, Switch, SwitchError, SwitchStats};
 use crate::roce::RoceCounters;
 
@@ -101,9 +102,9 @@ impl Nic {
     }
 
     /// Hand a frame that arrived at `at` to the device.
-    fn deliver(&mut self, at: Duration, frame: &[u8], events: &mut Vec<Event>) {
+    fn deliver(&mut self, at: Duration, frame: &WireFrame, events: &mut Vec<Event>) {
         let view = self.iommu.view(self.device.bus_master());
-        self.device.receive_frame(at, frame, &view);
+        self.device.receive_wire_frame(at, frame, &view);
         self.device.drain_events(events);
     }
 }
@@ -258,7 +259,7 @@ impl World {
     pub fn inject_frame(&mut self, nic: usize, frame: &[u8]) {
         let now = self.now;
         self.nic(nic);
-        self.nics[nic].deliver(now, frame, &mut self.events);
+        self.nics[nic].deliver(now, &WireFrame::Plain(frame.to_vec()), &mut self.events);
         self.pump(nic, now);
     }
 
@@ -288,8 +289,12 @@ impl World {
     /// Move the frames NIC `i` sent into the switch at `at`, and record wire faults.
     fn pump(&mut self, i: usize, at: Duration) {
         let port = self.nics[i].port;
-        for frame in self.nics[i].device.take_frames() {
-            if let Err(e) = self.switch.send(at, port, frame) {
+        for frame in self.nics[i].device.take_wire_frames() {
+            let sent = match frame {
+                WireFrame::Sealed(s) => self.switch.send_sealed(at, port, s),
+                WireFrame::Plain(v) => self.switch.send(at, port, v),
+            };
+            if let Err(e) = sent {
                 self.switch_refusals += 1;
                 tracing::warn!(nic = i, %e, "frame refused by the switch");
             }
@@ -312,11 +317,12 @@ impl World {
 
     /// Deliver every frame the switch has for `at`, each to its NIC, and send what they answer.
     fn run_switch(&mut self, at: Duration) {
-        let deliveries = self.switch.poll(at);
+        let mut deliveries = Vec::new();
+        self.switch.poll_wire_into(at, &mut deliveries);
         self.record_wire_faults();
         for d in deliveries {
             if let Some(out) = self.external.get_mut(&d.port) {
-                out.push(d.frame);
+                out.push(d.frame.into_vec());
                 continue;
             }
             let Some(i) = self.nics.iter().position(|n| n.port == d.port) else { continue };
