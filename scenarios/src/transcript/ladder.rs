@@ -1,10 +1,11 @@
-//! A ladder diagram of the frames between NICs: a column per NIC, time flowing down, an arrow
-//! per frame from its sender to the NIC that received it. Frames the wire dropped end in a cross
-//! half way; frames a NIC dropped on receipt (a bad ICRC after a corruption) end in a cross at
-//! the receiver; duplicates, reorderings, delays and retransmissions are marked and coloured.
+//! A ladder diagram of the frames between NICs: a column per NIC, and a row per frame, in the
+//! order the frames were sent, with an arrow from its sender to the NIC that took it. The model
+//! sends a message's frames in a burst at one instant and they arrive one after another, so rows
+//! are frames, not slices of time; each row says when its frame left and when it arrived.
 //!
-//! Rows are events, not equal slices of time: a burst of frames at one instant and a 40-ms
-//! retransmission timeout both stay readable; each row says its time on the left.
+//! A frame the wire lost ends in a cross half way; one a NIC dropped on receipt (its ICRC failed
+//! after a corruption) ends in a cross at the receiver; duplicates, reorderings, delays and
+//! retransmissions (a frame sent again with the same opcode and PSN) are named and coloured.
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -13,15 +14,15 @@ use std::time::Duration;
 use super::{Line, Packet, PacketKind};
 use crate::scenario::opcodes::opcode_name;
 
-/// The most rows one diagram draws; a longer run is drawn from a window around its first fault
-/// or retransmission.
-pub const MAX_ROWS: usize = 240;
+/// The most frames one diagram draws; a longer run is drawn from a window around its first
+/// fault or retransmission.
+pub const MAX_ROWS: usize = 160;
 
-const ROW: f64 = 22.0;
+const ROW: f64 = 26.0;
 const TOP: f64 = 118.0;
-const LEFT: f64 = 150.0;
-const COLUMN: f64 = 460.0;
-const RIGHT: f64 = 60.0;
+const LEFT: f64 = 60.0;
+const COLUMN: f64 = 520.0;
+const RIGHT: f64 = 420.0;
 
 /// How an arrow is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,46 +57,46 @@ impl Style {
     }
 }
 
+/// Red: what was lost.
+const LOST: &str = "#c0392b";
+
 /// One frame sent, and what became of it.
 #[derive(Debug, Clone)]
 struct Frame {
-    row: usize,
     at: Duration,
     from: usize,
     packet: Packet,
     style: Style,
-    /// Rows (and NICs) where it arrived.
-    arrivals: Vec<(usize, usize)>,
-    /// Rows (and NICs) where a NIC dropped it on receipt, with why.
-    refused: Vec<(usize, usize, String)>,
+    /// When and where it arrived.
+    arrivals: Vec<(Duration, usize)>,
+    /// When and where a NIC dropped it on receipt, with why.
+    refused: Vec<(Duration, usize, String)>,
     /// What the wire did to it.
     faults: Vec<String>,
     /// The wire lost it.
     lost: bool,
 }
 
-/// The SVG of the frames in `lines` between `nics` NICs, titled `title`; `None` when the run
-/// sent no frames.
-pub fn ladder(title: &str, nics: usize, lines: &[Line]) -> Option<String> {
-    let packets: Vec<(Duration, &Packet)> = lines.iter().filter_map(|l| l.packet.as_ref().map(|p| (l.at, p))).collect();
-    if !packets.iter().any(|(_, p)| p.kind == PacketKind::Sent) {
-        return None;
+impl Frame {
+    fn troubled(&self) -> bool {
+        self.style == Style::Retransmission || !self.faults.is_empty() || !self.refused.is_empty() || self.arrivals.len() != 1
     }
-    let total_rows = packets.len();
-    let (first, last) = window(&packets);
+}
+
+/// The frames of `lines` and what became of each, in the order they were sent; and the events
+/// that could not be tied to a frame.
+fn frames(lines: &[Line]) -> (Vec<Frame>, usize) {
     let mut frames: Vec<Frame> = Vec::new();
-    let mut rows: Vec<Duration> = Vec::new();
     let mut sent_before: HashMap<(usize, Option<u32>, Option<u8>, Option<u32>), usize> = HashMap::new();
-    // Sends not yet arrived, by (opcode, psn): their frame indices.
-    let mut in_flight: HashMap<(Option<u8>, Option<u32>), Vec<usize>> = HashMap::new();
-    let mut dropped_rows: Vec<(usize, usize, String)> = Vec::new();
-    for (at, p) in &packets[first..last] {
-        let row = rows.len();
-        rows.push(*at);
+    // Frames by (opcode, psn), for what happens to them after.
+    let mut by_key: HashMap<(Option<u8>, Option<u32>), Vec<usize>> = HashMap::new();
+    let mut untied = 0;
+    for line in lines {
+        let Some(p) = &line.packet else { continue };
+        let at = line.at;
         match &p.kind {
             PacketKind::Sent => {
-                let key = (p.nic, p.qp, p.opcode, p.psn);
-                let seen = sent_before.entry(key).or_insert(0);
+                let seen = sent_before.entry((p.nic, p.qp, p.opcode, p.psn)).or_insert(0);
                 let style = if *seen > 0 {
                     Style::Retransmission
                 } else if p.nak {
@@ -106,12 +107,11 @@ pub fn ladder(title: &str, nics: usize, lines: &[Line]) -> Option<String> {
                     Style::Request
                 };
                 *seen += 1;
-                in_flight.entry((p.opcode, p.psn)).or_default().push(frames.len());
+                by_key.entry((p.opcode, p.psn)).or_default().push(frames.len());
                 frames.push(Frame {
-                    row,
-                    at: *at,
+                    at,
                     from: p.nic,
-                    packet: (*p).clone(),
+                    packet: p.clone(),
                     style,
                     arrivals: Vec::new(),
                     refused: Vec::new(),
@@ -120,54 +120,70 @@ pub fn ladder(title: &str, nics: usize, lines: &[Line]) -> Option<String> {
                 });
             }
             PacketKind::Received => {
-                // The oldest frame in flight with this opcode and PSN from another NIC; a second
-                // arrival of one already arrived is a duplicate.
-                let candidates = in_flight.get(&(p.opcode, p.psn)).cloned().unwrap_or_default();
-                let towards = |f: &usize| frames[*f].from != p.nic && !frames[*f].lost;
+                // The oldest frame with this opcode and PSN that has not arrived, one from
+                // another NIC first (a frame between two queue pairs of one NIC goes out and
+                // back); a second arrival of one that has is a duplicate.
+                let candidates = by_key.get(&(p.opcode, p.psn)).map(Vec::as_slice).unwrap_or_default();
+                let open = |f: &&usize| !frames[**f].lost && frames[**f].arrivals.is_empty() && frames[**f].refused.is_empty();
                 let pick = candidates
                     .iter()
-                    .copied()
-                    .find(|f| towards(f) && frames[*f].arrivals.is_empty())
-                    .or_else(|| candidates.iter().copied().rev().find(towards));
-                if let Some(f) = pick {
-                    frames[f].arrivals.push((row, p.nic));
+                    .filter(open)
+                    .find(|f| frames[**f].from != p.nic)
+                    .or_else(|| candidates.iter().find(open))
+                    .or_else(|| candidates.iter().rev().find(|f| !frames[**f].lost))
+                    .copied();
+                match pick {
+                    Some(f) => frames[f].arrivals.push((at, p.nic)),
+                    None => untied += 1,
                 }
             }
             PacketKind::Fault(kind) => {
-                let found = in_flight.get(&(p.opcode, p.psn)).and_then(|c| c.iter().rev().find(|&&f| frames[f].from == p.nic).copied());
-                match found {
+                let newest = by_key.get(&(p.opcode, p.psn)).and_then(|c| c.iter().rev().find(|f| frames[**f].from == p.nic)).copied();
+                match newest {
                     Some(f) => {
                         frames[f].faults.push(kind.clone());
                         frames[f].lost |= kind == "drop";
                     }
-                    None => dropped_rows.push((row, p.nic, format!("wire: {kind}"))),
+                    None => untied += 1,
                 }
             }
             PacketKind::Dropped(why) => {
-                // The newest frame towards this NIC that has not arrived.
-                match frames.iter().rposition(|f| f.from != p.nic && !f.lost && f.arrivals.is_empty() && f.refused.is_empty()) {
-                    Some(f) => frames[f].refused.push((row, p.nic, why.clone())),
-                    None => dropped_rows.push((row, p.nic, why.clone())),
+                // A NIC drops what it cannot read: the oldest frame still on the wire that the
+                // wire corrupted, else the oldest the wire did something to.
+                let on_wire = |f: &Frame| !f.lost && f.arrivals.is_empty() && f.refused.is_empty();
+                let pending = frames
+                    .iter()
+                    .position(|f| on_wire(f) && f.faults.iter().any(|k| k == "corrupt"))
+                    .or_else(|| frames.iter().position(|f| on_wire(f) && !f.faults.is_empty()));
+                match pending {
+                    Some(f) => frames[f].refused.push((at, p.nic, why.clone())),
+                    None => untied += 1,
                 }
             }
         }
     }
-    Some(draw(title, nics.max(2), &frames, &rows, &dropped_rows, (first, last, total_rows)))
+    (frames, untied)
 }
 
-/// The rows to draw: all, or [`MAX_ROWS`] from a little before the first frame something
-/// happened to.
-fn window(packets: &[(Duration, &Packet)]) -> (usize, usize) {
-    if packets.len() <= MAX_ROWS {
-        return (0, packets.len());
+/// The SVG of the frames in `lines` between `nics` NICs, titled `title`; `None` when the run
+/// sent no frames.
+pub fn ladder(title: &str, nics: usize, lines: &[Line]) -> Option<String> {
+    let (frames, untied) = frames(lines);
+    if frames.is_empty() {
+        return None;
     }
-    let mut seen: HashMap<(usize, Option<u32>, Option<u8>, Option<u32>), ()> = HashMap::new();
-    let first_trouble = packets.iter().position(|(_, p)| match p.kind {
-        PacketKind::Fault(_) | PacketKind::Dropped(_) => true,
-        PacketKind::Sent => seen.insert((p.nic, p.qp, p.opcode, p.psn), ()).is_some(),
-        PacketKind::Received => false,
-    });
-    let start = first_trouble.map_or(0, |i| i.saturating_sub(MAX_ROWS / 8)).min(packets.len() - MAX_ROWS);
+    let (first, last) = window(&frames);
+    Some(draw(title, nics.max(2), &frames[first..last], (first, last, frames.len()), untied))
+}
+
+/// The frames to draw: all, or [`MAX_ROWS`] from a little before the first that something
+/// happened to.
+fn window(frames: &[Frame]) -> (usize, usize) {
+    if frames.len() <= MAX_ROWS {
+        return (0, frames.len());
+    }
+    let first_trouble = frames.iter().position(Frame::troubled);
+    let start = first_trouble.map_or(0, |i| i.saturating_sub(MAX_ROWS / 8)).min(frames.len() - MAX_ROWS);
     (start, start + MAX_ROWS)
 }
 
@@ -183,16 +199,16 @@ fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
+/// A time as the diagram writes it: milliseconds to the nanosecond.
 fn time_label(at: Duration) -> String {
-    let us = at.as_nanos() as f64 / 1000.0;
-    if us >= 1_000_000.0 { format!("{:.6} s", us / 1_000_000.0) } else { format!("{us:.3} µs") }
+    format!("{}.{:06} ms", at.as_millis(), at.as_nanos() % 1_000_000)
 }
 
-fn cross(svg: &mut String, x: f64, y: f64, colour: &str) {
+fn cross(svg: &mut String, x: f64, y: f64) {
     let d = 6.0;
     let _ = writeln!(
         svg,
-        r##"<path d="M{} {} L{} {} M{} {} L{} {}" stroke="{colour}" stroke-width="2.5"/>"##,
+        r##"<path d="M{} {} L{} {} M{} {} L{} {}" stroke="{LOST}" stroke-width="2.5"/>"##,
         x - d,
         y - d,
         x + d,
@@ -204,25 +220,26 @@ fn cross(svg: &mut String, x: f64, y: f64, colour: &str) {
     );
 }
 
+/// Why a NIC dropped a frame, in a few words (the transcript has it whole).
+fn short_reason(why: &str) -> String {
+    if why.contains("ICRC") {
+        return "bad ICRC".into();
+    }
+    let words: Vec<&str> = why.split_whitespace().take(5).collect();
+    words.join(" ")
+}
+
 fn label(p: &Packet) -> String {
-    let op = p.opcode.map(opcode_name).unwrap_or_else(|| "frame".into());
-    let op = if p.nak { "NAK".to_string() } else { op };
+    let op = if p.nak { "NAK".to_string() } else { p.opcode.map(opcode_name).unwrap_or_else(|| "frame".into()) };
     match p.psn {
         Some(psn) => format!("{op} psn {psn}"),
         None => op,
     }
 }
 
-fn draw(
-    title: &str,
-    nics: usize,
-    frames: &[Frame],
-    rows: &[Duration],
-    stray: &[(usize, usize, String)],
-    (first, last, total): (usize, usize, usize),
-) -> String {
-    let width = LEFT + COLUMN * (nics - 1) as f64 + RIGHT + 120.0;
-    let height = y_of(rows.len()) + 40.0;
+fn draw(title: &str, nics: usize, frames: &[Frame], (first, last, total): (usize, usize, usize), untied: usize) -> String {
+    let width = (LEFT + COLUMN * (nics - 1) as f64 + RIGHT).max(1040.0);
+    let height = y_of(frames.len()) + 30.0;
     let mut svg = String::new();
     let _ = writeln!(
         svg,
@@ -231,45 +248,29 @@ fn draw(
     let _ = writeln!(svg, r##"<rect width="100%" height="100%" fill="white"/>"##);
     let _ = writeln!(svg, "<title>{}</title>", escape(title));
     let _ = writeln!(svg, r##"<text x="16" y="24" font-size="16" font-weight="bold">{}</text>"##, escape(title));
-    let shown = if first == 0 && last == total {
-        format!("{total} frame events")
+    let mut shown = if first == 0 && last == total {
+        format!("{total} frames, one a row in the order they were sent")
     } else {
-        format!("frame events {} to {} of {total}", first + 1, last)
+        format!("frames {} to {} of {total} (from just before the first trouble), one a row in the order they were sent", first + 1, last)
     };
-    let _ = writeln!(svg, r##"<text x="16" y="44" fill="#555">{shown}; time flows down, one row per event</text>"##);
-    // Legend.
+    if untied > 0 {
+        shown.push_str(&format!("; {untied} events not tied to a frame"));
+    }
+    let _ = writeln!(svg, r##"<text x="16" y="44" fill="#555">{}</text>"##, escape(&shown));
+    // NAKs are told apart only where the events say which ACKs are NAKs.
+    let naks = frames.iter().any(|f| f.style == Style::Nak);
     let legend = [
         (Style::Request.colour(), "request"),
         (Style::Response.colour(), "ACK / read response"),
         (Style::Nak.colour(), "NAK"),
         (Style::Retransmission.colour(), "retransmission"),
-        ("#c0392b", "✕ lost on the wire / dropped on receipt"),
+        (LOST, "✕ lost on the wire / dropped on receipt"),
     ];
     let mut lx = 16.0;
-    for (colour, what) in legend {
-        let _ = writeln!(svg, r##"<line x1="{lx}" y1="62" x2="{}" y2="62" stroke="{colour}" stroke-width="3"/>"##, lx + 22.0);
-        let _ = writeln!(svg, r##"<text x="{}" y="66">{what}</text>"##, lx + 28.0);
-        lx += 34.0 + 7.6 * what.chars().count() as f64;
-    }
-    // Columns.
-    for nic in 0..nics {
-        let x = x_of(nic);
-        let _ = writeln!(svg, r##"<text x="{x}" y="{}" text-anchor="middle" font-size="14" font-weight="bold">NIC {nic}</text>"##, TOP - 22.0);
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{x}" y1="{}" x2="{x}" y2="{}" stroke="#444" stroke-width="2"/>"##,
-            TOP - 12.0,
-            height - 24.0
-        );
-    }
-    // Row times, when they change.
-    let mut last_time = None;
-    for (row, at) in rows.iter().enumerate() {
-        if last_time != Some(*at) {
-            let _ = writeln!(svg, r##"<text x="{}" y="{}" text-anchor="end" fill="#666" font-size="11">{}</text>"##, LEFT - 40.0, y_of(row) + 4.0, time_label(*at));
-            let _ = writeln!(svg, r##"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#ddd"/>"##, LEFT - 34.0, y_of(row), LEFT - 6.0, y_of(row));
-            last_time = Some(*at);
-        }
+    for (colour, what) in legend.into_iter().filter(|(_, what)| naks || *what != "NAK") {
+        let _ = writeln!(svg, r##"<line x1="{lx}" y1="64" x2="{}" y2="64" stroke="{colour}" stroke-width="3"/>"##, lx + 22.0);
+        let _ = writeln!(svg, r##"<text x="{}" y="68">{what}</text>"##, lx + 28.0);
+        lx += 40.0 + 7.3 * what.chars().count() as f64;
     }
     svg.push_str("<defs>");
     for style in [Style::Request, Style::Response, Style::Nak, Style::Retransmission] {
@@ -281,61 +282,68 @@ fn draw(
         );
     }
     svg.push_str("</defs>\n");
-    for f in frames {
+    for nic in 0..nics {
+        let x = x_of(nic);
+        let _ = writeln!(svg, r##"<text x="{x}" y="{}" text-anchor="middle" font-size="14" font-weight="bold">NIC {nic}</text>"##, TOP - 30.0);
+        let _ = writeln!(svg, r##"<line x1="{x}" y1="{}" x2="{x}" y2="{}" stroke="#444" stroke-width="2"/>"##, TOP - 20.0, height - 10.0);
+    }
+    let _ = writeln!(svg, r##"<text x="{}" y="{}" fill="#666" font-size="11">sent → arrived</text>"##, x_of(nics - 1) + 90.0, TOP - 30.0);
+    let drop = ROW * 0.55;
+    for (row, f) in frames.iter().enumerate() {
         let colour = f.style.colour();
-        let (x1, y1) = (x_of(f.from), y_of(f.row));
+        let (x1, y1) = (x_of(f.from), y_of(row) - ROW * 0.35);
         let mut notes: Vec<String> = f.faults.clone();
         if f.style == Style::Retransmission {
-            notes.push("retransmitted".into());
+            notes.push("sent again".into());
         }
         if f.arrivals.len() > 1 {
             notes.push(format!("arrived {}×", f.arrivals.len()));
         }
-        for (i, (row, to)) in f.arrivals.iter().enumerate() {
-            let dash = if i > 0 { r##" stroke-dasharray="6 4""## } else { "" };
+        let to = f.arrivals.first().map(|(_, n)| *n).or(f.refused.first().map(|(_, n, _)| *n)).unwrap_or(if f.from + 1 < nics { f.from + 1 } else { f.from.saturating_sub(1) });
+        let (x2, y2) = (x_of(to), y1 + drop);
+        let goes_right = x2 >= x1;
+        let arrived_at = f.arrivals.first().map(|(t, _)| *t).or(f.refused.first().map(|(t, _, _)| *t));
+        if to == f.from && !f.arrivals.is_empty() {
+            // Between two queue pairs of one NIC: out to the switch and back.
             let _ = writeln!(
                 svg,
-                r##"<line x1="{x1}" y1="{y1}" x2="{}" y2="{}" stroke="{colour}" stroke-width="1.8"{dash} marker-end="url(#head-{})"/>"##,
-                f.style.name(),
-                x_of(*to),
-                y_of(*row)
+                r##"<polyline points="{x1},{y1} {},{} {},{y2}" fill="none" stroke="{colour}" stroke-width="1.8" marker-end="url(#head-{})"/>"##,
+                x1 + 70.0,
+                (y1 + y2) / 2.0,
+                x1 + 3.0,
+                f.style.name()
             );
-        }
-        for (row, to, why) in &f.refused {
-            let (x2, y2) = (x_of(*to), y_of(*row));
-            let _ = writeln!(svg, r##"<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="{colour}" stroke-width="1.8" stroke-dasharray="2 3"/>"##);
-            cross(&mut svg, x2, y2, "#c0392b");
-            notes.push(format!("dropped by NIC {to}: {why}"));
-        }
-        if f.arrivals.is_empty() && f.refused.is_empty() {
-            // Lost: half way to the other NIC (the next column, or the previous for the last).
-            let to = if f.from + 1 < nics { f.from + 1 } else { f.from.saturating_sub(1) };
-            let (xm, ym) = ((x1 + x_of(to)) / 2.0, y1 + ROW * 0.8);
-            let _ = writeln!(svg, r##"<line x1="{x1}" y1="{y1}" x2="{xm}" y2="{ym}" stroke="{colour}" stroke-width="1.8" stroke-dasharray="2 3"/>"##);
-            cross(&mut svg, xm, ym, "#c0392b");
+        } else if !f.arrivals.is_empty() {
+            let _ = writeln!(
+                svg,
+                r##"<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="{colour}" stroke-width="1.8" marker-end="url(#head-{})"/>"##,
+                f.style.name()
+            );
+        } else if let Some((_, _, why)) = f.refused.first() {
+            let _ = writeln!(svg, r##"<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="{colour}" stroke-width="1.8" stroke-dasharray="3 3"/>"##);
+            cross(&mut svg, x2, y2);
+            notes.push(format!("dropped on receipt: {}", short_reason(why)));
+        } else {
+            let (xm, ym) = ((x1 + x2) / 2.0, (y1 + y2) / 2.0);
+            let _ = writeln!(svg, r##"<line x1="{x1}" y1="{y1}" x2="{xm}" y2="{ym}" stroke="{colour}" stroke-width="1.8" stroke-dasharray="3 3"/>"##);
+            cross(&mut svg, xm, ym);
             if f.faults.is_empty() {
                 notes.push("never arrived".into());
             }
         }
-        // The label beside the sender, on the side the arrow goes.
-        let goes_right = f.arrivals.first().map(|(_, to)| *to).or(f.refused.first().map(|(_, to, _)| *to)).is_none_or(|to| to > f.from);
         let (lx, anchor) = if goes_right { (x1 + 10.0, "start") } else { (x1 - 10.0, "end") };
         let mut text = label(&f.packet);
         if !notes.is_empty() {
             text.push_str(&format!("  [{}]", notes.join(", ")));
         }
         let weight = if notes.is_empty() { "normal" } else { "bold" };
-        let _ = writeln!(
-            svg,
-            r##"<text x="{lx}" y="{}" text-anchor="{anchor}" fill="{colour}" font-weight="{weight}">{}</text>"##,
-            y1 - 4.0,
-            escape(&text)
-        );
-        let _ = f.at;
-    }
-    for (row, nic, why) in stray {
-        cross(&mut svg, x_of(*nic), y_of(*row), "#c0392b");
-        let _ = writeln!(svg, r##"<text x="{}" y="{}" fill="#c0392b">{}</text>"##, x_of(*nic) + 10.0, y_of(*row) + 4.0, escape(why));
+        let fill = if notes.is_empty() { colour } else if f.lost || !f.refused.is_empty() { LOST } else { colour };
+        let _ = writeln!(svg, r##"<text x="{lx}" y="{}" text-anchor="{anchor}" fill="{fill}" font-weight="{weight}">{}</text>"##, y1 - 3.0, escape(&text));
+        let when = match arrived_at {
+            Some(t) => format!("{} → {}", time_label(f.at), time_label(t)),
+            None => format!("{} → lost", time_label(f.at)),
+        };
+        let _ = writeln!(svg, r##"<text x="{}" y="{}" fill="#666" font-size="11">{when}</text>"##, x_of(nics - 1) + 90.0, y1 + 6.0);
     }
     svg.push_str("</svg>\n");
     svg
@@ -359,19 +367,26 @@ mod tests {
     fn arrows_losses_and_retransmissions_are_drawn() {
         let lines = vec![
             packet(0, 0, PacketKind::Sent, 4, 7),
-            packet(1, 0, PacketKind::Fault("drop".into()), 4, 7),
+            packet(0, 0, PacketKind::Fault("drop".into()), 4, 7),
             packet(500, 0, PacketKind::Sent, 4, 7),
             packet(501, 1, PacketKind::Received, 4, 7),
             packet(501, 1, PacketKind::Sent, 0x11, 7),
             packet(502, 0, PacketKind::Received, 0x11, 7),
+            packet(600, 0, PacketKind::Sent, 4, 8),
+            packet(600, 0, PacketKind::Fault("corrupt".into()), 4, 8),
+            Line { packet: Some(Packet { nic: 1, kind: PacketKind::Dropped("bad ICRC".into()), opcode: None, psn: None, qp: None, len: 0, nak: false }), ..packet(601, 1, PacketKind::Received, 0, 0) },
         ];
         let svg = ladder("t", 2, &lines).unwrap();
         assert!(svg.starts_with("<svg "), "{svg}");
+        assert!(svg.contains("4 frames, one a row"), "{svg}");
         assert!(svg.contains("SEND_ONLY psn 7  [drop]"), "{svg}");
-        assert!(svg.contains("SEND_ONLY psn 7  [retransmitted]"), "{svg}");
-        assert!(svg.contains("ACKNOWLEDGE psn 7"), "{svg}");
+        assert!(svg.contains("SEND_ONLY psn 7  [sent again]"), "{svg}");
+        assert!(svg.contains(">ACKNOWLEDGE psn 7<"), "{svg}");
+        assert!(svg.contains("SEND_ONLY psn 8  [corrupt, dropped on receipt: bad ICRC]"), "{svg}");
+        assert_eq!(short_reason("ICRC 0x1 is wrong (computed 0x2)"), "bad ICRC");
+        assert_eq!(short_reason("no QP 5 ready to receive (RTS)"), "no QP 5 ready to");
         assert_eq!(svg.matches("marker-end").count(), 2, "two frames arrived");
-        assert!(svg.contains("#c0392b"), "the lost frame is crossed");
+        assert_eq!(svg.matches(r##"stroke="#c0392b" stroke-width="2.5""##).count(), 2, "a cross for each frame lost");
         assert!(ladder("t", 2, &[]).is_none());
     }
 
@@ -381,13 +396,15 @@ mod tests {
         for i in 0..1000u32 {
             lines.push(packet(u64::from(i) * 2, 0, PacketKind::Sent, 4, i));
             if i == 600 {
-                lines.push(packet(u64::from(i) * 2, 0, PacketKind::Fault("corrupt".into()), 4, i));
+                lines.push(packet(u64::from(i) * 2, 0, PacketKind::Fault("drop".into()), 4, i));
             } else {
                 lines.push(packet(u64::from(i) * 2 + 1, 1, PacketKind::Received, 4, i));
             }
         }
         let svg = ladder("t", 2, &lines).unwrap();
-        assert!(svg.contains(&format!("frame events {} to {} of 2000", 1201 - MAX_ROWS / 8 + 1, 1201 - MAX_ROWS / 8 + MAX_ROWS)), "{}", &svg[..600]);
-        assert!(svg.contains("[corrupt]"));
+        let first = 600 - MAX_ROWS / 8;
+        assert!(svg.contains(&format!("frames {} to {} of 1000", first + 1, first + MAX_ROWS)), "{}", &svg[..800]);
+        assert!(svg.contains("psn 600  [drop]"));
+        assert_eq!(svg.matches("marker-end").count(), MAX_ROWS - 1);
     }
 }
