@@ -1,6 +1,6 @@
 //! The RoCE steps: regions, queue pairs, posts, completions, comparisons.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use bnxt::{Qp, Region, Status};
 
@@ -10,11 +10,12 @@ use crate::scenario::display::side as side_name;
 use crate::scenario::values::{format_duration, format_size};
 use crate::scenario::{Action, CompleteCheck, CountCheck, Step, Transfer};
 
-/// The regions and queue pairs of a run, by name.
+/// The regions and queue pairs of a run, by name (ordered, so that what is left at the end is
+/// given back in the same order on every run: queue pairs, then regions, by name).
 #[derive(Default)]
 pub(super) struct Objects {
-    regions: HashMap<String, Region>,
-    qps: HashMap<String, Qp>,
+    qps: BTreeMap<String, Qp>,
+    regions: BTreeMap<String, Region>,
 }
 
 impl Exec<'_> {
