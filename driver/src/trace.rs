@@ -1,6 +1,5 @@
 //! The driver's own record of what it asked of a NIC and what it got back: HWRM requests and
-//! their answers, RoCE firmware commands and their completions, doorbells and the completions
-//! it took from its rings.
+//! their answers, RoCE firmware commands and their completions, and doorbells.
 //!
 //! A request, command or doorbell is recorded just before the store that hands it to the NIC,
 //! so that in a record that merges the NIC's own events it comes before what the NIC did with it.
@@ -34,15 +33,6 @@ impl Outcome {
             other => Outcome::Failed(other.to_string()),
         }
     }
-}
-
-/// Which ring of a queue pair a completion came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
-    /// The send ring (sends and reads).
-    Send,
-    /// The receive ring.
-    Receive,
 }
 
 /// One thing the driver did or saw.
@@ -98,19 +88,6 @@ pub enum TraceEvent {
         xid: u32,
         /// The index it carries.
         index: u32,
-    },
-    /// A completion was taken from a queue pair's ring.
-    Completion {
-        /// The NIC's bus address.
-        bus: String,
-        /// The queue pair's number.
-        qp: u32,
-        /// Which ring.
-        side: Side,
-        /// Its status's stable name (`ok`, `retry-exceeded`).
-        status: &'static str,
-        /// Bytes it reports.
-        bytes: u64,
     },
 }
 

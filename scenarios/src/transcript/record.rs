@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use bnxt::PciFunction;
-use bnxt::trace::{Outcome, Side, TraceEvent, TraceSink};
+use bnxt::trace::{Outcome, TraceEvent, TraceSink};
 
 use super::{Line, Source};
 
@@ -113,13 +113,6 @@ pub fn driver_line(event: &TraceEvent) -> (&str, String) {
             (bus, format!("roce-answer {command} cookie={cookie} {}", outcome(o)))
         }
         TraceEvent::Doorbell { bus, ty, xid, index } => (bus, format!("doorbell {ty} xid={xid} index={index}")),
-        TraceEvent::Completion { bus, qp, side, status, bytes } => {
-            let side = match side {
-                Side::Send => "send",
-                Side::Receive => "receive",
-            };
-            (bus, format!("completion qp={qp} {side} {status} bytes={bytes}"))
-        }
     }
 }
 
