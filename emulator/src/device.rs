@@ -24,6 +24,8 @@ use crate::firmware::faults::FaultInjector;
 use crate::firmware::identity::NicIdentity;
 use crate::firmware::{Firmware, FwCounters};
 use crate::host_memory::HostMemory;
+use crate::l2::L2Engine;
+use crate::net::pool::FramePool;
 use crate::net::sealed::WireFrame;
 use crate::regs::bar0::{Bar0, Bar0Effect};
 use crate::regs::msix::MsixTable;
@@ -40,6 +42,7 @@ pub struct Device {
     msix: MsixTable,
     firmware: Firmware,
     roce: RoceEngine,
+    l2: L2Engine,
     unimplemented: Unimplemented,
     rec: Recorder,
     memory_disabled_accesses: u64,
@@ -59,6 +62,7 @@ impl Device {
             msix: MsixTable::new(),
             firmware: Firmware::new(id, FaultInjector::new(nic, faults)),
             roce: RoceEngine::new(mac),
+            l2: L2Engine::new(),
             unimplemented: Unimplemented::default(),
             rec: Recorder::new(nic),
             memory_disabled_accesses: 0,
@@ -96,6 +100,7 @@ impl Device {
         self.msix = MsixTable::new();
         self.firmware.reset();
         self.roce.reset();
+        self.l2.reset();
     }
 
     /// Whether `bar`+`offset` with `len` bytes is an access the device claims; loud if not.
@@ -147,7 +152,13 @@ impl Device {
         }
         let mut loud = Loud { unimplemented: &mut self.unimplemented, rec: &mut self.rec, now };
         if bar == 2 {
-            self.roce.doorbell(now, offset, data.len(), value, &mut self.rec);
+            // The path field routes a doorbell: L2-path stores (bnxt_en's rings) go to the L2
+            // engine, the rest to the RoCE engine as before.
+            if data.len() == 8 && crate::l2::doorbell::is_l2(value) {
+                self.l2.doorbell(now, offset, value);
+            } else {
+                self.roce.doorbell(now, offset, data.len(), value, &mut self.rec);
+            }
             return;
         }
         for (i, chunk) in data.chunks(4).enumerate() {
@@ -167,7 +178,11 @@ impl Device {
 
     /// Run the work due at or before `now`, with `mem` as the function's DMA view.
     pub fn advance(&mut self, now: Duration, mem: &dyn HostMemory) {
+        self.firmware.set_port_counters(self.l2.port_counters());
         self.firmware.advance(now, mem, &mut self.rec);
+        let notices = self.firmware.take_notices();
+        let mut l2_env = crate::l2::Env { mem, fw: self.firmware.state(), rec: &mut self.rec };
+        self.l2.advance(now, notices, &mut l2_env);
         let mut env = Env { mem, fw: self.firmware.state(), rec: &mut self.rec };
         self.roce.advance(now, &mut env);
         self.move_interrupts();
@@ -175,14 +190,28 @@ impl Device {
 
     /// A frame from the wire arrives at `now`; `mem` is the function's DMA view.
     pub fn receive_frame(&mut self, now: Duration, frame: &[u8], mem: &dyn HostMemory) {
+        self.receive_l2(now, frame, mem);
         let mut env = Env { mem, fw: self.firmware.state(), rec: &mut self.rec };
         self.roce.receive(now, frame, &mut env);
         self.move_interrupts();
     }
 
+    /// Hand a frame that is not RoCE v2 to the L2 engine (the RoCE engine sees every frame, as
+    /// it did before the L2 path existed, and counts what is not its own).
+    fn receive_l2(&mut self, now: Duration, frame: &[u8], mem: &dyn HostMemory) {
+        if crate::l2::frame::is_roce_v2(frame) {
+            return;
+        }
+        let mut env = crate::l2::Env { mem, fw: self.firmware.state(), rec: &mut self.rec };
+        self.l2.receive(now, frame, &mut env);
+    }
+
     /// A frame from the wire, sealed or plain as the switch delivered it (see
     /// [`crate::net::sealed`]), arrives at `now`.
     pub fn receive_wire_frame(&mut self, now: Duration, frame: &WireFrame, mem: &dyn HostMemory) {
+        if !frame.is_sealed() {
+            self.receive_l2(now, frame.bytes(), mem);
+        }
         let mut env = Env { mem, fw: self.firmware.state(), rec: &mut self.rec };
         self.roce.receive_wire(now, frame, &mut env);
         self.move_interrupts();
@@ -190,15 +219,28 @@ impl Device {
 
     /// Frames the device sent since the last call, in order.
     pub fn take_frames(&mut self) -> Vec<Vec<u8>> {
-        self.roce.take_frames()
+        let mut frames = self.l2.take_frames();
+        frames.extend(self.roce.take_frames());
+        frames
     }
 
     /// As [`Device::take_frames`], with the frames the transport built still sealed.
     pub fn take_wire_frames(&mut self) -> Vec<WireFrame> {
-        self.roce.take_wire_frames()
+        let mut frames: Vec<WireFrame> = self.l2.take_frames().into_iter().map(WireFrame::Plain).collect();
+        frames.extend(self.roce.take_wire_frames());
+        frames
+    }
+
+    /// The buffers the device builds frames in: the executor gives delivered frames' buffers
+    /// back here (see [`RoceEngine::frame_pool`]).
+    pub fn frame_pool(&mut self) -> &mut FramePool {
+        self.roce.frame_pool()
     }
 
     fn move_interrupts(&mut self) {
+        for v in self.l2.take_interrupts() {
+            self.raise_interrupt(v);
+        }
         for v in self.roce.take_interrupts() {
             self.raise_interrupt(v);
         }
@@ -206,10 +248,15 @@ impl Device {
 
     /// When the device next has work.
     pub fn next_deadline(&self) -> Option<Duration> {
-        match (self.firmware.next_deadline(), self.roce.next_deadline()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.firmware.next_deadline(), self.roce.next_deadline(), self.l2.next_deadline(self.firmware.state())]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// The L2 engine.
+    pub fn l2(&self) -> &L2Engine {
+        &self.l2
     }
 
     /// The RoCE engine.
@@ -225,6 +272,7 @@ impl Device {
     /// Record per-doorbell, per-CQE and per-frame events or not (on by default).
     pub fn set_data_path_events(&mut self, on: bool) {
         self.roce.set_data_path_events(on);
+        self.l2.set_data_path_events(on);
     }
 
     /// Raise MSI-X vector `vector`: the device's interrupt output. The executor takes raised
@@ -292,6 +340,8 @@ impl Device {
             + requests
             + self.firmware.counters().unimplemented_features
             + self.roce.counters().unimplemented_total()
+            + self.l2.counters().unimplemented_total()
+            + self.firmware.state().l2.unimplemented
     }
 
     /// Firmware counters.

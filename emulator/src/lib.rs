@@ -17,6 +17,7 @@ pub mod events;
 pub mod faults;
 pub mod firmware;
 pub mod host_memory;
+pub mod l2;
 pub mod net;
 pub mod regs;
 pub mod roce;

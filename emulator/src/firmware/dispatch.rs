@@ -5,12 +5,16 @@ use bnxt_hsi::hwrm::Request;
 use bnxt_hsi::hwrm::layouts::*;
 
 use super::response::Outcome;
-use super::{Ctx, backing_store, driver_reg, func, port, queue, rings, stats, ver};
+use super::{
+    Ctx, backing_store, coalescing, driver_reg, func, func_cfg, fw_time, l2_filter, port, port_cfg, port_stats, queue, rings, stats,
+    ver, vnic,
+};
 
 const VER_GET: u16 = <HwrmVerGetInput as Request>::REQ_TYPE;
 const FUNC_RESET: u16 = <HwrmFuncResetInput as Request>::REQ_TYPE;
 const FUNC_QCAPS: u16 = <HwrmFuncQcapsInput as Request>::REQ_TYPE;
 const FUNC_QCFG: u16 = <HwrmFuncQcfgInput as Request>::REQ_TYPE;
+const FUNC_CFG: u16 = <HwrmFuncCfgInput as Request>::REQ_TYPE;
 const FUNC_DRV_RGTR: u16 = <HwrmFuncDrvRgtrInput as Request>::REQ_TYPE;
 const FUNC_DRV_UNRGTR: u16 = <HwrmFuncDrvUnrgtrInput as Request>::REQ_TYPE;
 const FUNC_DRV_IF_CHANGE: u16 = <HwrmFuncDrvIfChangeInput as Request>::REQ_TYPE;
@@ -24,10 +28,30 @@ const RING_ALLOC: u16 = <HwrmRingAllocInput as Request>::REQ_TYPE;
 const RING_FREE: u16 = <HwrmRingFreeInput as Request>::REQ_TYPE;
 const PORT_PHY_QCAPS: u16 = <HwrmPortPhyQcapsInput as Request>::REQ_TYPE;
 const PORT_PHY_QCFG: u16 = <HwrmPortPhyQcfgInput as Request>::REQ_TYPE;
+const PORT_PHY_CFG: u16 = <HwrmPortPhyCfgInput as Request>::REQ_TYPE;
+const PORT_MAC_QCAPS: u16 = <HwrmPortMacQcapsInput as Request>::REQ_TYPE;
+const PORT_LED_QCAPS: u16 = <HwrmPortLedQcapsInput as Request>::REQ_TYPE;
+const VNIC_QCAPS: u16 = <HwrmVnicQcapsInput as Request>::REQ_TYPE;
+const VNIC_ALLOC: u16 = <HwrmVnicAllocInput as Request>::REQ_TYPE;
+const VNIC_FREE: u16 = <HwrmVnicFreeInput as Request>::REQ_TYPE;
+const VNIC_CFG: u16 = <HwrmVnicCfgInput as Request>::REQ_TYPE;
+const VNIC_RSS_CFG: u16 = <HwrmVnicRssCfgInput as Request>::REQ_TYPE;
+const VNIC_PLCMODES_CFG: u16 = <HwrmVnicPlcmodesCfgInput as Request>::REQ_TYPE;
+const RSS_CTX_ALLOC: u16 = <HwrmVnicRssCosLbCtxAllocInput as Request>::REQ_TYPE;
+const RSS_CTX_FREE: u16 = <HwrmVnicRssCosLbCtxFreeInput as Request>::REQ_TYPE;
+const L2_FILTER_ALLOC: u16 = <HwrmCfaL2FilterAllocInput as Request>::REQ_TYPE;
+const L2_FILTER_FREE: u16 = <HwrmCfaL2FilterFreeInput as Request>::REQ_TYPE;
+const L2_SET_RX_MASK: u16 = <HwrmCfaL2SetRxMaskInput as Request>::REQ_TYPE;
+const RING_AGGINT_QCAPS: u16 = <HwrmRingAggintQcapsInput as Request>::REQ_TYPE;
+const RING_AGGINT_PARAMS: u16 = <HwrmRingCmplRingCfgAggintParamsInput as Request>::REQ_TYPE;
+const FW_SET_TIME: u16 = <HwrmFwSetTimeInput as Request>::REQ_TYPE;
+const PORT_QSTATS: u16 = <HwrmPortQstatsInput as Request>::REQ_TYPE;
+const PORT_QSTATS_EXT: u16 = <HwrmPortQstatsExtInput as Request>::REQ_TYPE;
 
 /// Every `req_type` the firmware implements.
-pub const IMPLEMENTED: [u16; 17] = [
+pub const IMPLEMENTED: [u16; 37] = [
     VER_GET,
+    FUNC_CFG,
     FUNC_RESET,
     FUNC_QCAPS,
     FUNC_QCFG,
@@ -44,6 +68,25 @@ pub const IMPLEMENTED: [u16; 17] = [
     RING_FREE,
     PORT_PHY_QCAPS,
     PORT_PHY_QCFG,
+    PORT_PHY_CFG,
+    PORT_MAC_QCAPS,
+    PORT_LED_QCAPS,
+    VNIC_QCAPS,
+    VNIC_ALLOC,
+    VNIC_FREE,
+    VNIC_CFG,
+    VNIC_RSS_CFG,
+    VNIC_PLCMODES_CFG,
+    RSS_CTX_ALLOC,
+    RSS_CTX_FREE,
+    L2_FILTER_ALLOC,
+    L2_FILTER_FREE,
+    L2_SET_RX_MASK,
+    RING_AGGINT_QCAPS,
+    RING_AGGINT_PARAMS,
+    FW_SET_TIME,
+    PORT_QSTATS,
+    PORT_QSTATS_EXT,
 ];
 
 /// Run the handler for `req_type` on `bytes`; `None` when the firmware has none.
@@ -53,6 +96,7 @@ pub fn dispatch(req_type: u16, bytes: &[u8], ctx: &mut Ctx<'_>) -> Option<Outcom
         FUNC_RESET => func::func_reset(bytes, ctx),
         FUNC_QCAPS => func::func_qcaps(bytes, ctx),
         FUNC_QCFG => func::func_qcfg(bytes, ctx),
+        FUNC_CFG => func_cfg::func_cfg(bytes, ctx),
         FUNC_RESOURCE_QCAPS => func::func_resource_qcaps(bytes, ctx),
         FUNC_DRV_RGTR => driver_reg::drv_rgtr(bytes, ctx),
         FUNC_DRV_UNRGTR => driver_reg::drv_unrgtr(bytes, ctx),
@@ -65,7 +109,26 @@ pub fn dispatch(req_type: u16, bytes: &[u8], ctx: &mut Ctx<'_>) -> Option<Outcom
         RING_ALLOC => rings::ring_alloc(bytes, ctx),
         RING_FREE => rings::ring_free(bytes, ctx),
         PORT_PHY_QCAPS => port::phy_qcaps(bytes),
-        PORT_PHY_QCFG => port::phy_qcfg(bytes),
+        PORT_PHY_QCFG => port::phy_qcfg(bytes, ctx),
+        PORT_PHY_CFG => port_cfg::phy_cfg(bytes, ctx),
+        PORT_MAC_QCAPS => port_cfg::mac_qcaps(bytes),
+        PORT_LED_QCAPS => port_cfg::led_qcaps(bytes),
+        VNIC_QCAPS => vnic::vnic_qcaps(bytes),
+        VNIC_ALLOC => vnic::vnic_alloc(bytes, ctx),
+        VNIC_FREE => vnic::vnic_free(bytes, ctx),
+        VNIC_CFG => vnic::vnic_cfg(bytes, ctx),
+        VNIC_RSS_CFG => vnic::rss_cfg(bytes, ctx),
+        VNIC_PLCMODES_CFG => vnic::plcmodes_cfg(bytes, ctx),
+        RSS_CTX_ALLOC => vnic::rss_ctx_alloc(bytes, ctx),
+        RSS_CTX_FREE => vnic::rss_ctx_free(bytes, ctx),
+        L2_FILTER_ALLOC => l2_filter::filter_alloc(bytes, ctx),
+        L2_FILTER_FREE => l2_filter::filter_free(bytes, ctx),
+        L2_SET_RX_MASK => l2_filter::set_rx_mask(bytes, ctx),
+        RING_AGGINT_QCAPS => coalescing::aggint_qcaps(bytes),
+        RING_AGGINT_PARAMS => coalescing::aggint_params(bytes, ctx),
+        FW_SET_TIME => fw_time::set_time(bytes, ctx),
+        PORT_QSTATS => port_stats::port_qstats(bytes, ctx),
+        PORT_QSTATS_EXT => port_stats::port_qstats_ext(bytes, ctx),
         _ => return None,
     })
 }
@@ -76,6 +139,13 @@ pub fn summary(req_type: u16, bytes: &[u8]) -> String {
         BS_QCAPS_V2 => backing_store::qcaps_v2_summary(bytes),
         BS_CFG_V2 => backing_store::cfg_v2_summary(bytes),
         RING_ALLOC => rings::ring_alloc_summary(bytes),
+        FUNC_CFG => func_cfg::func_cfg_summary(bytes),
+        PORT_PHY_CFG => port_cfg::phy_cfg_summary(bytes),
+        VNIC_CFG => vnic::vnic_cfg_summary(bytes),
+        VNIC_RSS_CFG => vnic::rss_cfg_summary(bytes),
+        L2_FILTER_ALLOC => l2_filter::filter_alloc_summary(bytes),
+        L2_SET_RX_MASK => l2_filter::set_rx_mask_summary(bytes),
+        RING_AGGINT_PARAMS => coalescing::aggint_params_summary(bytes),
         RING_FREE => rings::ring_free_summary(bytes),
         STAT_CTX_ALLOC => stats::stat_ctx_alloc_summary(bytes),
         STAT_CTX_FREE => stats::stat_ctx_free_summary(bytes),

@@ -19,7 +19,6 @@ use super::caps::{
 };
 use super::identity::{PF_FID, PORT_ID};
 use super::response::{Outcome, Reject, parse, reply};
-use super::state::RingType;
 use crate::config_space::BAR2_SIZE;
 
 /// FUNC_QCFG `legacy_l2_db_size_kb`: the L2 doorbells start 64 KiB into BAR2, where a P5 PF has
@@ -94,18 +93,22 @@ pub fn func_qcfg(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     let req: HwrmFuncQcfgInput = parse(bytes);
     check_fid(req.fid.get())?;
     let id = ctx.id;
-    let st = &*ctx.state;
-    let count = |ty| st.ring_count(ty) as u16;
+    // The `alloc_*` fields echo the last FUNC_CFG reservation (bnxt.c `bnxt_hwrm_get_rings`).
+    let resv = ctx.state.l2.reservation;
     reply::<HwrmFuncQcfgOutput>(|o| {
         o.fid = PF_FID.into();
         o.port_id = PORT_ID.into();
         o.mac_address = id.mac;
         o.pci_id = id.pci_id().into();
-        o.alloc_cmpl_rings = count(RingType::L2Cmpl).into();
-        o.alloc_tx_rings = count(RingType::Tx).into();
-        o.alloc_rx_rings = (count(RingType::Rx) + count(RingType::RxAgg)).into();
-        o.alloc_stat_ctx = (st.stat_ctxs.len() as u16).into();
-        o.alloc_msix = count(RingType::Nq).into();
+        o.alloc_rsscos_ctx = resv.rsscos_ctxs.into();
+        o.alloc_cmpl_rings = resv.cmpl_rings.into();
+        o.alloc_tx_rings = resv.tx_rings.into();
+        o.alloc_rx_rings = resv.rx_rings.into();
+        o.alloc_l2_ctx = resv.l2_ctxs.into();
+        o.alloc_vnics = resv.vnics.into();
+        o.alloc_stat_ctx = resv.stat_ctxs.into();
+        o.alloc_hw_ring_grps = u32::from(resv.hw_ring_grps).into();
+        o.alloc_msix = resv.msix.into();
         o.admin_mtu = ADMIN_MTU.into();
         o.mru = ADMIN_MTU.into();
         o.stat_ctx_id = u16::MAX.into();

@@ -16,16 +16,24 @@
 //! Nothing here panics on what a driver sends: bad lengths, fields and page tables are refused
 //! with an HWRM error; memory the firmware cannot reach is a counted, logged DMA error.
 
+pub mod async_events;
 pub mod backing_store;
+pub mod coalescing;
 pub mod caps;
 pub mod context_mem;
 pub mod dispatch;
 pub mod driver_reg;
 pub mod faults;
 pub mod func;
+pub mod func_cfg;
+pub mod fw_time;
 pub mod identity;
+pub mod l2_config;
+pub mod l2_filter;
 pub mod page_table;
 pub mod port;
+pub mod port_cfg;
+pub mod port_stats;
 pub mod queue;
 pub mod response;
 pub mod rings;
@@ -33,6 +41,7 @@ pub mod state;
 pub mod stats;
 pub mod submission;
 pub mod ver;
+pub mod vnic;
 
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
@@ -47,6 +56,7 @@ use crate::regs::bar0::WINDOW_LEN;
 
 use faults::FaultInjector;
 use identity::{HWRM_LATENCY, MAX_EXT_REQ_LEN, NicIdentity};
+use l2_config::Notice;
 use response::Response;
 use state::FwState;
 use submission::{SubmitError, window_req_type};
@@ -70,6 +80,9 @@ enum Job {
     Respond {
         /// Where.
         resp_addr: u64,
+        /// The request's `cmpl_ring`: an L2 completion ring to tell with an HWRM_DONE
+        /// completion once the response is written, or 0xffff.
+        cmpl_ring: u16,
         /// What.
         response: Response,
         /// Echoed `req_type`.
@@ -91,7 +104,7 @@ pub struct FwCounters {
     /// DMA accesses that failed (requests that could not be read, responses that could not be
     /// written).
     pub dma_errors: u64,
-    /// Requests that asked for something not implemented (completion-ring notification).
+    /// Requests that asked for something not implemented.
     pub unimplemented_features: u64,
 }
 
@@ -145,8 +158,13 @@ impl Firmware {
             let ((at, _), job) = entry.remove_entry();
             match job {
                 Job::Fetch(window) => self.fetch(at, &window, mem, rec),
-                Job::Respond { resp_addr, response, req_type, seq_id, reason } => {
-                    self.respond(at, resp_addr, &response, req_type, seq_id, reason, mem, rec)
+                Job::Respond { resp_addr, cmpl_ring, response, req_type, seq_id, reason } => {
+                    let written = self.respond(at, resp_addr, &response, req_type, seq_id, reason, mem, rec);
+                    if written && cmpl_ring != NO_CMPL_RING {
+                        // The driver waits for HWRM_DONE on that ring (bnxt_hwrm.c `__hwrm_send`
+                        // with a completion ring; bnxt.c `bnxt_hwrm_handler`).
+                        self.state.l2.notify(Notice::HwrmDone { cmpl_ring, seq_id });
+                    }
                 }
             }
         }
@@ -202,12 +220,6 @@ impl Firmware {
         };
         tracing::debug!(req_type, seq_id = header.seq_id, %form, len, %summary, "hwrm request");
         rec.record(now, EventKind::HwrmRequest { req_type, seq_id: header.seq_id, form, len, summary });
-        if header.cmpl_ring != NO_CMPL_RING {
-            self.counters.unimplemented_features += 1;
-            let what = "completion-ring notification (cmpl_ring != 0xffff); answered through resp_addr only";
-            tracing::warn!(req_type, cmpl_ring = header.cmpl_ring, what);
-            rec.record(now, EventKind::UnimplementedFeature { req_type, what });
-        }
         let mut due = now + HWRM_LATENCY;
         if let Some(action) = action {
             rec.record(now, EventKind::FaultFired { req_type: window_type, nth, action: action.clone() });
@@ -266,6 +278,7 @@ impl Firmware {
     fn queue_response(&mut self, due: Duration, header: submission::Header, response: Response, reason: String) {
         let job = Job::Respond {
             resp_addr: header.resp_addr,
+            cmpl_ring: header.cmpl_ring,
             response,
             req_type: header.req_type,
             seq_id: header.seq_id,
@@ -285,7 +298,7 @@ impl Firmware {
         reason: String,
         mem: &dyn HostMemory,
         rec: &mut Recorder,
-    ) {
+    ) -> bool {
         let (body, valid) = response.bytes.split_at(response.bytes.len() - 1);
         let written = match resp_addr.checked_add(body.len() as u64) {
             Some(valid_addr) => mem.write(resp_addr, body).and_then(|()| mem.write(valid_addr, valid)),
@@ -295,12 +308,25 @@ impl Firmware {
             Ok(()) => {
                 self.counters.responses += 1;
                 rec.record(now, EventKind::HwrmResponse { req_type, seq_id, error_code: response.error_code, reason });
+                true
             }
             Err(error) => {
                 self.counters.dma_errors += 1;
                 tracing::warn!(req_type, seq_id, %error, "cannot write an hwrm response");
                 rec.record(now, EventKind::DmaFailed { during: "writing an hwrm response", error });
+                false
             }
         }
+    }
+
+    /// Work the firmware left for the L2 engine (HWRM_DONE completions, async events), oldest
+    /// first.
+    pub fn take_notices(&mut self) -> Vec<Notice> {
+        std::mem::take(&mut self.state.l2.notices)
+    }
+
+    /// The L2 engine's port counters, for PORT_QSTATS and the statistics the firmware reports.
+    pub fn set_port_counters(&mut self, counters: l2_config::PortCounters) {
+        self.state.l2.port_counters = counters;
     }
 }

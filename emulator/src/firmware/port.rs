@@ -42,8 +42,9 @@ pub fn phy_qcaps(bytes: &[u8]) -> Outcome {
 }
 
 /// PORT_PHY_QCFG.
-pub fn phy_qcfg(bytes: &[u8]) -> Outcome {
+pub fn phy_qcfg(bytes: &[u8], ctx: &mut super::Ctx<'_>) -> Outcome {
     let req: HwrmPortPhyQcfgInput = parse(bytes);
+    let phy = ctx.state.l2.phy;
     check_port(req.port_id.get())?;
     type Q = HwrmPortPhyQcfgOutput;
     reply::<Q>(|o| {
@@ -66,5 +67,7 @@ pub fn phy_qcfg(bytes: &[u8]) -> Outcome {
         o.support_speeds2 = SPEEDS2.into();
         o.auto_link_speeds2 = SPEEDS2.into();
         o.active_lanes = 4;
+        // The link state and speed the driver's PORT_PHY_CFG settings give.
+        super::port_cfg::fill_link(o, &phy);
     })
 }

@@ -168,6 +168,10 @@ pub fn ring_free(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
         }
     }
     ctx.state.rings.remove(&id);
+    ctx.state.l2.coalescing.remove(&id);
+    if ctx.state.l2.async_event_cr == Some(id) {
+        ctx.state.l2.async_event_cr = None; // no ring left for async events until FUNC_CFG names one
+    }
     reply::<HwrmRingFreeOutput>(|_| {})
 }
 

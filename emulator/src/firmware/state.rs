@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::context_mem::ContextMemory;
+use super::l2_config::L2Config;
 
 /// The driver's registration (FUNC_DRV_RGTR).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,6 +130,8 @@ pub struct FwState {
     /// How many times the function's resources were freed (FUNC_RESET); the RoCE engine drops
     /// its objects when this changes.
     pub resets: u64,
+    /// The L2 path: reservation, VNICs, filters, async event ring, notices for the L2 engine.
+    pub l2: L2Config,
 }
 
 impl FwState {
@@ -138,6 +141,7 @@ impl FwState {
         self.rings.clear();
         self.stat_ctxs.clear();
         self.if_up = false;
+        self.l2.free_resources();
     }
 
     /// The lowest ring id not in use (ids are shared by every ring type; 0xffff is

@@ -6678,3 +6678,1010 @@ impl HwrmFuncBackingStoreCfgV2CmdErr {
     pub const CODE_SCHQ_ALLOC_FAIL: u8 = 0x13;
 }
 
+/// `struct hwrm_cmpl` (bnxt_hsi.h line 780, 16 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmCmpl {
+    pub type_: U16,
+    pub sequence_id: U16,
+    pub unused_1: U32,
+    pub v: U32,
+    pub unused_3: U32,
+}
+const _: () = {
+    assert!(size_of::<HwrmCmpl>() == 16);
+    assert!(offset_of!(HwrmCmpl, type_) == 0x0);
+    assert!(offset_of!(HwrmCmpl, sequence_id) == 0x2);
+    assert!(offset_of!(HwrmCmpl, unused_1) == 0x4);
+    assert!(offset_of!(HwrmCmpl, v) == 0x8);
+    assert!(offset_of!(HwrmCmpl, unused_3) == 0xc);
+};
+impl HwrmCmpl {
+    pub const TYPE_MASK: u16 = 0x3f;
+    pub const TYPE_HWRM_DONE: u16 = 0x20;
+    pub const V: u32 = 0x1;
+}
+
+/// `struct hwrm_async_event_cmpl_link_status_change` (bnxt_hsi.h line 899, 16 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmAsyncEventCmplLinkStatusChange {
+    pub type_: U16,
+    pub event_id: U16,
+    pub event_data2: U32,
+    pub opaque_v: u8,
+    pub timestamp_lo: u8,
+    pub timestamp_hi: U16,
+    pub event_data1: U32,
+}
+const _: () = {
+    assert!(size_of::<HwrmAsyncEventCmplLinkStatusChange>() == 16);
+    assert!(offset_of!(HwrmAsyncEventCmplLinkStatusChange, type_) == 0x0);
+    assert!(offset_of!(HwrmAsyncEventCmplLinkStatusChange, event_id) == 0x2);
+    assert!(offset_of!(HwrmAsyncEventCmplLinkStatusChange, event_data2) == 0x4);
+    assert!(offset_of!(HwrmAsyncEventCmplLinkStatusChange, opaque_v) == 0x8);
+    assert!(offset_of!(HwrmAsyncEventCmplLinkStatusChange, timestamp_lo) == 0x9);
+    assert!(offset_of!(HwrmAsyncEventCmplLinkStatusChange, timestamp_hi) == 0xa);
+    assert!(offset_of!(HwrmAsyncEventCmplLinkStatusChange, event_data1) == 0xc);
+};
+impl HwrmAsyncEventCmplLinkStatusChange {
+    pub const TYPE_MASK: u16 = 0x3f;
+    pub const TYPE_HWRM_ASYNC_EVENT: u16 = 0x2e;
+    pub const EVENT_ID_LINK_STATUS_CHANGE: u16 = 0x0;
+    pub const V: u8 = 0x1;
+    pub const OPAQUE_MASK: u8 = 0xfe;
+    pub const EVENT_DATA1_LINK_CHANGE: u32 = 0x1;
+    pub const EVENT_DATA1_LINK_CHANGE_DOWN: u32 = 0x0;
+    pub const EVENT_DATA1_LINK_CHANGE_UP: u32 = 0x1;
+    pub const EVENT_DATA1_PORT_MASK: u32 = 0xe;
+    pub const EVENT_DATA1_PORT_ID_MASK: u32 = 0xffff0;
+    pub const EVENT_DATA1_PF_ID_MASK: u32 = 0xff00000;
+}
+
+/// `struct rx_port_stats` (bnxt_hsi.h line 7744, 528 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RxPortStats {
+    pub rx_64b_frames: U64,
+    pub rx_65b_127b_frames: U64,
+    pub rx_128b_255b_frames: U64,
+    pub rx_256b_511b_frames: U64,
+    pub rx_512b_1023b_frames: U64,
+    pub rx_1024b_1518b_frames: U64,
+    pub rx_good_vlan_frames: U64,
+    pub rx_1519b_2047b_frames: U64,
+    pub rx_2048b_4095b_frames: U64,
+    pub rx_4096b_9216b_frames: U64,
+    pub rx_9217b_16383b_frames: U64,
+    pub rx_total_frames: U64,
+    pub rx_ucast_frames: U64,
+    pub rx_mcast_frames: U64,
+    pub rx_bcast_frames: U64,
+    pub rx_fcs_err_frames: U64,
+    pub rx_ctrl_frames: U64,
+    pub rx_pause_frames: U64,
+    pub rx_pfc_frames: U64,
+    pub rx_unsupported_opcode_frames: U64,
+    pub rx_unsupported_da_pausepfc_frames: U64,
+    pub rx_wrong_sa_frames: U64,
+    pub rx_align_err_frames: U64,
+    pub rx_oor_len_frames: U64,
+    pub rx_code_err_frames: U64,
+    pub rx_false_carrier_frames: U64,
+    pub rx_ovrsz_frames: U64,
+    pub rx_jbr_frames: U64,
+    pub rx_mtu_err_frames: U64,
+    pub rx_match_crc_frames: U64,
+    pub rx_promiscuous_frames: U64,
+    pub rx_tagged_frames: U64,
+    pub rx_double_tagged_frames: U64,
+    pub rx_trunc_frames: U64,
+    pub rx_good_frames: U64,
+    pub rx_pfc_xon2xoff_frames_pri0: U64,
+    pub rx_pfc_xon2xoff_frames_pri1: U64,
+    pub rx_pfc_xon2xoff_frames_pri2: U64,
+    pub rx_pfc_xon2xoff_frames_pri3: U64,
+    pub rx_pfc_xon2xoff_frames_pri4: U64,
+    pub rx_pfc_xon2xoff_frames_pri5: U64,
+    pub rx_pfc_xon2xoff_frames_pri6: U64,
+    pub rx_pfc_xon2xoff_frames_pri7: U64,
+    pub rx_pfc_ena_frames_pri0: U64,
+    pub rx_pfc_ena_frames_pri1: U64,
+    pub rx_pfc_ena_frames_pri2: U64,
+    pub rx_pfc_ena_frames_pri3: U64,
+    pub rx_pfc_ena_frames_pri4: U64,
+    pub rx_pfc_ena_frames_pri5: U64,
+    pub rx_pfc_ena_frames_pri6: U64,
+    pub rx_pfc_ena_frames_pri7: U64,
+    pub rx_sch_crc_err_frames: U64,
+    pub rx_undrsz_frames: U64,
+    pub rx_frag_frames: U64,
+    pub rx_eee_lpi_events: U64,
+    pub rx_eee_lpi_duration: U64,
+    pub rx_llfc_physical_msgs: U64,
+    pub rx_llfc_logical_msgs: U64,
+    pub rx_llfc_msgs_with_crc_err: U64,
+    pub rx_hcfc_msgs: U64,
+    pub rx_hcfc_msgs_with_crc_err: U64,
+    pub rx_bytes: U64,
+    pub rx_runt_bytes: U64,
+    pub rx_runt_frames: U64,
+    pub rx_stat_discard: U64,
+    pub rx_stat_err: U64,
+}
+const _: () = {
+    assert!(size_of::<RxPortStats>() == 528);
+    assert!(offset_of!(RxPortStats, rx_64b_frames) == 0x0);
+    assert!(offset_of!(RxPortStats, rx_65b_127b_frames) == 0x8);
+    assert!(offset_of!(RxPortStats, rx_128b_255b_frames) == 0x10);
+    assert!(offset_of!(RxPortStats, rx_256b_511b_frames) == 0x18);
+    assert!(offset_of!(RxPortStats, rx_512b_1023b_frames) == 0x20);
+    assert!(offset_of!(RxPortStats, rx_1024b_1518b_frames) == 0x28);
+    assert!(offset_of!(RxPortStats, rx_good_vlan_frames) == 0x30);
+    assert!(offset_of!(RxPortStats, rx_1519b_2047b_frames) == 0x38);
+    assert!(offset_of!(RxPortStats, rx_2048b_4095b_frames) == 0x40);
+    assert!(offset_of!(RxPortStats, rx_4096b_9216b_frames) == 0x48);
+    assert!(offset_of!(RxPortStats, rx_9217b_16383b_frames) == 0x50);
+    assert!(offset_of!(RxPortStats, rx_total_frames) == 0x58);
+    assert!(offset_of!(RxPortStats, rx_ucast_frames) == 0x60);
+    assert!(offset_of!(RxPortStats, rx_mcast_frames) == 0x68);
+    assert!(offset_of!(RxPortStats, rx_bcast_frames) == 0x70);
+    assert!(offset_of!(RxPortStats, rx_fcs_err_frames) == 0x78);
+    assert!(offset_of!(RxPortStats, rx_ctrl_frames) == 0x80);
+    assert!(offset_of!(RxPortStats, rx_pause_frames) == 0x88);
+    assert!(offset_of!(RxPortStats, rx_pfc_frames) == 0x90);
+    assert!(offset_of!(RxPortStats, rx_unsupported_opcode_frames) == 0x98);
+    assert!(offset_of!(RxPortStats, rx_unsupported_da_pausepfc_frames) == 0xa0);
+    assert!(offset_of!(RxPortStats, rx_wrong_sa_frames) == 0xa8);
+    assert!(offset_of!(RxPortStats, rx_align_err_frames) == 0xb0);
+    assert!(offset_of!(RxPortStats, rx_oor_len_frames) == 0xb8);
+    assert!(offset_of!(RxPortStats, rx_code_err_frames) == 0xc0);
+    assert!(offset_of!(RxPortStats, rx_false_carrier_frames) == 0xc8);
+    assert!(offset_of!(RxPortStats, rx_ovrsz_frames) == 0xd0);
+    assert!(offset_of!(RxPortStats, rx_jbr_frames) == 0xd8);
+    assert!(offset_of!(RxPortStats, rx_mtu_err_frames) == 0xe0);
+    assert!(offset_of!(RxPortStats, rx_match_crc_frames) == 0xe8);
+    assert!(offset_of!(RxPortStats, rx_promiscuous_frames) == 0xf0);
+    assert!(offset_of!(RxPortStats, rx_tagged_frames) == 0xf8);
+    assert!(offset_of!(RxPortStats, rx_double_tagged_frames) == 0x100);
+    assert!(offset_of!(RxPortStats, rx_trunc_frames) == 0x108);
+    assert!(offset_of!(RxPortStats, rx_good_frames) == 0x110);
+    assert!(offset_of!(RxPortStats, rx_pfc_xon2xoff_frames_pri0) == 0x118);
+    assert!(offset_of!(RxPortStats, rx_pfc_xon2xoff_frames_pri1) == 0x120);
+    assert!(offset_of!(RxPortStats, rx_pfc_xon2xoff_frames_pri2) == 0x128);
+    assert!(offset_of!(RxPortStats, rx_pfc_xon2xoff_frames_pri3) == 0x130);
+    assert!(offset_of!(RxPortStats, rx_pfc_xon2xoff_frames_pri4) == 0x138);
+    assert!(offset_of!(RxPortStats, rx_pfc_xon2xoff_frames_pri5) == 0x140);
+    assert!(offset_of!(RxPortStats, rx_pfc_xon2xoff_frames_pri6) == 0x148);
+    assert!(offset_of!(RxPortStats, rx_pfc_xon2xoff_frames_pri7) == 0x150);
+    assert!(offset_of!(RxPortStats, rx_pfc_ena_frames_pri0) == 0x158);
+    assert!(offset_of!(RxPortStats, rx_pfc_ena_frames_pri1) == 0x160);
+    assert!(offset_of!(RxPortStats, rx_pfc_ena_frames_pri2) == 0x168);
+    assert!(offset_of!(RxPortStats, rx_pfc_ena_frames_pri3) == 0x170);
+    assert!(offset_of!(RxPortStats, rx_pfc_ena_frames_pri4) == 0x178);
+    assert!(offset_of!(RxPortStats, rx_pfc_ena_frames_pri5) == 0x180);
+    assert!(offset_of!(RxPortStats, rx_pfc_ena_frames_pri6) == 0x188);
+    assert!(offset_of!(RxPortStats, rx_pfc_ena_frames_pri7) == 0x190);
+    assert!(offset_of!(RxPortStats, rx_sch_crc_err_frames) == 0x198);
+    assert!(offset_of!(RxPortStats, rx_undrsz_frames) == 0x1a0);
+    assert!(offset_of!(RxPortStats, rx_frag_frames) == 0x1a8);
+    assert!(offset_of!(RxPortStats, rx_eee_lpi_events) == 0x1b0);
+    assert!(offset_of!(RxPortStats, rx_eee_lpi_duration) == 0x1b8);
+    assert!(offset_of!(RxPortStats, rx_llfc_physical_msgs) == 0x1c0);
+    assert!(offset_of!(RxPortStats, rx_llfc_logical_msgs) == 0x1c8);
+    assert!(offset_of!(RxPortStats, rx_llfc_msgs_with_crc_err) == 0x1d0);
+    assert!(offset_of!(RxPortStats, rx_hcfc_msgs) == 0x1d8);
+    assert!(offset_of!(RxPortStats, rx_hcfc_msgs_with_crc_err) == 0x1e0);
+    assert!(offset_of!(RxPortStats, rx_bytes) == 0x1e8);
+    assert!(offset_of!(RxPortStats, rx_runt_bytes) == 0x1f0);
+    assert!(offset_of!(RxPortStats, rx_runt_frames) == 0x1f8);
+    assert!(offset_of!(RxPortStats, rx_stat_discard) == 0x200);
+    assert!(offset_of!(RxPortStats, rx_stat_err) == 0x208);
+};
+
+/// `struct tx_port_stats` (bnxt_hsi.h line 7689, 408 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxPortStats {
+    pub tx_64b_frames: U64,
+    pub tx_65b_127b_frames: U64,
+    pub tx_128b_255b_frames: U64,
+    pub tx_256b_511b_frames: U64,
+    pub tx_512b_1023b_frames: U64,
+    pub tx_1024b_1518b_frames: U64,
+    pub tx_good_vlan_frames: U64,
+    pub tx_1519b_2047b_frames: U64,
+    pub tx_2048b_4095b_frames: U64,
+    pub tx_4096b_9216b_frames: U64,
+    pub tx_9217b_16383b_frames: U64,
+    pub tx_good_frames: U64,
+    pub tx_total_frames: U64,
+    pub tx_ucast_frames: U64,
+    pub tx_mcast_frames: U64,
+    pub tx_bcast_frames: U64,
+    pub tx_pause_frames: U64,
+    pub tx_pfc_frames: U64,
+    pub tx_jabber_frames: U64,
+    pub tx_fcs_err_frames: U64,
+    pub tx_control_frames: U64,
+    pub tx_oversz_frames: U64,
+    pub tx_single_dfrl_frames: U64,
+    pub tx_multi_dfrl_frames: U64,
+    pub tx_single_coll_frames: U64,
+    pub tx_multi_coll_frames: U64,
+    pub tx_late_coll_frames: U64,
+    pub tx_excessive_coll_frames: U64,
+    pub tx_frag_frames: U64,
+    pub tx_err: U64,
+    pub tx_tagged_frames: U64,
+    pub tx_dbl_tagged_frames: U64,
+    pub tx_runt_frames: U64,
+    pub tx_fifo_underruns: U64,
+    pub tx_pfc_ena_frames_pri0: U64,
+    pub tx_pfc_ena_frames_pri1: U64,
+    pub tx_pfc_ena_frames_pri2: U64,
+    pub tx_pfc_ena_frames_pri3: U64,
+    pub tx_pfc_ena_frames_pri4: U64,
+    pub tx_pfc_ena_frames_pri5: U64,
+    pub tx_pfc_ena_frames_pri6: U64,
+    pub tx_pfc_ena_frames_pri7: U64,
+    pub tx_eee_lpi_events: U64,
+    pub tx_eee_lpi_duration: U64,
+    pub tx_llfc_logical_msgs: U64,
+    pub tx_hcfc_msgs: U64,
+    pub tx_total_collisions: U64,
+    pub tx_bytes: U64,
+    pub tx_xthol_frames: U64,
+    pub tx_stat_discard: U64,
+    pub tx_stat_error: U64,
+}
+const _: () = {
+    assert!(size_of::<TxPortStats>() == 408);
+    assert!(offset_of!(TxPortStats, tx_64b_frames) == 0x0);
+    assert!(offset_of!(TxPortStats, tx_65b_127b_frames) == 0x8);
+    assert!(offset_of!(TxPortStats, tx_128b_255b_frames) == 0x10);
+    assert!(offset_of!(TxPortStats, tx_256b_511b_frames) == 0x18);
+    assert!(offset_of!(TxPortStats, tx_512b_1023b_frames) == 0x20);
+    assert!(offset_of!(TxPortStats, tx_1024b_1518b_frames) == 0x28);
+    assert!(offset_of!(TxPortStats, tx_good_vlan_frames) == 0x30);
+    assert!(offset_of!(TxPortStats, tx_1519b_2047b_frames) == 0x38);
+    assert!(offset_of!(TxPortStats, tx_2048b_4095b_frames) == 0x40);
+    assert!(offset_of!(TxPortStats, tx_4096b_9216b_frames) == 0x48);
+    assert!(offset_of!(TxPortStats, tx_9217b_16383b_frames) == 0x50);
+    assert!(offset_of!(TxPortStats, tx_good_frames) == 0x58);
+    assert!(offset_of!(TxPortStats, tx_total_frames) == 0x60);
+    assert!(offset_of!(TxPortStats, tx_ucast_frames) == 0x68);
+    assert!(offset_of!(TxPortStats, tx_mcast_frames) == 0x70);
+    assert!(offset_of!(TxPortStats, tx_bcast_frames) == 0x78);
+    assert!(offset_of!(TxPortStats, tx_pause_frames) == 0x80);
+    assert!(offset_of!(TxPortStats, tx_pfc_frames) == 0x88);
+    assert!(offset_of!(TxPortStats, tx_jabber_frames) == 0x90);
+    assert!(offset_of!(TxPortStats, tx_fcs_err_frames) == 0x98);
+    assert!(offset_of!(TxPortStats, tx_control_frames) == 0xa0);
+    assert!(offset_of!(TxPortStats, tx_oversz_frames) == 0xa8);
+    assert!(offset_of!(TxPortStats, tx_single_dfrl_frames) == 0xb0);
+    assert!(offset_of!(TxPortStats, tx_multi_dfrl_frames) == 0xb8);
+    assert!(offset_of!(TxPortStats, tx_single_coll_frames) == 0xc0);
+    assert!(offset_of!(TxPortStats, tx_multi_coll_frames) == 0xc8);
+    assert!(offset_of!(TxPortStats, tx_late_coll_frames) == 0xd0);
+    assert!(offset_of!(TxPortStats, tx_excessive_coll_frames) == 0xd8);
+    assert!(offset_of!(TxPortStats, tx_frag_frames) == 0xe0);
+    assert!(offset_of!(TxPortStats, tx_err) == 0xe8);
+    assert!(offset_of!(TxPortStats, tx_tagged_frames) == 0xf0);
+    assert!(offset_of!(TxPortStats, tx_dbl_tagged_frames) == 0xf8);
+    assert!(offset_of!(TxPortStats, tx_runt_frames) == 0x100);
+    assert!(offset_of!(TxPortStats, tx_fifo_underruns) == 0x108);
+    assert!(offset_of!(TxPortStats, tx_pfc_ena_frames_pri0) == 0x110);
+    assert!(offset_of!(TxPortStats, tx_pfc_ena_frames_pri1) == 0x118);
+    assert!(offset_of!(TxPortStats, tx_pfc_ena_frames_pri2) == 0x120);
+    assert!(offset_of!(TxPortStats, tx_pfc_ena_frames_pri3) == 0x128);
+    assert!(offset_of!(TxPortStats, tx_pfc_ena_frames_pri4) == 0x130);
+    assert!(offset_of!(TxPortStats, tx_pfc_ena_frames_pri5) == 0x138);
+    assert!(offset_of!(TxPortStats, tx_pfc_ena_frames_pri6) == 0x140);
+    assert!(offset_of!(TxPortStats, tx_pfc_ena_frames_pri7) == 0x148);
+    assert!(offset_of!(TxPortStats, tx_eee_lpi_events) == 0x150);
+    assert!(offset_of!(TxPortStats, tx_eee_lpi_duration) == 0x158);
+    assert!(offset_of!(TxPortStats, tx_llfc_logical_msgs) == 0x160);
+    assert!(offset_of!(TxPortStats, tx_hcfc_msgs) == 0x168);
+    assert!(offset_of!(TxPortStats, tx_total_collisions) == 0x170);
+    assert!(offset_of!(TxPortStats, tx_bytes) == 0x178);
+    assert!(offset_of!(TxPortStats, tx_xthol_frames) == 0x180);
+    assert!(offset_of!(TxPortStats, tx_stat_discard) == 0x188);
+    assert!(offset_of!(TxPortStats, tx_stat_error) == 0x190);
+};
+
+/// `struct rx_port_stats_ext` (bnxt_hsi.h line 7879, 488 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RxPortStatsExt {
+    pub link_down_events: U64,
+    pub continuous_pause_events: U64,
+    pub resume_pause_events: U64,
+    pub continuous_roce_pause_events: U64,
+    pub resume_roce_pause_events: U64,
+    pub rx_bytes_cos0: U64,
+    pub rx_bytes_cos1: U64,
+    pub rx_bytes_cos2: U64,
+    pub rx_bytes_cos3: U64,
+    pub rx_bytes_cos4: U64,
+    pub rx_bytes_cos5: U64,
+    pub rx_bytes_cos6: U64,
+    pub rx_bytes_cos7: U64,
+    pub rx_packets_cos0: U64,
+    pub rx_packets_cos1: U64,
+    pub rx_packets_cos2: U64,
+    pub rx_packets_cos3: U64,
+    pub rx_packets_cos4: U64,
+    pub rx_packets_cos5: U64,
+    pub rx_packets_cos6: U64,
+    pub rx_packets_cos7: U64,
+    pub pfc_pri0_rx_duration_us: U64,
+    pub pfc_pri0_rx_transitions: U64,
+    pub pfc_pri1_rx_duration_us: U64,
+    pub pfc_pri1_rx_transitions: U64,
+    pub pfc_pri2_rx_duration_us: U64,
+    pub pfc_pri2_rx_transitions: U64,
+    pub pfc_pri3_rx_duration_us: U64,
+    pub pfc_pri3_rx_transitions: U64,
+    pub pfc_pri4_rx_duration_us: U64,
+    pub pfc_pri4_rx_transitions: U64,
+    pub pfc_pri5_rx_duration_us: U64,
+    pub pfc_pri5_rx_transitions: U64,
+    pub pfc_pri6_rx_duration_us: U64,
+    pub pfc_pri6_rx_transitions: U64,
+    pub pfc_pri7_rx_duration_us: U64,
+    pub pfc_pri7_rx_transitions: U64,
+    pub rx_bits: U64,
+    pub rx_buffer_passed_threshold: U64,
+    pub rx_pcs_symbol_err: U64,
+    pub rx_corrected_bits: U64,
+    pub rx_discard_bytes_cos0: U64,
+    pub rx_discard_bytes_cos1: U64,
+    pub rx_discard_bytes_cos2: U64,
+    pub rx_discard_bytes_cos3: U64,
+    pub rx_discard_bytes_cos4: U64,
+    pub rx_discard_bytes_cos5: U64,
+    pub rx_discard_bytes_cos6: U64,
+    pub rx_discard_bytes_cos7: U64,
+    pub rx_discard_packets_cos0: U64,
+    pub rx_discard_packets_cos1: U64,
+    pub rx_discard_packets_cos2: U64,
+    pub rx_discard_packets_cos3: U64,
+    pub rx_discard_packets_cos4: U64,
+    pub rx_discard_packets_cos5: U64,
+    pub rx_discard_packets_cos6: U64,
+    pub rx_discard_packets_cos7: U64,
+    pub rx_fec_corrected_blocks: U64,
+    pub rx_fec_uncorrectable_blocks: U64,
+    pub rx_filter_miss: U64,
+    pub rx_fec_symbol_err: U64,
+}
+const _: () = {
+    assert!(size_of::<RxPortStatsExt>() == 488);
+    assert!(offset_of!(RxPortStatsExt, link_down_events) == 0x0);
+    assert!(offset_of!(RxPortStatsExt, continuous_pause_events) == 0x8);
+    assert!(offset_of!(RxPortStatsExt, resume_pause_events) == 0x10);
+    assert!(offset_of!(RxPortStatsExt, continuous_roce_pause_events) == 0x18);
+    assert!(offset_of!(RxPortStatsExt, resume_roce_pause_events) == 0x20);
+    assert!(offset_of!(RxPortStatsExt, rx_bytes_cos0) == 0x28);
+    assert!(offset_of!(RxPortStatsExt, rx_bytes_cos1) == 0x30);
+    assert!(offset_of!(RxPortStatsExt, rx_bytes_cos2) == 0x38);
+    assert!(offset_of!(RxPortStatsExt, rx_bytes_cos3) == 0x40);
+    assert!(offset_of!(RxPortStatsExt, rx_bytes_cos4) == 0x48);
+    assert!(offset_of!(RxPortStatsExt, rx_bytes_cos5) == 0x50);
+    assert!(offset_of!(RxPortStatsExt, rx_bytes_cos6) == 0x58);
+    assert!(offset_of!(RxPortStatsExt, rx_bytes_cos7) == 0x60);
+    assert!(offset_of!(RxPortStatsExt, rx_packets_cos0) == 0x68);
+    assert!(offset_of!(RxPortStatsExt, rx_packets_cos1) == 0x70);
+    assert!(offset_of!(RxPortStatsExt, rx_packets_cos2) == 0x78);
+    assert!(offset_of!(RxPortStatsExt, rx_packets_cos3) == 0x80);
+    assert!(offset_of!(RxPortStatsExt, rx_packets_cos4) == 0x88);
+    assert!(offset_of!(RxPortStatsExt, rx_packets_cos5) == 0x90);
+    assert!(offset_of!(RxPortStatsExt, rx_packets_cos6) == 0x98);
+    assert!(offset_of!(RxPortStatsExt, rx_packets_cos7) == 0xa0);
+    assert!(offset_of!(RxPortStatsExt, pfc_pri0_rx_duration_us) == 0xa8);
+    assert!(offset_of!(RxPortStatsExt, pfc_pri0_rx_transitions) == 0xb0);
+    assert!(offset_of!(RxPortStatsExt, pfc_pri1_rx_duration_us) == 0xb8);
+    assert!(offset_of!(RxPortStatsExt, pfc_pri1_rx_transitions) == 0xc0);
+    assert!(offset_of!(RxPortStatsExt, pfc_pri2_rx_duration_us) == 0xc8);
+    assert!(offset_of!(RxPortStatsExt, pfc_pri2_rx_transitions) == 0xd0);
+    assert!(offset_of!(RxPortStatsExt, pfc_pri3_rx_duration_us) == 0xd8);
+    assert!(offset_of!(RxPortStatsExt, pfc_pri3_rx_transitions) == 0xe0);
+    assert!(offset_of!(RxPortStatsExt, pfc_pri4_rx_duration_us) == 0xe8);
+    assert!(offset_of!(RxPortStatsExt, pfc_pri4_rx_transitions) == 0xf0);
+    assert!(offset_of!(RxPortStatsExt, pfc_pri5_rx_duration_us) == 0xf8);
+    assert!(offset_of!(RxPortStatsExt, pfc_pri5_rx_transitions) == 0x100);
+    assert!(offset_of!(RxPortStatsExt, pfc_pri6_rx_duration_us) == 0x108);
+    assert!(offset_of!(RxPortStatsExt, pfc_pri6_rx_transitions) == 0x110);
+    assert!(offset_of!(RxPortStatsExt, pfc_pri7_rx_duration_us) == 0x118);
+    assert!(offset_of!(RxPortStatsExt, pfc_pri7_rx_transitions) == 0x120);
+    assert!(offset_of!(RxPortStatsExt, rx_bits) == 0x128);
+    assert!(offset_of!(RxPortStatsExt, rx_buffer_passed_threshold) == 0x130);
+    assert!(offset_of!(RxPortStatsExt, rx_pcs_symbol_err) == 0x138);
+    assert!(offset_of!(RxPortStatsExt, rx_corrected_bits) == 0x140);
+    assert!(offset_of!(RxPortStatsExt, rx_discard_bytes_cos0) == 0x148);
+    assert!(offset_of!(RxPortStatsExt, rx_discard_bytes_cos1) == 0x150);
+    assert!(offset_of!(RxPortStatsExt, rx_discard_bytes_cos2) == 0x158);
+    assert!(offset_of!(RxPortStatsExt, rx_discard_bytes_cos3) == 0x160);
+    assert!(offset_of!(RxPortStatsExt, rx_discard_bytes_cos4) == 0x168);
+    assert!(offset_of!(RxPortStatsExt, rx_discard_bytes_cos5) == 0x170);
+    assert!(offset_of!(RxPortStatsExt, rx_discard_bytes_cos6) == 0x178);
+    assert!(offset_of!(RxPortStatsExt, rx_discard_bytes_cos7) == 0x180);
+    assert!(offset_of!(RxPortStatsExt, rx_discard_packets_cos0) == 0x188);
+    assert!(offset_of!(RxPortStatsExt, rx_discard_packets_cos1) == 0x190);
+    assert!(offset_of!(RxPortStatsExt, rx_discard_packets_cos2) == 0x198);
+    assert!(offset_of!(RxPortStatsExt, rx_discard_packets_cos3) == 0x1a0);
+    assert!(offset_of!(RxPortStatsExt, rx_discard_packets_cos4) == 0x1a8);
+    assert!(offset_of!(RxPortStatsExt, rx_discard_packets_cos5) == 0x1b0);
+    assert!(offset_of!(RxPortStatsExt, rx_discard_packets_cos6) == 0x1b8);
+    assert!(offset_of!(RxPortStatsExt, rx_discard_packets_cos7) == 0x1c0);
+    assert!(offset_of!(RxPortStatsExt, rx_fec_corrected_blocks) == 0x1c8);
+    assert!(offset_of!(RxPortStatsExt, rx_fec_uncorrectable_blocks) == 0x1d0);
+    assert!(offset_of!(RxPortStatsExt, rx_filter_miss) == 0x1d8);
+    assert!(offset_of!(RxPortStatsExt, rx_fec_symbol_err) == 0x1e0);
+};
+
+/// `struct tx_port_stats_ext` (bnxt_hsi.h line 7843, 256 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxPortStatsExt {
+    pub tx_bytes_cos0: U64,
+    pub tx_bytes_cos1: U64,
+    pub tx_bytes_cos2: U64,
+    pub tx_bytes_cos3: U64,
+    pub tx_bytes_cos4: U64,
+    pub tx_bytes_cos5: U64,
+    pub tx_bytes_cos6: U64,
+    pub tx_bytes_cos7: U64,
+    pub tx_packets_cos0: U64,
+    pub tx_packets_cos1: U64,
+    pub tx_packets_cos2: U64,
+    pub tx_packets_cos3: U64,
+    pub tx_packets_cos4: U64,
+    pub tx_packets_cos5: U64,
+    pub tx_packets_cos6: U64,
+    pub tx_packets_cos7: U64,
+    pub pfc_pri0_tx_duration_us: U64,
+    pub pfc_pri0_tx_transitions: U64,
+    pub pfc_pri1_tx_duration_us: U64,
+    pub pfc_pri1_tx_transitions: U64,
+    pub pfc_pri2_tx_duration_us: U64,
+    pub pfc_pri2_tx_transitions: U64,
+    pub pfc_pri3_tx_duration_us: U64,
+    pub pfc_pri3_tx_transitions: U64,
+    pub pfc_pri4_tx_duration_us: U64,
+    pub pfc_pri4_tx_transitions: U64,
+    pub pfc_pri5_tx_duration_us: U64,
+    pub pfc_pri5_tx_transitions: U64,
+    pub pfc_pri6_tx_duration_us: U64,
+    pub pfc_pri6_tx_transitions: U64,
+    pub pfc_pri7_tx_duration_us: U64,
+    pub pfc_pri7_tx_transitions: U64,
+}
+const _: () = {
+    assert!(size_of::<TxPortStatsExt>() == 256);
+    assert!(offset_of!(TxPortStatsExt, tx_bytes_cos0) == 0x0);
+    assert!(offset_of!(TxPortStatsExt, tx_bytes_cos1) == 0x8);
+    assert!(offset_of!(TxPortStatsExt, tx_bytes_cos2) == 0x10);
+    assert!(offset_of!(TxPortStatsExt, tx_bytes_cos3) == 0x18);
+    assert!(offset_of!(TxPortStatsExt, tx_bytes_cos4) == 0x20);
+    assert!(offset_of!(TxPortStatsExt, tx_bytes_cos5) == 0x28);
+    assert!(offset_of!(TxPortStatsExt, tx_bytes_cos6) == 0x30);
+    assert!(offset_of!(TxPortStatsExt, tx_bytes_cos7) == 0x38);
+    assert!(offset_of!(TxPortStatsExt, tx_packets_cos0) == 0x40);
+    assert!(offset_of!(TxPortStatsExt, tx_packets_cos1) == 0x48);
+    assert!(offset_of!(TxPortStatsExt, tx_packets_cos2) == 0x50);
+    assert!(offset_of!(TxPortStatsExt, tx_packets_cos3) == 0x58);
+    assert!(offset_of!(TxPortStatsExt, tx_packets_cos4) == 0x60);
+    assert!(offset_of!(TxPortStatsExt, tx_packets_cos5) == 0x68);
+    assert!(offset_of!(TxPortStatsExt, tx_packets_cos6) == 0x70);
+    assert!(offset_of!(TxPortStatsExt, tx_packets_cos7) == 0x78);
+    assert!(offset_of!(TxPortStatsExt, pfc_pri0_tx_duration_us) == 0x80);
+    assert!(offset_of!(TxPortStatsExt, pfc_pri0_tx_transitions) == 0x88);
+    assert!(offset_of!(TxPortStatsExt, pfc_pri1_tx_duration_us) == 0x90);
+    assert!(offset_of!(TxPortStatsExt, pfc_pri1_tx_transitions) == 0x98);
+    assert!(offset_of!(TxPortStatsExt, pfc_pri2_tx_duration_us) == 0xa0);
+    assert!(offset_of!(TxPortStatsExt, pfc_pri2_tx_transitions) == 0xa8);
+    assert!(offset_of!(TxPortStatsExt, pfc_pri3_tx_duration_us) == 0xb0);
+    assert!(offset_of!(TxPortStatsExt, pfc_pri3_tx_transitions) == 0xb8);
+    assert!(offset_of!(TxPortStatsExt, pfc_pri4_tx_duration_us) == 0xc0);
+    assert!(offset_of!(TxPortStatsExt, pfc_pri4_tx_transitions) == 0xc8);
+    assert!(offset_of!(TxPortStatsExt, pfc_pri5_tx_duration_us) == 0xd0);
+    assert!(offset_of!(TxPortStatsExt, pfc_pri5_tx_transitions) == 0xd8);
+    assert!(offset_of!(TxPortStatsExt, pfc_pri6_tx_duration_us) == 0xe0);
+    assert!(offset_of!(TxPortStatsExt, pfc_pri6_tx_transitions) == 0xe8);
+    assert!(offset_of!(TxPortStatsExt, pfc_pri7_tx_duration_us) == 0xf0);
+    assert!(offset_of!(TxPortStatsExt, pfc_pri7_tx_transitions) == 0xf8);
+};
+
+/// `struct ctx_hw_stats` (bnxt_hsi.h line 18448, 160 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CtxHwStats {
+    pub rx_ucast_pkts: U64,
+    pub rx_mcast_pkts: U64,
+    pub rx_bcast_pkts: U64,
+    pub rx_discard_pkts: U64,
+    pub rx_error_pkts: U64,
+    pub rx_ucast_bytes: U64,
+    pub rx_mcast_bytes: U64,
+    pub rx_bcast_bytes: U64,
+    pub tx_ucast_pkts: U64,
+    pub tx_mcast_pkts: U64,
+    pub tx_bcast_pkts: U64,
+    pub tx_error_pkts: U64,
+    pub tx_discard_pkts: U64,
+    pub tx_ucast_bytes: U64,
+    pub tx_mcast_bytes: U64,
+    pub tx_bcast_bytes: U64,
+    pub tpa_pkts: U64,
+    pub tpa_bytes: U64,
+    pub tpa_events: U64,
+    pub tpa_aborts: U64,
+}
+const _: () = {
+    assert!(size_of::<CtxHwStats>() == 160);
+    assert!(offset_of!(CtxHwStats, rx_ucast_pkts) == 0x0);
+    assert!(offset_of!(CtxHwStats, rx_mcast_pkts) == 0x8);
+    assert!(offset_of!(CtxHwStats, rx_bcast_pkts) == 0x10);
+    assert!(offset_of!(CtxHwStats, rx_discard_pkts) == 0x18);
+    assert!(offset_of!(CtxHwStats, rx_error_pkts) == 0x20);
+    assert!(offset_of!(CtxHwStats, rx_ucast_bytes) == 0x28);
+    assert!(offset_of!(CtxHwStats, rx_mcast_bytes) == 0x30);
+    assert!(offset_of!(CtxHwStats, rx_bcast_bytes) == 0x38);
+    assert!(offset_of!(CtxHwStats, tx_ucast_pkts) == 0x40);
+    assert!(offset_of!(CtxHwStats, tx_mcast_pkts) == 0x48);
+    assert!(offset_of!(CtxHwStats, tx_bcast_pkts) == 0x50);
+    assert!(offset_of!(CtxHwStats, tx_error_pkts) == 0x58);
+    assert!(offset_of!(CtxHwStats, tx_discard_pkts) == 0x60);
+    assert!(offset_of!(CtxHwStats, tx_ucast_bytes) == 0x68);
+    assert!(offset_of!(CtxHwStats, tx_mcast_bytes) == 0x70);
+    assert!(offset_of!(CtxHwStats, tx_bcast_bytes) == 0x78);
+    assert!(offset_of!(CtxHwStats, tpa_pkts) == 0x80);
+    assert!(offset_of!(CtxHwStats, tpa_bytes) == 0x88);
+    assert!(offset_of!(CtxHwStats, tpa_events) == 0x90);
+    assert!(offset_of!(CtxHwStats, tpa_aborts) == 0x98);
+};
+
+/// `struct ctx_hw_stats_ext` (bnxt_hsi.h line 18481, 176 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CtxHwStatsExt {
+    pub rx_ucast_pkts: U64,
+    pub rx_mcast_pkts: U64,
+    pub rx_bcast_pkts: U64,
+    pub rx_discard_pkts: U64,
+    pub rx_error_pkts: U64,
+    pub rx_ucast_bytes: U64,
+    pub rx_mcast_bytes: U64,
+    pub rx_bcast_bytes: U64,
+    pub tx_ucast_pkts: U64,
+    pub tx_mcast_pkts: U64,
+    pub tx_bcast_pkts: U64,
+    pub tx_error_pkts: U64,
+    pub tx_discard_pkts: U64,
+    pub tx_ucast_bytes: U64,
+    pub tx_mcast_bytes: U64,
+    pub tx_bcast_bytes: U64,
+    pub rx_tpa_eligible_pkt: U64,
+    pub rx_tpa_eligible_bytes: U64,
+    pub rx_tpa_pkt: U64,
+    pub rx_tpa_bytes: U64,
+    pub rx_tpa_errors: U64,
+    pub rx_tpa_events: U64,
+}
+const _: () = {
+    assert!(size_of::<CtxHwStatsExt>() == 176);
+    assert!(offset_of!(CtxHwStatsExt, rx_ucast_pkts) == 0x0);
+    assert!(offset_of!(CtxHwStatsExt, rx_mcast_pkts) == 0x8);
+    assert!(offset_of!(CtxHwStatsExt, rx_bcast_pkts) == 0x10);
+    assert!(offset_of!(CtxHwStatsExt, rx_discard_pkts) == 0x18);
+    assert!(offset_of!(CtxHwStatsExt, rx_error_pkts) == 0x20);
+    assert!(offset_of!(CtxHwStatsExt, rx_ucast_bytes) == 0x28);
+    assert!(offset_of!(CtxHwStatsExt, rx_mcast_bytes) == 0x30);
+    assert!(offset_of!(CtxHwStatsExt, rx_bcast_bytes) == 0x38);
+    assert!(offset_of!(CtxHwStatsExt, tx_ucast_pkts) == 0x40);
+    assert!(offset_of!(CtxHwStatsExt, tx_mcast_pkts) == 0x48);
+    assert!(offset_of!(CtxHwStatsExt, tx_bcast_pkts) == 0x50);
+    assert!(offset_of!(CtxHwStatsExt, tx_error_pkts) == 0x58);
+    assert!(offset_of!(CtxHwStatsExt, tx_discard_pkts) == 0x60);
+    assert!(offset_of!(CtxHwStatsExt, tx_ucast_bytes) == 0x68);
+    assert!(offset_of!(CtxHwStatsExt, tx_mcast_bytes) == 0x70);
+    assert!(offset_of!(CtxHwStatsExt, tx_bcast_bytes) == 0x78);
+    assert!(offset_of!(CtxHwStatsExt, rx_tpa_eligible_pkt) == 0x80);
+    assert!(offset_of!(CtxHwStatsExt, rx_tpa_eligible_bytes) == 0x88);
+    assert!(offset_of!(CtxHwStatsExt, rx_tpa_pkt) == 0x90);
+    assert!(offset_of!(CtxHwStatsExt, rx_tpa_bytes) == 0x98);
+    assert!(offset_of!(CtxHwStatsExt, rx_tpa_errors) == 0xa0);
+    assert!(offset_of!(CtxHwStatsExt, rx_tpa_events) == 0xa8);
+};
+
+/// `struct hwrm_queue_pfcwd_timeout_qcaps_input` (bnxt_hsi.h line 11348, 16 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmQueuePfcwdTimeoutQcapsInput {
+    pub req_type: U16,
+    pub cmpl_ring: U16,
+    pub seq_id: U16,
+    pub target_id: U16,
+    pub resp_addr: U64,
+}
+const _: () = {
+    assert!(size_of::<HwrmQueuePfcwdTimeoutQcapsInput>() == 16);
+    assert!(offset_of!(HwrmQueuePfcwdTimeoutQcapsInput, req_type) == 0x0);
+    assert!(offset_of!(HwrmQueuePfcwdTimeoutQcapsInput, cmpl_ring) == 0x2);
+    assert!(offset_of!(HwrmQueuePfcwdTimeoutQcapsInput, seq_id) == 0x4);
+    assert!(offset_of!(HwrmQueuePfcwdTimeoutQcapsInput, target_id) == 0x6);
+    assert!(offset_of!(HwrmQueuePfcwdTimeoutQcapsInput, resp_addr) == 0x8);
+};
+
+/// `struct hwrm_queue_pfcwd_timeout_qcaps_output` (bnxt_hsi.h line 11357, 16 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmQueuePfcwdTimeoutQcapsOutput {
+    pub error_code: U16,
+    pub req_type: U16,
+    pub seq_id: U16,
+    pub resp_len: U16,
+    pub max_pfcwd_timeout: U16,
+    pub unused_0: [u8; 5],
+    pub valid: u8,
+}
+const _: () = {
+    assert!(size_of::<HwrmQueuePfcwdTimeoutQcapsOutput>() == 16);
+    assert!(offset_of!(HwrmQueuePfcwdTimeoutQcapsOutput, error_code) == 0x0);
+    assert!(offset_of!(HwrmQueuePfcwdTimeoutQcapsOutput, req_type) == 0x2);
+    assert!(offset_of!(HwrmQueuePfcwdTimeoutQcapsOutput, seq_id) == 0x4);
+    assert!(offset_of!(HwrmQueuePfcwdTimeoutQcapsOutput, resp_len) == 0x6);
+    assert!(offset_of!(HwrmQueuePfcwdTimeoutQcapsOutput, max_pfcwd_timeout) == 0x8);
+    assert!(offset_of!(HwrmQueuePfcwdTimeoutQcapsOutput, unused_0) == 0xa);
+    assert!(offset_of!(HwrmQueuePfcwdTimeoutQcapsOutput, valid) == 0xf);
+};
+
+/// `struct hwrm_port_mac_qcaps_input` (bnxt_hsi.h line 9335, 24 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmPortMacQcapsInput {
+    pub req_type: U16,
+    pub cmpl_ring: U16,
+    pub seq_id: U16,
+    pub target_id: U16,
+    pub resp_addr: U64,
+    pub port_id: U16,
+    pub unused_0: [u8; 6],
+}
+const _: () = {
+    assert!(size_of::<HwrmPortMacQcapsInput>() == 24);
+    assert!(offset_of!(HwrmPortMacQcapsInput, req_type) == 0x0);
+    assert!(offset_of!(HwrmPortMacQcapsInput, cmpl_ring) == 0x2);
+    assert!(offset_of!(HwrmPortMacQcapsInput, seq_id) == 0x4);
+    assert!(offset_of!(HwrmPortMacQcapsInput, target_id) == 0x6);
+    assert!(offset_of!(HwrmPortMacQcapsInput, resp_addr) == 0x8);
+    assert!(offset_of!(HwrmPortMacQcapsInput, port_id) == 0x10);
+    assert!(offset_of!(HwrmPortMacQcapsInput, unused_0) == 0x12);
+};
+
+/// `struct hwrm_port_mac_qcaps_output` (bnxt_hsi.h line 9346, 16 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmPortMacQcapsOutput {
+    pub error_code: U16,
+    pub req_type: U16,
+    pub seq_id: U16,
+    pub resp_len: U16,
+    pub flags: u8,
+    pub unused_0: [u8; 6],
+    pub valid: u8,
+}
+const _: () = {
+    assert!(size_of::<HwrmPortMacQcapsOutput>() == 16);
+    assert!(offset_of!(HwrmPortMacQcapsOutput, error_code) == 0x0);
+    assert!(offset_of!(HwrmPortMacQcapsOutput, req_type) == 0x2);
+    assert!(offset_of!(HwrmPortMacQcapsOutput, seq_id) == 0x4);
+    assert!(offset_of!(HwrmPortMacQcapsOutput, resp_len) == 0x6);
+    assert!(offset_of!(HwrmPortMacQcapsOutput, flags) == 0x8);
+    assert!(offset_of!(HwrmPortMacQcapsOutput, unused_0) == 0x9);
+    assert!(offset_of!(HwrmPortMacQcapsOutput, valid) == 0xf);
+};
+impl HwrmPortMacQcapsOutput {
+    pub const FLAGS_LOCAL_LPBK_NOT_SUPPORTED: u8 = 0x1;
+    pub const FLAGS_REMOTE_LPBK_SUPPORTED: u8 = 0x2;
+}
+
+/// `struct hwrm_queue_dscp_qcaps_input` (bnxt_hsi.h line 10479, 24 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmQueueDscpQcapsInput {
+    pub req_type: U16,
+    pub cmpl_ring: U16,
+    pub seq_id: U16,
+    pub target_id: U16,
+    pub resp_addr: U64,
+    pub port_id: u8,
+    pub unused_0: [u8; 7],
+}
+const _: () = {
+    assert!(size_of::<HwrmQueueDscpQcapsInput>() == 24);
+    assert!(offset_of!(HwrmQueueDscpQcapsInput, req_type) == 0x0);
+    assert!(offset_of!(HwrmQueueDscpQcapsInput, cmpl_ring) == 0x2);
+    assert!(offset_of!(HwrmQueueDscpQcapsInput, seq_id) == 0x4);
+    assert!(offset_of!(HwrmQueueDscpQcapsInput, target_id) == 0x6);
+    assert!(offset_of!(HwrmQueueDscpQcapsInput, resp_addr) == 0x8);
+    assert!(offset_of!(HwrmQueueDscpQcapsInput, port_id) == 0x10);
+    assert!(offset_of!(HwrmQueueDscpQcapsInput, unused_0) == 0x11);
+};
+
+/// `struct hwrm_queue_dscp_qcaps_output` (bnxt_hsi.h line 10490, 16 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmQueueDscpQcapsOutput {
+    pub error_code: U16,
+    pub req_type: U16,
+    pub seq_id: U16,
+    pub resp_len: U16,
+    pub num_dscp_bits: u8,
+    pub unused_0: u8,
+    pub max_entries: U16,
+    pub unused_1: [u8; 3],
+    pub valid: u8,
+}
+const _: () = {
+    assert!(size_of::<HwrmQueueDscpQcapsOutput>() == 16);
+    assert!(offset_of!(HwrmQueueDscpQcapsOutput, error_code) == 0x0);
+    assert!(offset_of!(HwrmQueueDscpQcapsOutput, req_type) == 0x2);
+    assert!(offset_of!(HwrmQueueDscpQcapsOutput, seq_id) == 0x4);
+    assert!(offset_of!(HwrmQueueDscpQcapsOutput, resp_len) == 0x6);
+    assert!(offset_of!(HwrmQueueDscpQcapsOutput, num_dscp_bits) == 0x8);
+    assert!(offset_of!(HwrmQueueDscpQcapsOutput, unused_0) == 0x9);
+    assert!(offset_of!(HwrmQueueDscpQcapsOutput, max_entries) == 0xa);
+    assert!(offset_of!(HwrmQueueDscpQcapsOutput, unused_1) == 0xc);
+    assert!(offset_of!(HwrmQueueDscpQcapsOutput, valid) == 0xf);
+};
+
+/// `struct hwrm_vnic_rss_qcfg_input` (bnxt_hsi.h line 12098, 24 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmVnicRssQcfgInput {
+    pub req_type: U16,
+    pub cmpl_ring: U16,
+    pub seq_id: U16,
+    pub target_id: U16,
+    pub resp_addr: U64,
+    pub rss_ctx_idx: U16,
+    pub vnic_id: U16,
+    pub unused_0: [u8; 4],
+}
+const _: () = {
+    assert!(size_of::<HwrmVnicRssQcfgInput>() == 24);
+    assert!(offset_of!(HwrmVnicRssQcfgInput, req_type) == 0x0);
+    assert!(offset_of!(HwrmVnicRssQcfgInput, cmpl_ring) == 0x2);
+    assert!(offset_of!(HwrmVnicRssQcfgInput, seq_id) == 0x4);
+    assert!(offset_of!(HwrmVnicRssQcfgInput, target_id) == 0x6);
+    assert!(offset_of!(HwrmVnicRssQcfgInput, resp_addr) == 0x8);
+    assert!(offset_of!(HwrmVnicRssQcfgInput, rss_ctx_idx) == 0x10);
+    assert!(offset_of!(HwrmVnicRssQcfgInput, vnic_id) == 0x12);
+    assert!(offset_of!(HwrmVnicRssQcfgInput, unused_0) == 0x14);
+};
+
+/// `struct hwrm_vnic_rss_qcfg_output` (bnxt_hsi.h line 12110, 64 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmVnicRssQcfgOutput {
+    pub error_code: U16,
+    pub req_type: U16,
+    pub seq_id: U16,
+    pub resp_len: U16,
+    pub hash_type: U32,
+    pub unused_0: [u8; 4],
+    pub hash_key: [U32; 10],
+    pub hash_mode_flags: u8,
+    pub ring_select_mode: u8,
+    pub unused_1: [u8; 5],
+    pub valid: u8,
+}
+const _: () = {
+    assert!(size_of::<HwrmVnicRssQcfgOutput>() == 64);
+    assert!(offset_of!(HwrmVnicRssQcfgOutput, error_code) == 0x0);
+    assert!(offset_of!(HwrmVnicRssQcfgOutput, req_type) == 0x2);
+    assert!(offset_of!(HwrmVnicRssQcfgOutput, seq_id) == 0x4);
+    assert!(offset_of!(HwrmVnicRssQcfgOutput, resp_len) == 0x6);
+    assert!(offset_of!(HwrmVnicRssQcfgOutput, hash_type) == 0x8);
+    assert!(offset_of!(HwrmVnicRssQcfgOutput, unused_0) == 0xc);
+    assert!(offset_of!(HwrmVnicRssQcfgOutput, hash_key) == 0x10);
+    assert!(offset_of!(HwrmVnicRssQcfgOutput, hash_mode_flags) == 0x38);
+    assert!(offset_of!(HwrmVnicRssQcfgOutput, ring_select_mode) == 0x39);
+    assert!(offset_of!(HwrmVnicRssQcfgOutput, unused_1) == 0x3a);
+    assert!(offset_of!(HwrmVnicRssQcfgOutput, valid) == 0x3f);
+};
+impl HwrmVnicRssQcfgOutput {
+    pub const HASH_TYPE_IPV4: u32 = 0x1;
+    pub const HASH_TYPE_TCP_IPV4: u32 = 0x2;
+    pub const HASH_TYPE_UDP_IPV4: u32 = 0x4;
+    pub const HASH_TYPE_IPV6: u32 = 0x8;
+    pub const HASH_TYPE_TCP_IPV6: u32 = 0x10;
+    pub const HASH_TYPE_UDP_IPV6: u32 = 0x20;
+    pub const HASH_TYPE_IPV6_FLOW_LABEL: u32 = 0x40;
+    pub const HASH_TYPE_AH_SPI_IPV4: u32 = 0x80;
+    pub const HASH_TYPE_ESP_SPI_IPV4: u32 = 0x100;
+    pub const HASH_TYPE_AH_SPI_IPV6: u32 = 0x200;
+    pub const HASH_TYPE_ESP_SPI_IPV6: u32 = 0x400;
+    pub const HASH_MODE_FLAGS_DEFAULT: u8 = 0x1;
+    pub const HASH_MODE_FLAGS_INNERMOST_4: u8 = 0x2;
+    pub const HASH_MODE_FLAGS_INNERMOST_2: u8 = 0x4;
+    pub const HASH_MODE_FLAGS_OUTERMOST_4: u8 = 0x8;
+    pub const HASH_MODE_FLAGS_OUTERMOST_2: u8 = 0x10;
+    pub const RING_SELECT_MODE_TOEPLITZ: u8 = 0x0;
+    pub const RING_SELECT_MODE_XOR: u8 = 0x1;
+    pub const RING_SELECT_MODE_TOEPLITZ_CHECKSUM: u8 = 0x2;
+}
+
+/// `struct hwrm_vnic_tpa_cfg_input` (bnxt_hsi.h line 11864, 48 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmVnicTpaCfgInput {
+    pub req_type: U16,
+    pub cmpl_ring: U16,
+    pub seq_id: U16,
+    pub target_id: U16,
+    pub resp_addr: U64,
+    pub flags: U32,
+    pub enables: U32,
+    pub vnic_id: U16,
+    pub max_agg_segs: U16,
+    pub max_aggs: U16,
+    pub unused_0: [u8; 2],
+    pub max_agg_timer: U32,
+    pub min_agg_len: U32,
+    pub tnl_tpa_en_bitmap: U32,
+    pub unused_1: [u8; 4],
+}
+const _: () = {
+    assert!(size_of::<HwrmVnicTpaCfgInput>() == 48);
+    assert!(offset_of!(HwrmVnicTpaCfgInput, req_type) == 0x0);
+    assert!(offset_of!(HwrmVnicTpaCfgInput, cmpl_ring) == 0x2);
+    assert!(offset_of!(HwrmVnicTpaCfgInput, seq_id) == 0x4);
+    assert!(offset_of!(HwrmVnicTpaCfgInput, target_id) == 0x6);
+    assert!(offset_of!(HwrmVnicTpaCfgInput, resp_addr) == 0x8);
+    assert!(offset_of!(HwrmVnicTpaCfgInput, flags) == 0x10);
+    assert!(offset_of!(HwrmVnicTpaCfgInput, enables) == 0x14);
+    assert!(offset_of!(HwrmVnicTpaCfgInput, vnic_id) == 0x18);
+    assert!(offset_of!(HwrmVnicTpaCfgInput, max_agg_segs) == 0x1a);
+    assert!(offset_of!(HwrmVnicTpaCfgInput, max_aggs) == 0x1c);
+    assert!(offset_of!(HwrmVnicTpaCfgInput, unused_0) == 0x1e);
+    assert!(offset_of!(HwrmVnicTpaCfgInput, max_agg_timer) == 0x20);
+    assert!(offset_of!(HwrmVnicTpaCfgInput, min_agg_len) == 0x24);
+    assert!(offset_of!(HwrmVnicTpaCfgInput, tnl_tpa_en_bitmap) == 0x28);
+    assert!(offset_of!(HwrmVnicTpaCfgInput, unused_1) == 0x2c);
+};
+impl HwrmVnicTpaCfgInput {
+    pub const FLAGS_TPA: u32 = 0x1;
+    pub const FLAGS_ENCAP_TPA: u32 = 0x2;
+    pub const FLAGS_RSC_WND_UPDATE: u32 = 0x4;
+    pub const FLAGS_GRO: u32 = 0x8;
+    pub const FLAGS_AGG_WITH_ECN: u32 = 0x10;
+    pub const FLAGS_AGG_WITH_SAME_GRE_SEQ: u32 = 0x20;
+    pub const FLAGS_GRO_IPID_CHECK: u32 = 0x40;
+    pub const FLAGS_GRO_TTL_CHECK: u32 = 0x80;
+    pub const FLAGS_AGG_PACK_AS_GRO: u32 = 0x100;
+    pub const ENABLES_MAX_AGG_SEGS: u32 = 0x1;
+    pub const ENABLES_MAX_AGGS: u32 = 0x2;
+    pub const ENABLES_MAX_AGG_TIMER: u32 = 0x4;
+    pub const ENABLES_MIN_AGG_LEN: u32 = 0x8;
+    pub const ENABLES_TNL_TPA_EN: u32 = 0x10;
+    pub const MAX_AGG_SEGS_1: u16 = 0x0;
+    pub const MAX_AGG_SEGS_2: u16 = 0x1;
+    pub const MAX_AGG_SEGS_4: u16 = 0x2;
+    pub const MAX_AGG_SEGS_8: u16 = 0x3;
+    pub const MAX_AGG_SEGS_MAX: u16 = 0x1f;
+    pub const MAX_AGGS_1: u16 = 0x0;
+    pub const MAX_AGGS_2: u16 = 0x1;
+    pub const MAX_AGGS_4: u16 = 0x2;
+    pub const MAX_AGGS_8: u16 = 0x3;
+    pub const MAX_AGGS_16: u16 = 0x4;
+    pub const MAX_AGGS_MAX: u16 = 0x7;
+    pub const TNL_TPA_EN_BITMAP_VXLAN: u32 = 0x1;
+    pub const TNL_TPA_EN_BITMAP_GENEVE: u32 = 0x2;
+    pub const TNL_TPA_EN_BITMAP_NVGRE: u32 = 0x4;
+    pub const TNL_TPA_EN_BITMAP_GRE: u32 = 0x8;
+    pub const TNL_TPA_EN_BITMAP_IPV4: u32 = 0x10;
+    pub const TNL_TPA_EN_BITMAP_IPV6: u32 = 0x20;
+    pub const TNL_TPA_EN_BITMAP_VXLAN_GPE: u32 = 0x40;
+    pub const TNL_TPA_EN_BITMAP_VXLAN_CUST1: u32 = 0x80;
+    pub const TNL_TPA_EN_BITMAP_GRE_CUST1: u32 = 0x100;
+    pub const TNL_TPA_EN_BITMAP_UPAR1: u32 = 0x200;
+    pub const TNL_TPA_EN_BITMAP_UPAR2: u32 = 0x400;
+    pub const TNL_TPA_EN_BITMAP_UPAR3: u32 = 0x800;
+    pub const TNL_TPA_EN_BITMAP_UPAR4: u32 = 0x1000;
+    pub const TNL_TPA_EN_BITMAP_UPAR5: u32 = 0x2000;
+    pub const TNL_TPA_EN_BITMAP_UPAR6: u32 = 0x4000;
+    pub const TNL_TPA_EN_BITMAP_UPAR7: u32 = 0x8000;
+    pub const TNL_TPA_EN_BITMAP_UPAR8: u32 = 0x10000;
+}
+
+/// `struct hwrm_vnic_tpa_cfg_output` (bnxt_hsi.h line 11927, 16 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmVnicTpaCfgOutput {
+    pub error_code: U16,
+    pub req_type: U16,
+    pub seq_id: U16,
+    pub resp_len: U16,
+    pub unused_0: [u8; 7],
+    pub valid: u8,
+}
+const _: () = {
+    assert!(size_of::<HwrmVnicTpaCfgOutput>() == 16);
+    assert!(offset_of!(HwrmVnicTpaCfgOutput, error_code) == 0x0);
+    assert!(offset_of!(HwrmVnicTpaCfgOutput, req_type) == 0x2);
+    assert!(offset_of!(HwrmVnicTpaCfgOutput, seq_id) == 0x4);
+    assert!(offset_of!(HwrmVnicTpaCfgOutput, resp_len) == 0x6);
+    assert!(offset_of!(HwrmVnicTpaCfgOutput, unused_0) == 0x8);
+    assert!(offset_of!(HwrmVnicTpaCfgOutput, valid) == 0xf);
+};
+
+/// `struct hwrm_cfa_l2_filter_alloc_cmd_err` (bnxt_hsi.h line 13220, 8 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmCfaL2FilterAllocCmdErr {
+    pub code: u8,
+    pub unused_0: [u8; 7],
+}
+const _: () = {
+    assert!(size_of::<HwrmCfaL2FilterAllocCmdErr>() == 8);
+    assert!(offset_of!(HwrmCfaL2FilterAllocCmdErr, code) == 0x0);
+    assert!(offset_of!(HwrmCfaL2FilterAllocCmdErr, unused_0) == 0x1);
+};
+impl HwrmCfaL2FilterAllocCmdErr {
+    pub const CODE_UNKNOWN: u8 = 0x0;
+    pub const CODE_ZERO_MAC: u8 = 0x65;
+    pub const CODE_BC_MC_MAC: u8 = 0x66;
+    pub const CODE_INVALID_VNIC: u8 = 0x67;
+    pub const CODE_INVALID_PF_FID: u8 = 0x68;
+    pub const CODE_INVALID_L2_CTXT_ID: u8 = 0x69;
+    pub const CODE_NULL_L2_CTXT_CFG: u8 = 0x6a;
+    pub const CODE_NULL_L2_DATA_FLD: u8 = 0x6b;
+    pub const CODE_INVALID_CFA_LAYOUT: u8 = 0x6c;
+    pub const CODE_L2_CTXT_ALLOC_FAIL: u8 = 0x6d;
+    pub const CODE_ROCE_FLOW_ERR: u8 = 0x6e;
+    pub const CODE_INVALID_OWNER_FID: u8 = 0x6f;
+    pub const CODE_ZERO_REF_CNT: u8 = 0x70;
+    pub const CODE_INVALID_FLOW_TYPE: u8 = 0x71;
+    pub const CODE_INVALID_IVLAN: u8 = 0x72;
+    pub const CODE_MAX_VLAN_ID: u8 = 0x73;
+    pub const CODE_INVALID_TNL_REQ: u8 = 0x74;
+    pub const CODE_L2_ADDR: u8 = 0x75;
+    pub const CODE_L2_IVLAN: u8 = 0x76;
+    pub const CODE_L3_ADDR: u8 = 0x77;
+    pub const CODE_L3_ADDR_TYPE: u8 = 0x78;
+    pub const CODE_T_L3_ADDR_TYPE: u8 = 0x79;
+    pub const CODE_DST_VNIC_ID: u8 = 0x7a;
+    pub const CODE_VNI: u8 = 0x7b;
+    pub const CODE_INVALID_DST_ID: u8 = 0x7c;
+    pub const CODE_FAIL_ROCE_L2_FLOW: u8 = 0x7d;
+    pub const CODE_INVALID_NPAR_VLAN: u8 = 0x7e;
+    pub const CODE_ATSP_ADD: u8 = 0x7f;
+    pub const CODE_DFLT_VLAN_FAIL: u8 = 0x80;
+    pub const CODE_INVALID_L3_TYPE: u8 = 0x81;
+    pub const CODE_VAL_FAIL_TNL_FLOW: u8 = 0x82;
+}
+
+/// `struct hwrm_cfa_l2_set_rx_mask_cmd_err` (bnxt_hsi.h line 13370, 8 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmCfaL2SetRxMaskCmdErr {
+    pub code: u8,
+    pub unused_0: [u8; 7],
+}
+const _: () = {
+    assert!(size_of::<HwrmCfaL2SetRxMaskCmdErr>() == 8);
+    assert!(offset_of!(HwrmCfaL2SetRxMaskCmdErr, code) == 0x0);
+    assert!(offset_of!(HwrmCfaL2SetRxMaskCmdErr, unused_0) == 0x1);
+};
+impl HwrmCfaL2SetRxMaskCmdErr {
+    pub const CODE_UNKNOWN: u8 = 0x0;
+    pub const CODE_NTUPLE_FILTER_CONFLICT_ERR: u8 = 0x1;
+    pub const CODE_MAX_VLAN_TAGS: u8 = 0x2;
+    pub const CODE_INVALID_VNIC_ID: u8 = 0x3;
+    pub const CODE_INVALID_ACTION: u8 = 0x4;
+}
+

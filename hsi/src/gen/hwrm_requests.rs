@@ -294,3 +294,28 @@ impl Request for HwrmFuncDbrPacingQcfgInput {
     const NAME: &'static str = "FUNC_DBR_PACING_QCFG";
     type Response = HwrmFuncDbrPacingQcfgOutput;
 }
+impl Request for HwrmQueuePfcwdTimeoutQcapsInput {
+    const REQ_TYPE: u16 = 0x261;
+    const NAME: &'static str = "QUEUE_PFCWD_TIMEOUT_QCAPS";
+    type Response = HwrmQueuePfcwdTimeoutQcapsOutput;
+}
+impl Request for HwrmPortMacQcapsInput {
+    const REQ_TYPE: u16 = 0xdf;
+    const NAME: &'static str = "PORT_MAC_QCAPS";
+    type Response = HwrmPortMacQcapsOutput;
+}
+impl Request for HwrmQueueDscpQcapsInput {
+    const REQ_TYPE: u16 = 0x3b;
+    const NAME: &'static str = "QUEUE_DSCP_QCAPS";
+    type Response = HwrmQueueDscpQcapsOutput;
+}
+impl Request for HwrmVnicRssQcfgInput {
+    const REQ_TYPE: u16 = 0x47;
+    const NAME: &'static str = "VNIC_RSS_QCFG";
+    type Response = HwrmVnicRssQcfgOutput;
+}
+impl Request for HwrmVnicTpaCfgInput {
+    const REQ_TYPE: u16 = 0x44;
+    const NAME: &'static str = "VNIC_TPA_CFG";
+    type Response = HwrmVnicTpaCfgOutput;
+}

@@ -1,0 +1,363 @@
+//! What the firmware keeps for the function's L2 path: the resource reservation (FUNC_CFG), the
+//! ring async events go to, VNICs with their RSS configuration and receive masks, L2 filters, RSS
+//! contexts, completion-ring coalescing, the PHY and MAC settings, and the notices the L2 engine
+//! must act on (HWRM_DONE completions, async events).
+//!
+//! The engine that moves frames ([`crate::l2`]) reads all of this through
+//! [`super::state::FwState::l2`]; only the HWRM handlers change it.
+
+use std::collections::BTreeMap;
+
+/// Resources the driver reserved with FUNC_CFG (bnxt.c `__bnxt_hwrm_reserve_pf_rings`) and
+/// FUNC_QCFG echoes in its `alloc_*` fields (`bnxt_hwrm_get_rings`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reservation {
+    /// `num_tx_rings`.
+    pub tx_rings: u16,
+    /// `num_rx_rings` (RX and aggregation rings together).
+    pub rx_rings: u16,
+    /// `num_cmpl_rings` (L2 completion rings on P5/P7).
+    pub cmpl_rings: u16,
+    /// `num_msix` (NQs and the RoCE driver's vectors on P5/P7).
+    pub msix: u16,
+    /// `num_stat_ctxs`.
+    pub stat_ctxs: u16,
+    /// `num_vnics`.
+    pub vnics: u16,
+    /// `num_rsscos_ctxs`.
+    pub rsscos_ctxs: u16,
+    /// `num_hw_ring_grps`.
+    pub hw_ring_grps: u16,
+    /// `num_l2_ctxs`.
+    pub l2_ctxs: u16,
+}
+
+/// The RSS configuration of one RSS context (VNIC_RSS_CFG on P5/P7: one request per context, each
+/// carrying 64 (RX ring, completion ring) pairs; bnxt.c `bnxt_hwrm_vnic_set_rss_p5`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RssTable {
+    /// `hash_type` (`VNIC_RSS_CFG_REQ_HASH_TYPE_*`).
+    pub hash_type: u32,
+    /// The Toeplitz key, as read from `hash_key_tbl_addr`.
+    pub key: [u8; RSS_KEY_BYTES],
+    /// (RX ring id, completion ring id) pairs, as read from `ring_grp_tbl_addr`.
+    pub pairs: Vec<(u16, u16)>,
+    /// `ring_table_pair_index`: which block of the VNIC's indirection table this is.
+    pub pair_index: u8,
+}
+
+/// Bytes of the RSS hash key (bnxt.h `HW_HASH_KEY_SIZE`).
+pub const RSS_KEY_BYTES: usize = 40;
+/// Pairs in one RSS context's table on P5/P7 (bnxt.h `BNXT_RSS_TABLE_ENTRIES_P5`).
+pub const RSS_PAIRS_PER_CTX: usize = 64;
+
+/// One VNIC (VNIC_ALLOC, VNIC_CFG, CFA_L2_SET_RX_MASK).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Vnic {
+    /// Allocated with `VNIC_ALLOC_REQ_FLAGS_DEFAULT`: the function's default VNIC.
+    pub default: bool,
+    /// `default_rx_ring_id` (VNIC_CFG), when set.
+    pub default_rx_ring: Option<u16>,
+    /// `default_cmpl_ring_id` (VNIC_CFG), when set.
+    pub default_cmpl_ring: Option<u16>,
+    /// `mru` (VNIC_CFG): the largest frame the VNIC takes, without FCS; 0 = not configured.
+    pub mru: u16,
+    /// VNIC_CFG `flags`.
+    pub flags: u32,
+    /// Whether VLAN tags are stripped into the completion (`VNIC_CFG_REQ_FLAGS_VLAN_STRIP_MODE`).
+    pub vlan_strip: bool,
+    /// RSS tables by RSS context id.
+    pub rss: BTreeMap<u16, RssTable>,
+    /// CFA_L2_SET_RX_MASK `mask`.
+    pub rx_mask: u32,
+    /// The multicast addresses CFA_L2_SET_RX_MASK listed (with `MCAST`).
+    pub mcast: Vec<[u8; 6]>,
+    /// VNIC_PLCMODES_CFG `jumbo_thresh`, when set.
+    pub jumbo_thresh: Option<u16>,
+}
+
+/// One L2 filter (CFA_L2_FILTER_ALLOC): frames whose destination MAC matches `addr` under `mask`
+/// (and VLAN, when given) go to VNIC `dst_vnic`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct L2Filter {
+    /// `l2_addr`.
+    pub addr: [u8; 6],
+    /// `l2_addr_mask`.
+    pub mask: [u8; 6],
+    /// Inner VLAN id and mask, when the filter names one.
+    pub vlan: Option<(u16, u16)>,
+    /// `dst_id`: the VNIC.
+    pub dst_vnic: u16,
+    /// `flags`.
+    pub flags: u32,
+}
+
+impl L2Filter {
+    /// Whether a frame to `dst` with outer VLAN `vlan` (None = untagged) matches.
+    pub fn matches(&self, dst: &[u8; 6], vlan: Option<u16>) -> bool {
+        let mac = (0..6).all(|i| dst[i] & self.mask[i] == self.addr[i] & self.mask[i]);
+        let vlan_ok = match self.vlan {
+            None => true,
+            Some((id, mask)) => vlan.is_some_and(|v| v & mask == id & mask),
+        };
+        mac && vlan_ok
+    }
+}
+
+/// Interrupt coalescing of one completion ring or NQ (RING_CMPL_RING_CFG_AGGINT_PARAMS).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Coalescing {
+    /// `flags` (`IS_NQ`, `TIMER_RESET`, `RING_IDLE`).
+    pub flags: u16,
+    /// `num_cmpl_aggr_int`: completions that produce a notification at once.
+    pub num_cmpl_aggr_int: u16,
+    /// `int_lat_tmr_max`: most time, in [`super::coalescing::TIMER_UNIT_NS`] units, a completion
+    /// waits before its notification.
+    pub int_lat_tmr_max: u16,
+    /// `int_lat_tmr_min`.
+    pub int_lat_tmr_min: u16,
+    /// `num_cmpl_dma_aggr`.
+    pub num_cmpl_dma_aggr: u16,
+    /// `cmpl_aggr_dma_tmr`.
+    pub cmpl_aggr_dma_tmr: u16,
+}
+
+/// PHY settings the driver asked for (PORT_PHY_CFG), and whether the link is up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PhyConfig {
+    /// `auto_mode` (`AUTO_MODE_NONE` = forced speed).
+    pub auto_mode: u8,
+    /// `auto_link_speeds2_mask`: the speeds autonegotiation may pick.
+    pub auto_speeds2: u16,
+    /// `force_link_speeds2`: the forced speed, when `auto_mode` is NONE.
+    pub force_speeds2: u16,
+    /// `auto_pause` / `force_pause` as last set.
+    pub pause: u8,
+    /// The driver forced the link down (`FLAGS_FORCE_LINK_DWN`) and has not brought it back.
+    pub forced_down: bool,
+}
+
+impl Default for PhyConfig {
+    /// Out of reset: autonegotiating over every supported speed, link up (the virtual port
+    /// always has a peer).
+    fn default() -> PhyConfig {
+        PhyConfig {
+            auto_mode: bnxt_hsi::hwrm::layouts::HwrmPortPhyQcfgOutput::AUTO_MODE_SPEED_MASK,
+            auto_speeds2: super::port::SPEEDS2,
+            force_speeds2: 0,
+            pause: 0,
+            forced_down: false,
+        }
+    }
+}
+
+/// Frame counters of one direction of the port, kept by the L2 engine (and the RoCE engine's
+/// frames are not in them: the port counters cover the L2 path only).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PortDirCounters {
+    /// Frames that crossed the port.
+    pub frames: u64,
+    /// Of which unicast, multicast and broadcast.
+    pub ucast: u64,
+    /// Multicast frames.
+    pub mcast: u64,
+    /// Broadcast frames.
+    pub bcast: u64,
+    /// Bytes of those frames (without FCS, as the model carries frames).
+    pub bytes: u64,
+    /// Frames carrying a VLAN tag.
+    pub tagged: u64,
+    /// Frames by size: 64, 65-127, 128-255, 256-511, 512-1023, 1024-1518, 1519-2047, 2048-4095,
+    /// 4096-9216, 9217-16383 bytes (FCS included, as the port counters count them).
+    pub sizes: [u64; 10],
+    /// Frames dropped at the port (no filter, no buffer, too long), and their bytes.
+    pub discards: u64,
+    /// Bytes of discarded frames.
+    pub discard_bytes: u64,
+    /// Frames and bytes by CoS queue (TX: the ring's `queue_id`; RX: queue 0).
+    pub cos_frames: [u64; 8],
+    /// Bytes by CoS queue.
+    pub cos_bytes: [u64; 8],
+}
+
+impl PortDirCounters {
+    /// Count one frame of `len` bytes (without FCS) to `dst`, tagged or not, in CoS `cos`.
+    pub fn count(&mut self, dst: &[u8; 6], len: usize, tagged: bool, cos: usize) {
+        self.frames += 1;
+        self.bytes += len as u64;
+        if dst == &[0xff; 6] {
+            self.bcast += 1;
+        } else if dst[0] & 1 != 0 {
+            self.mcast += 1;
+        } else {
+            self.ucast += 1;
+        }
+        self.tagged += u64::from(tagged);
+        let with_fcs = len + 4;
+        let bucket = match with_fcs {
+            0..=64 => 0,
+            65..=127 => 1,
+            128..=255 => 2,
+            256..=511 => 3,
+            512..=1023 => 4,
+            1024..=1518 => 5,
+            1519..=2047 => 6,
+            2048..=4095 => 7,
+            4096..=9216 => 8,
+            _ => 9,
+        };
+        self.sizes[bucket] += 1;
+        let cos = cos.min(7);
+        self.cos_frames[cos] += 1;
+        self.cos_bytes[cos] += len as u64;
+    }
+}
+
+/// The port's counters, as the L2 engine hands them to the firmware (PORT_QSTATS).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PortCounters {
+    /// Received.
+    pub rx: PortDirCounters,
+    /// Sent.
+    pub tx: PortDirCounters,
+    /// Times the link went down.
+    pub link_down_events: u64,
+}
+
+/// What the L2 engine must do on the firmware's behalf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notice {
+    /// Write an `hwrm_cmpl` (HWRM_DONE) for request `seq_id` to completion ring `cmpl_ring`
+    /// (a request whose `cmpl_ring` was not 0xffff, once its response is written).
+    HwrmDone {
+        /// The L2 completion ring the request named.
+        cmpl_ring: u16,
+        /// The request's `seq_id`.
+        seq_id: u16,
+    },
+    /// Write an `hwrm_async_event_cmpl` to the async event ring (FUNC_CFG `async_event_cr`).
+    Async {
+        /// `event_id`.
+        event_id: u16,
+        /// `event_data1`.
+        data1: u32,
+        /// `event_data2`.
+        data2: u32,
+    },
+}
+
+/// The firmware's L2 state of the function.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct L2Config {
+    /// The last reservation.
+    pub reservation: Reservation,
+    /// FUNC_CFG `async_event_cr`: the ring async event completions go to.
+    pub async_event_cr: Option<u16>,
+    /// FUNC_CFG cache line size (64 or 128), when set.
+    pub cache_line: Option<u16>,
+    /// FUNC_CFG `evb_mode`, when set.
+    pub evb_mode: Option<u8>,
+    /// VNICs by id.
+    pub vnics: BTreeMap<u16, Vnic>,
+    /// RSS/COS/LB contexts by id, with the VNIC they were configured for (if any).
+    pub rss_ctxs: BTreeMap<u16, Option<u16>>,
+    /// L2 filters by id.
+    pub filters: BTreeMap<u64, L2Filter>,
+    /// Coalescing by ring id.
+    pub coalescing: BTreeMap<u16, Coalescing>,
+    /// PHY settings.
+    pub phy: PhyConfig,
+    /// PORT_MAC_CFG `enables`/`flags` last applied (`flags`, `ipg`, `lpbk`).
+    pub mac_cfg: (u32, u8, u8),
+    /// The time FW_SET_TIME set, as (year, month, day, hour, minute, second, millisecond,
+    /// zone) in the request's units.
+    pub wall_clock: Option<(u16, u8, u8, u8, u8, u8, u16, i16)>,
+    /// Work for the L2 engine, oldest first.
+    pub notices: Vec<Notice>,
+    /// Serial of the next L2 filter id.
+    pub next_filter_serial: u64,
+    /// Settings a request asked for that the model does not implement (counted, refused).
+    pub unimplemented: u64,
+    /// The port's counters as the L2 engine last reported them.
+    pub port_counters: PortCounters,
+}
+
+impl L2Config {
+    /// FUNC_RESET: every VNIC, filter, RSS context and reservation goes; the async event ring
+    /// with the rings. The port (PHY settings, counters) belongs to the port, not the function.
+    pub fn free_resources(&mut self) {
+        let (serial, unimplemented, wall_clock) = (self.next_filter_serial, self.unimplemented, self.wall_clock);
+        let (phy, port_counters) = (self.phy, self.port_counters);
+        *self = L2Config {
+            next_filter_serial: serial,
+            unimplemented,
+            wall_clock,
+            phy,
+            port_counters,
+            ..L2Config::default()
+        };
+    }
+
+    /// Hand a notice to the L2 engine.
+    pub fn notify(&mut self, notice: Notice) {
+        self.notices.push(notice);
+    }
+
+    /// The VNIC a frame to `dst` (outer VLAN `vlan`) goes to: the first matching filter's, or
+    /// `None`.
+    pub fn filter_vnic(&self, dst: &[u8; 6], vlan: Option<u16>) -> Option<u16> {
+        self.filters.values().find(|f| f.matches(dst, vlan)).map(|f| f.dst_vnic)
+    }
+
+    /// The default VNIC, if one is allocated.
+    pub fn default_vnic(&self) -> Option<u16> {
+        self.vnics.iter().find(|(_, v)| v.default).map(|(&id, _)| id)
+    }
+}
+
+/// The lowest id not among `used` (ascending), below `limit`.
+pub fn lowest_free_u16(used: impl Iterator<Item = u16>, limit: u16) -> Option<u16> {
+    let mut next = 0u16;
+    for id in used {
+        if id != next {
+            break;
+        }
+        next = next.checked_add(1)?;
+    }
+    (next < limit).then_some(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_match_under_their_mask_and_vlan() {
+        let f = L2Filter { addr: [2, 0, 0, 0, 0, 1], mask: [0xff; 6], vlan: None, dst_vnic: 3, flags: 0 };
+        assert!(f.matches(&[2, 0, 0, 0, 0, 1], None));
+        assert!(f.matches(&[2, 0, 0, 0, 0, 1], Some(5)));
+        assert!(!f.matches(&[2, 0, 0, 0, 0, 2], None));
+        let any_multicast = L2Filter { addr: [1, 0, 0, 0, 0, 0], mask: [1, 0, 0, 0, 0, 0], ..f };
+        assert!(any_multicast.matches(&[0x33, 0x33, 0, 0, 0, 1], None));
+        let vlan = L2Filter { vlan: Some((7, 0xfff)), ..f };
+        assert!(!vlan.matches(&[2, 0, 0, 0, 0, 1], None));
+        assert!(vlan.matches(&[2, 0, 0, 0, 0, 1], Some(0x2007)));
+        let mut cfg = L2Config::default();
+        cfg.filters.insert(9, f);
+        assert_eq!(cfg.filter_vnic(&[2, 0, 0, 0, 0, 1], None), Some(3));
+        assert_eq!(cfg.filter_vnic(&[2, 0, 0, 0, 0, 9], None), None);
+    }
+
+    #[test]
+    fn free_resources_keeps_serials_and_counts() {
+        let mut cfg = L2Config { next_filter_serial: 5, unimplemented: 2, ..L2Config::default() };
+        cfg.vnics.insert(0, Vnic::default());
+        cfg.reservation.tx_rings = 4;
+        cfg.free_resources();
+        assert!(cfg.vnics.is_empty());
+        assert_eq!(cfg.reservation, Reservation::default());
+        assert_eq!((cfg.next_filter_serial, cfg.unimplemented), (5, 2));
+        assert_eq!(lowest_free_u16([0, 1, 3].into_iter(), 10), Some(2));
+        assert_eq!(lowest_free_u16([0, 1].into_iter(), 2), None);
+    }
+}
