@@ -111,7 +111,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         }
     }
     let part = numerator * u128::from(per);
-    if part % denominator != 0 {
+    if !part.is_multiple_of(denominator) {
         return Err("not a whole number of bytes".into());
     }
     bytes += part / denominator;

@@ -83,11 +83,15 @@ impl Frame {
     }
 }
 
+/// What makes a frame the same frame sent again: its sender, queue pair, opcode, PSN, and for
+/// an ACKNOWLEDGE whether it is a NAK (an ACK after a NAK of the same PSN is no repeat).
+type SendKey = (usize, Option<u32>, Option<u8>, Option<u32>, bool);
+
 /// The frames of `lines` and what became of each, in the order they were sent; and the events
 /// that could not be tied to a frame.
 fn frames(lines: &[Line]) -> (Vec<Frame>, usize) {
     let mut frames: Vec<Frame> = Vec::new();
-    let mut sent_before: HashMap<(usize, Option<u32>, Option<u8>, Option<u32>), usize> = HashMap::new();
+    let mut sent_before: HashMap<SendKey, usize> = HashMap::new();
     // Frames by (opcode, psn), for what happens to them after.
     let mut by_key: HashMap<(Option<u8>, Option<u32>), Vec<usize>> = HashMap::new();
     let mut untied = 0;
@@ -96,7 +100,7 @@ fn frames(lines: &[Line]) -> (Vec<Frame>, usize) {
         let at = line.at;
         match &p.kind {
             PacketKind::Sent => {
-                let seen = sent_before.entry((p.nic, p.qp, p.opcode, p.psn)).or_insert(0);
+                let seen = sent_before.entry((p.nic, p.qp, p.opcode, p.psn, p.nak)).or_insert(0);
                 let style = if *seen > 0 {
                     Style::Retransmission
                 } else if p.nak {

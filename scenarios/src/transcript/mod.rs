@@ -19,6 +19,7 @@
 pub mod diff;
 pub mod ladder;
 pub mod model;
+pub mod naks;
 pub mod record;
 
 use std::fmt;
