@@ -29,8 +29,9 @@ use crate::firmware::context_mem::ContextLimits;
 use crate::host_memory::{DmaBacking, Iommu, MapError};
 use crate::net::fault::FaultCounters;
 use crate::net::pcap::{PcapTap, PcapTapError};
+use crate::net::pool::FramePool;
 use crate::net::sealed::WireFrame;
-use crate::net::switch::{LinkTiming, PortId, Switch, SwitchError, SwitchStats};
+use crate::net::switch::{LinkTiming, PortId, Switch, SwitchError, SwitchStats, WireDelivery};
 use crate::roce::RoceCounters;
 
 /// How to build a [`World`].
@@ -94,17 +95,23 @@ struct Nic {
 }
 
 impl Nic {
-    /// Run the device's work due at or before `at` with its DMA view.
-    fn run(&mut self, at: Duration, events: &mut Vec<Event>) {
+    /// Run the device's work due at or before `at` with its DMA view, building frames in the
+    /// buffers of `pool`.
+    fn run(&mut self, at: Duration, events: &mut Vec<Event>, pool: &mut FramePool) {
+        std::mem::swap(pool, self.device.frame_pool());
         let view = self.iommu.view(self.device.bus_master());
         self.device.advance(at, &view);
+        std::mem::swap(pool, self.device.frame_pool());
         self.device.drain_events(events);
     }
 
-    /// Hand a frame that arrived at `at` to the device.
-    fn deliver(&mut self, at: Duration, frame: &WireFrame, events: &mut Vec<Event>) {
+    /// Hand a frame that arrived at `at` to the device, which builds what it answers in the
+    /// buffers of `pool`.
+    fn deliver(&mut self, at: Duration, frame: &WireFrame, events: &mut Vec<Event>, pool: &mut FramePool) {
+        std::mem::swap(pool, self.device.frame_pool());
         let view = self.iommu.view(self.device.bus_master());
         self.device.receive_wire_frame(at, frame, &view);
+        std::mem::swap(pool, self.device.frame_pool());
         self.device.drain_events(events);
     }
 }
@@ -129,6 +136,11 @@ pub struct World {
     /// Ports of the switch that lead out of the machine, with the frames delivered to each and
     /// not yet taken.
     external: BTreeMap<PortId, Vec<Vec<u8>>>,
+    /// Buffers of delivered frames, lent to whichever NIC runs next to build its frames in
+    /// (frames one NIC sends arrive at another, so the NICs share one pool).
+    pool: FramePool,
+    /// The list the switch's deliveries are polled into, kept from one poll to the next.
+    deliveries: Vec<WireDelivery>,
 }
 
 /// Mixed into the seed for the wire fault stage, so its draws do not follow the MAC addresses'.
@@ -213,6 +225,8 @@ impl World {
             switch,
             switch_refusals: 0,
             external: BTreeMap::new(),
+            pool: FramePool::new(),
+            deliveries: Vec::new(),
         })
     }
 
@@ -259,7 +273,7 @@ impl World {
     pub fn inject_frame(&mut self, nic: usize, frame: &[u8]) {
         let now = self.now;
         self.nic(nic);
-        self.nics[nic].deliver(now, &WireFrame::Plain(frame.to_vec()), &mut self.events);
+        self.nics[nic].deliver(now, &WireFrame::Plain(frame.to_vec()), &mut self.events, &mut self.pool);
         self.pump(nic, now);
     }
 
@@ -311,24 +325,27 @@ impl World {
 
     /// Run NIC `i`'s work due at `at` and send what it sent.
     fn run_nic(&mut self, i: usize, at: Duration) {
-        self.nics[i].run(at, &mut self.events);
+        self.nics[i].run(at, &mut self.events, &mut self.pool);
         self.pump(i, at);
     }
 
     /// Deliver every frame the switch has for `at`, each to its NIC, and send what they answer.
     fn run_switch(&mut self, at: Duration) {
-        let mut deliveries = Vec::new();
+        let mut deliveries = std::mem::take(&mut self.deliveries);
         self.switch.poll_wire_into(at, &mut deliveries);
         self.record_wire_faults();
-        for d in deliveries {
+        for d in deliveries.drain(..) {
             if let Some(out) = self.external.get_mut(&d.port) {
                 out.push(d.frame.into_vec());
                 continue;
             }
             let Some(i) = self.nics.iter().position(|n| n.port == d.port) else { continue };
-            self.nics[i].deliver(d.at, &d.frame, &mut self.events);
+            self.nics[i].deliver(d.at, &d.frame, &mut self.events, &mut self.pool);
+            // Parsed and landed: the next frame a NIC builds reuses its buffer.
+            self.pool.give(d.frame.into_vec());
             self.pump(i, d.at);
         }
+        self.deliveries = deliveries;
     }
 
     /// Number of NICs.

@@ -33,6 +33,7 @@ pub mod icrc;
 pub mod ipv4;
 pub mod opcode;
 pub mod pcap;
+pub mod pool;
 pub mod roce;
 pub mod sealed;
 pub mod source_port;

@@ -209,10 +209,12 @@ impl RoceEngine {
         let mut dma_errors = 0;
         if let Some(t) = qp.transport.as_mut() {
             let mut mem = QpMemory { keys, mem: env.mem, pd: qp.pd, inline: &qp.inline, dma_errors: 0 };
-            let mut buf = Vec::new();
+            // Frames are built in recycled buffers (each taken by the frame built in it).
+            let mut buf = self.pool.take();
             // Refused WQEs complete after everything the transport flushes for them.
             let refused: Vec<Done> = std::mem::take(done);
             while let Some(sealed) = t.poll_transmit_sealed(now, &mut mem, &mut buf) {
+                buf = self.pool.take();
                 self.counters.frames_sent += 1;
                 let bytes = sealed.bytes();
                 if self.data_path_events
@@ -230,6 +232,7 @@ impl RoceEngine {
                     self.frames.push(frame);
                 }
             }
+            self.pool.give(buf);
             dma_errors = mem.dma_errors;
             while let Some(c) = t.pop_send_completion() {
                 if !c.status.is_ok() && became_error.is_none() {

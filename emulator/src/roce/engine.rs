@@ -22,6 +22,7 @@ use tracing::warn;
 use crate::events::{EventKind, Recorder};
 use crate::firmware::state::FwState;
 use crate::host_memory::HostMemory;
+use crate::net::pool::FramePool;
 use crate::net::sealed::WireFrame;
 
 use super::caps::RCFW_LATENCY;
@@ -76,6 +77,8 @@ pub struct RoceEngine {
     pub(super) timers: BTreeSet<(Duration, u32)>,
     pub(super) qp_timer: BTreeMap<u32, Duration>,
     pub(super) frames: Vec<WireFrame>,
+    /// Buffers the transport builds frames in (see [`RoceEngine::frame_pool`]).
+    pub(super) pool: FramePool,
     /// Frames to the NIC itself, due back at a time.
     pub(super) loopback: VecDeque<(Duration, WireFrame)>,
     pub(super) irqs: Vec<u16>,
@@ -102,6 +105,7 @@ impl RoceEngine {
             timers: BTreeSet::new(),
             qp_timer: BTreeMap::new(),
             frames: Vec::new(),
+            pool: FramePool::new(),
             loopback: VecDeque::new(),
             irqs: Vec::new(),
             counters: RoceCounters::default(),
@@ -157,6 +161,14 @@ impl RoceEngine {
     /// [`crate::net::sealed`]).
     pub fn take_wire_frames(&mut self) -> Vec<WireFrame> {
         std::mem::take(&mut self.frames)
+    }
+
+    /// The buffers the engine builds frames in. The executor gives back the buffers of frames
+    /// it delivered ([`FramePool::give`]), so that the next frames are built without allocating
+    /// and zero-filling new ones; it may also lend one pool to every NIC in turn
+    /// (`std::mem::swap`), since on a segment the frames one NIC sends arrive at another.
+    pub fn frame_pool(&mut self) -> &mut FramePool {
+        &mut self.pool
     }
 
     /// MSI-X vectors raised, in order.
@@ -223,6 +235,7 @@ impl RoceEngine {
         while self.loopback.front().is_some_and(|(t, _)| *t <= now) {
             let (at, frame) = self.loopback.pop_front().expect("checked");
             self.receive_wire(at, &frame, env);
+            self.pool.give(frame.into_vec());
         }
         while let Some(&(t, qpn)) = self.timers.first() {
             if t > now {

@@ -17,11 +17,14 @@ pub struct GidEntry {
 #[derive(Debug, Clone)]
 pub struct GidTable {
     entries: Vec<Option<GidEntry>>,
+    /// One past the highest index in use: lookups (one or two a frame) stop there instead of
+    /// scanning all [`MAX_GID`] slots.
+    end: usize,
 }
 
 impl Default for GidTable {
     fn default() -> GidTable {
-        GidTable { entries: vec![None; MAX_GID as usize] }
+        GidTable { entries: vec![None; MAX_GID as usize], end: 0 }
     }
 }
 
@@ -30,6 +33,7 @@ impl GidTable {
     pub fn add(&mut self, entry: GidEntry) -> Option<u16> {
         let i = self.entries.iter().position(Option::is_none)?;
         self.entries[i] = Some(entry);
+        self.end = self.end.max(i + 1);
         Some(i as u16)
     }
 
@@ -49,6 +53,9 @@ impl GidTable {
         match self.entries.get_mut(usize::from(index)) {
             Some(slot @ Some(_)) => {
                 *slot = None;
+                while self.end > 0 && self.entries[self.end - 1].is_none() {
+                    self.end -= 1;
+                }
                 true
             }
             _ => false,
@@ -62,21 +69,53 @@ impl GidTable {
 
     /// Whether any entry carries `gid`.
     pub fn contains_gid(&self, gid: &[u8; 16]) -> bool {
-        self.entries.iter().flatten().any(|e| &e.gid == gid)
+        self.in_use().any(|e| &e.gid == gid)
     }
 
     /// Whether an entry carries `mac`.
     pub fn has_mac(&self, mac: &[u8; 6]) -> bool {
-        self.entries.iter().flatten().any(|e| &e.mac == mac)
+        self.in_use().any(|e| &e.mac == mac)
+    }
+
+    /// The entries in use, by index.
+    fn in_use(&self) -> impl Iterator<Item = &GidEntry> {
+        self.entries[..self.end].iter().flatten()
     }
 
     /// Entries in use.
     pub fn len(&self) -> usize {
-        self.entries.iter().flatten().count()
+        self.in_use().count()
     }
 
     /// Whether no entry is in use.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(n: u8) -> GidEntry {
+        GidEntry { gid: [n; 16], mac: [2, 0, 0, 0, 0, n] }
+    }
+
+    #[test]
+    fn lookups_see_every_entry_in_use_and_none_deleted() {
+        let mut t = GidTable::default();
+        assert_eq!((t.add(entry(1)), t.add(entry(2)), t.add(entry(3))), (Some(0), Some(1), Some(2)));
+        assert!(t.delete(2) && t.delete(1));
+        assert!(!t.has_mac(&entry(3).mac) && !t.contains_gid(&entry(2).gid));
+        assert!(t.has_mac(&entry(1).mac) && t.len() == 1);
+        // The freed slots are taken again, and an entry far up the table is found.
+        for n in 4..(MAX_GID as u8 + 3) {
+            assert!(t.add(entry(n)).is_some());
+        }
+        assert_eq!(t.add(entry(0)), None, "the table is full");
+        assert!(t.contains_gid(&entry(MAX_GID as u8 + 2).gid) && t.len() == MAX_GID as usize);
+        assert!(t.delete(0));
+        assert!(!t.has_mac(&entry(1).mac) && t.has_mac(&entry(MAX_GID as u8 + 2).mac));
+        assert!(t.modify(5, entry(200)) && t.has_mac(&entry(200).mac));
     }
 }
