@@ -226,9 +226,16 @@ impl Device {
 
     /// As [`Device::take_frames`], with the frames the transport built still sealed.
     pub fn take_wire_frames(&mut self) -> Vec<WireFrame> {
-        let mut frames: Vec<WireFrame> = self.l2.take_frames().into_iter().map(WireFrame::Plain).collect();
-        frames.extend(self.roce.take_wire_frames());
+        let mut frames = Vec::new();
+        self.drain_wire_frames(&mut frames);
         frames
+    }
+
+    /// Move the frames [`Device::take_wire_frames`] would return to the end of `out`, in the same
+    /// order (the executor keeps one list for every call).
+    pub fn drain_wire_frames(&mut self, out: &mut Vec<WireFrame>) {
+        out.extend(self.l2.take_frames().into_iter().map(WireFrame::Plain));
+        self.roce.drain_wire_frames(out);
     }
 
     /// The buffers the device builds frames in: the executor gives delivered frames' buffers

@@ -5,6 +5,7 @@
 //! [`HostMemory`], which checks that the whole access falls inside one mapping; anything else is
 //! refused with a [`DmaError`] and never touches memory.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -176,29 +177,76 @@ impl Iommu {
         self.maps.is_empty()
     }
 
-    /// Pointer to `len` bytes at `addr` if one mapping covers them all.
-    fn locate(&self, addr: u64, len: usize) -> Option<*mut u8> {
+    /// The mapping that holds `addr`, if any, as a [`Span`].
+    fn span_at(&self, addr: u64) -> Option<Span> {
         let (&start, m) = self.maps.range(..=addr).next_back()?;
-        let end = addr.checked_add(len as u64)?;
-        if end > start + m.len {
-            return None;
-        }
-        let within = m.offset + (addr - start) as usize;
-        // SAFETY: `within + len <= m.offset + m.len <= backing.len()` (checked at map time and
-        // above), so the pointer stays inside the backing's allocation.
-        Some(unsafe { m.backing.as_ptr().add(within) })
+        // Inside the backing's allocation: `m.offset + m.len <= backing.len()` (checked at map
+        // time).
+        Some(Span { start, end: start + m.len, base: m.backing.as_ptr().wrapping_add(m.offset) })
     }
 
     /// A view of this address space that refuses every access when `bus_master` is false.
     pub fn view(&self, bus_master: bool) -> IommuView<'_> {
-        IommuView { iommu: self, bus_master }
+        IommuView { iommu: self, bus_master, recent: Default::default(), next: Cell::new(0) }
     }
 }
 
+/// Where one mapping's bus addresses `start..end` are in host memory (`base` is `start`'s byte).
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: u64,
+    end: u64,
+    base: *mut u8,
+}
+
+impl Default for Span {
+    /// A span no access falls in.
+    fn default() -> Span {
+        Span { start: 1, end: 0, base: std::ptr::null_mut() }
+    }
+}
+
+impl Span {
+    /// Pointer to `len` bytes at `addr` if they all lie in the span.
+    fn locate(&self, addr: u64, len: usize) -> Option<*mut u8> {
+        let end = addr.checked_add(len as u64)?;
+        if addr < self.start || end > self.end {
+            return None;
+        }
+        // `start <= addr` and `addr + len <= end`: the pointer and the `len` bytes after it lie
+        // inside the mapping `base` points into (see `Iommu::span_at`).
+        Some(self.base.wrapping_add((addr - self.start) as usize))
+    }
+}
+
+/// How many recently used mappings a view remembers.
+const RECENT_SPANS: usize = 4;
+
 /// [`HostMemory`] over an [`Iommu`], gated by the function's bus-master enable.
+///
+/// A view remembers the last few mappings it reached (a device touches a handful at a time: a
+/// ring, a region, a completion queue), so most accesses skip the look-up in the address
+/// space's map. The view borrows the [`Iommu`], so no mapping can change while it lives.
 pub struct IommuView<'a> {
     iommu: &'a Iommu,
     bus_master: bool,
+    recent: [Cell<Span>; RECENT_SPANS],
+    next: Cell<usize>,
+}
+
+impl IommuView<'_> {
+    /// Pointer to `len` bytes at `addr` if one mapping covers them all.
+    fn locate(&self, addr: u64, len: usize) -> Option<*mut u8> {
+        if let Some(p) = self.recent.iter().find_map(|s| s.get().locate(addr, len)) {
+            return Some(p);
+        }
+        let span = self.iommu.span_at(addr)?;
+        let p = span.locate(addr, len)?;
+        let slot = self.next.get();
+        self.recent[slot].set(span);
+        self.next.set((slot + 1) % RECENT_SPANS);
+        Some(p)
+    }
 }
 
 impl HostMemory for IommuView<'_> {
@@ -206,7 +254,7 @@ impl HostMemory for IommuView<'_> {
         if !self.bus_master {
             return Err(DmaError::BusMasterOff { kind: "read", addr, len: out.len() });
         }
-        let src = self.iommu.locate(addr, out.len()).ok_or(DmaError::Unmapped { kind: "read", addr, len: out.len() })?;
+        let src = self.locate(addr, out.len()).ok_or(DmaError::Unmapped { kind: "read", addr, len: out.len() })?;
         // SAFETY: `locate` checked that `out.len()` bytes at `src` lie inside one mapping, whose
         // backing (`DmaBacking` contract) is valid and referenced by no Rust reference; `out` is
         // the model's own buffer, so the two do not overlap.
@@ -220,14 +268,14 @@ impl HostMemory for IommuView<'_> {
             return Err(DmaError::BusMasterOff { kind: "read", addr, len: err_len });
         }
         let len = usize::try_from(len).map_err(|_| DmaError::Unmapped { kind: "read", addr, len: err_len })?;
-        self.iommu.locate(addr, len).map(|_| ()).ok_or(DmaError::Unmapped { kind: "read", addr, len })
+        self.locate(addr, len).map(|_| ()).ok_or(DmaError::Unmapped { kind: "read", addr, len })
     }
 
     fn write(&self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
         if !self.bus_master {
             return Err(DmaError::BusMasterOff { kind: "write", addr, len: data.len() });
         }
-        let dst = self.iommu.locate(addr, data.len()).ok_or(DmaError::Unmapped { kind: "write", addr, len: data.len() })?;
+        let dst = self.locate(addr, data.len()).ok_or(DmaError::Unmapped { kind: "write", addr, len: data.len() })?;
         // SAFETY: as in `read`, with source and destination swapped.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
         Ok(())
@@ -294,6 +342,40 @@ mod tests {
         assert!(matches!(view.read(0x10_1ffe, &mut out), Err(DmaError::Unmapped { .. })));
         assert!(matches!(view.write(0x0f_fffe, &[0; 4]), Err(DmaError::Unmapped { .. })));
         assert!(matches!(iommu.view(false).read(0x10_0000, &mut out), Err(DmaError::BusMasterOff { .. })));
+    }
+
+    #[test]
+    fn a_view_that_remembers_mappings_still_refuses_what_no_single_mapping_covers() {
+        let mut iommu = Iommu::new();
+        let mem = Arc::new(HeapBacking::new(6 * 4096));
+        // Six adjacent one-page mappings of one backing, at bus addresses in order but each
+        // page of host memory in reverse, so a cached span that reached past its mapping would
+        // land on the wrong bytes.
+        for i in 0..6u64 {
+            iommu.map(0x10_0000 + i * 4096, mem.clone(), (5 - i as usize) * 4096, 4096).unwrap();
+        }
+        let view = iommu.view(true);
+        for round in 0..3 {
+            for i in 0..6u64 {
+                let at = 0x10_0000 + i * 4096 + 8;
+                view.write(at, &[i as u8 + round; 8]).unwrap();
+                let mut out = [0u8; 8];
+                view.read(at, &mut out).unwrap();
+                assert_eq!(out, [i as u8 + round; 8]);
+                // The last 4 bytes of page i and the first 4 of page i + 1: two mappings.
+                let across = 0x10_0000 + i * 4096 + 4092;
+                assert!(matches!(view.read(across, &mut out), Err(DmaError::Unmapped { .. })));
+                assert!(matches!(view.write(across, &[0; 8]), Err(DmaError::Unmapped { .. })));
+            }
+        }
+        assert!(matches!(view.read(0x10_0000 + 6 * 4096, &mut [0u8; 1]), Err(DmaError::Unmapped { .. })));
+        drop(view);
+        let mut page = [0u8; 8];
+        let bytes = iommu.view(true);
+        for i in 0..6u64 {
+            bytes.read(0x10_0000 + i * 4096 + 8, &mut page).unwrap();
+            assert_eq!(page, [i as u8 + 2; 8], "page {i}");
+        }
     }
 
     #[test]

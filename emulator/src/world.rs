@@ -141,6 +141,8 @@ pub struct World {
     pool: FramePool,
     /// The list the switch's deliveries are polled into, kept from one poll to the next.
     deliveries: Vec<WireDelivery>,
+    /// The list a NIC's frames are taken into on their way to the switch, kept likewise.
+    outbox: Vec<WireFrame>,
 }
 
 /// Mixed into the seed for the wire fault stage, so its draws do not follow the MAC addresses'.
@@ -227,6 +229,7 @@ impl World {
             external: BTreeMap::new(),
             pool: FramePool::new(),
             deliveries: Vec::new(),
+            outbox: Vec::new(),
         })
     }
 
@@ -303,7 +306,9 @@ impl World {
     /// Move the frames NIC `i` sent into the switch at `at`, and record wire faults.
     fn pump(&mut self, i: usize, at: Duration) {
         let port = self.nics[i].port;
-        for frame in self.nics[i].device.take_wire_frames() {
+        let mut outbox = std::mem::take(&mut self.outbox);
+        self.nics[i].device.drain_wire_frames(&mut outbox);
+        for frame in outbox.drain(..) {
             let sent = match frame {
                 WireFrame::Sealed(s) => self.switch.send_sealed(at, port, s),
                 WireFrame::Plain(v) => self.switch.send(at, port, v),
@@ -313,6 +318,7 @@ impl World {
                 tracing::warn!(nic = i, %e, "frame refused by the switch");
             }
         }
+        self.outbox = outbox;
         self.record_wire_faults();
     }
 

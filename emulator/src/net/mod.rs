@@ -39,6 +39,7 @@ pub mod sealed;
 pub mod source_port;
 pub mod stream;
 pub mod switch;
+pub mod time_queue;
 pub mod udp;
 
 pub use error::{DropCounters, DropReason, Layer, WireError};

@@ -16,8 +16,7 @@
 //! ([`Switch::poll_wire_into`]) only while the fault stage is transparent; see
 //! [`sealed`](super::sealed).
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 use std::fmt;
 use std::time::Duration;
 
@@ -26,6 +25,7 @@ use super::ethernet::{self, EthernetFrame};
 use super::fault::{FaultCounters, FaultEvent, FaultStage, Passed};
 use super::pcap::PcapTap;
 use super::sealed::{SealedFrame, WireFrame};
+use super::time_queue::{Keyed, TimeQueue};
 
 /// A port of a switch. Ids are never reused within a switch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -133,23 +133,9 @@ struct Pending {
     frame: WireFrame,
 }
 
-impl PartialEq for Pending {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at, self.seq) == (other.at, other.seq)
-    }
-}
-
-impl Eq for Pending {}
-
-impl PartialOrd for Pending {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Pending {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.at, self.seq).cmp(&(other.at, other.seq))
+impl Keyed for Pending {
+    fn key(&self) -> (Duration, u64) {
+        (self.at, self.seq)
     }
 }
 
@@ -174,7 +160,7 @@ pub struct Switch {
     macs: HashMap<MacAddr, PortId>,
     /// Counts changes to `macs` (what the ports' lookup caches are checked against).
     macs_version: u64,
-    queue: BinaryHeap<Reverse<Pending>>,
+    queue: TimeQueue<Pending>,
     seq: u64,
     faults: FaultStage,
     passed: Vec<Passed>,
@@ -190,7 +176,7 @@ impl Switch {
             ports: Vec::new(),
             macs: HashMap::new(),
             macs_version: 0,
-            queue: BinaryHeap::new(),
+            queue: TimeQueue::new(),
             seq: 0,
             faults: FaultStage::none(),
             passed: Vec::new(),
@@ -316,7 +302,7 @@ impl Switch {
 
     /// When the next frame arrives (or a held frame is released), if anything is in flight.
     pub fn next_deadline(&self) -> Option<Duration> {
-        let queued = self.queue.peek().map(|Reverse(p)| p.at);
+        let queued = self.queue.peek().map(|p| p.at);
         match (queued, self.faults.next_release()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -347,8 +333,8 @@ impl Switch {
     /// Hand every frame due by `now` whose port still exists to `deliver`, in arrival order.
     fn drain_due(&mut self, now: Duration, mut deliver: impl FnMut(Pending)) {
         self.release_held(now);
-        while self.queue.peek().is_some_and(|Reverse(p)| p.at <= now) {
-            let Some(Reverse(p)) = self.queue.pop() else { break };
+        while self.queue.peek().is_some_and(|p| p.at <= now) {
+            let Some(p) = self.queue.pop() else { break };
             if self.has_port(p.port) {
                 self.stats.delivered += 1;
                 deliver(p);
@@ -442,7 +428,7 @@ impl Switch {
         let done = (at + latency).max(port.free_at) + ser;
         port.free_at = done;
         self.seq += 1;
-        self.queue.push(Reverse(Pending { at: done + extra_delay, seq: self.seq, port: to, frame }));
+        self.queue.push(Pending { at: done + extra_delay, seq: self.seq, port: to, frame });
     }
 }
 

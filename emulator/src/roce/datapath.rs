@@ -85,8 +85,7 @@ impl RoceEngine {
             self.counters.wqes += 1;
             match read_rq_wqe(&qp.rq.mem, env.mem, index, qp.rq.stride_slots, qp.rq.max_sge) {
                 Ok(w) => {
-                    let sges = w.sges.iter().map(|&(addr, lkey, len)| Sge { addr, lkey, len }).collect();
-                    let wqe = RecvWqe { id: u64::from(w.wr_id), sges };
+                    let wqe = RecvWqe { id: u64::from(w.wr_id), sges: w.sges };
                     match qp.transport.as_mut() {
                         Some(t) => t.post_recv(wqe),
                         None if qp.state == QpState::Err => done.push(Done::Recv(flushed_recv(wqe.id))),
@@ -143,7 +142,7 @@ impl RoceEngine {
                     let step = if qp.sq.variable { owned } else { 1 };
                     qp.sq.taken = qp.sq.taken.advance(step, qp.sq.size);
                     qp.sq.wqes += 1;
-                    qp.in_flight.insert(seq, (slot, owned));
+                    qp.in_flight.push_back((seq, (slot, owned)));
                     if let Some(m) = check_msn(qp, env, &w, slot) {
                         self.counters.msn_mismatches += 1;
                         let msg = format!("QP {qpn}: MSN table entry disagrees with WQE {seq}: {m}");
@@ -151,7 +150,7 @@ impl RoceEngine {
                             tracing::warn!("{msg}");
                         }
                     }
-                    let wqe = send_wqe(seq, &w, force, &mut qp.inline);
+                    let wqe = send_wqe(seq, w, force, &mut qp.inline);
                     match qp.transport.as_mut() {
                         Some(t) => t.post_send(wqe),
                         None => done.push(Done::Send(SendCompletion {
@@ -172,7 +171,7 @@ impl RoceEngine {
                             let step = if qp.sq.variable { n } else { 1 };
                             qp.sq.taken = qp.sq.taken.advance(step, qp.sq.size);
                             qp.sq.wqes += 1;
-                            qp.in_flight.insert(seq, (slot, n));
+                            qp.in_flight.push_back((seq, (slot, n)));
                             if let Some(t) = qp.transport.as_mut() {
                                 t.set_error();
                             }
@@ -184,7 +183,7 @@ impl RoceEngine {
                             if let Some(t) = qp.transport.as_mut() {
                                 t.set_error();
                             }
-                            qp.in_flight.insert(seq, (slot, 0));
+                            qp.in_flight.push_back((seq, (slot, 0)));
                             qp.sq.wqes += 1;
                             done.push(Done::Refused { send: true, id: seq });
                         }
@@ -459,7 +458,7 @@ fn check_msn(qp: &mut Qp, env: &Env<'_>, w: &SqWqe, slot: u32) -> Option<String>
 }
 
 /// The transport's view of a send WQE numbered `seq`.
-fn send_wqe(seq: u64, w: &SqWqe, force: bool, inline: &mut std::collections::BTreeMap<u64, Vec<u8>>) -> SendWqe {
+fn send_wqe(seq: u64, w: SqWqe, force: bool, inline: &mut std::collections::BTreeMap<u64, Vec<u8>>) -> SendWqe {
     let op = match w.wqe_type {
         SqBase::WQE_TYPE_SEND => SendOp::Send { imm: None },
         SqBase::WQE_TYPE_SEND_W_IMMEAD => SendOp::Send { imm: Some(w.imm) },
@@ -467,23 +466,27 @@ fn send_wqe(seq: u64, w: &SqWqe, force: bool, inline: &mut std::collections::BTr
         SqBase::WQE_TYPE_WRITE_W_IMMEAD => SendOp::RdmaWrite { va: w.remote_va, rkey: w.remote_key, imm: Some(w.imm) },
         _ => SendOp::RdmaRead { va: w.remote_va, rkey: w.remote_key },
     };
-    let sges = match &w.inline {
+    let (signaled, solicited) = (w.signaled() || force, w.solicited());
+    let sges = match w.inline {
         Some(data) => {
-            inline.insert(seq, data.clone());
-            vec![Sge { addr: seq, lkey: INLINE_LKEY, len: data.len() as u32 }]
+            let sge = Sge { addr: seq, lkey: INLINE_LKEY, len: data.len() as u32 };
+            inline.insert(seq, data);
+            vec![sge]
         }
-        None => w.sges.iter().map(|&(addr, lkey, len)| Sge { addr, lkey, len }).collect(),
+        None => w.sges,
     };
-    SendWqe { id: seq, op, sges, length: w.length, signaled: w.signaled() || force, solicited: w.solicited() }
+    SendWqe { id: seq, op, sges, length: w.length, signaled, solicited }
 }
 
 /// A requester CQE for WQE `seq` with `status`; forgets what the WQEs up to it held.
 fn req_cqe(qp: &mut Qp, seq: u64, status: u8) -> ([u8; CQE_BYTES], u8) {
-    let start = qp.in_flight.get(&seq).map_or(0, |&(s, _)| s);
-    let keep = qp.in_flight.split_off(&(seq + 1));
-    qp.in_flight = keep;
-    let keep = qp.inline.split_off(&(seq + 1));
-    qp.inline = keep;
+    let start = qp.in_flight.binary_search_by_key(&seq, |&(n, _)| n).map_or(0, |i| qp.in_flight[i].1.0);
+    while qp.in_flight.front().is_some_and(|&(n, _)| n <= seq) {
+        qp.in_flight.pop_front();
+    }
+    while qp.inline.first_key_value().is_some_and(|(&n, _)| n <= seq) {
+        qp.inline.pop_first();
+    }
     let size = u64::from(qp.sq.size);
     let cons = if status != ReqStatus::Ok.code() && qp.sq.variable { u64::from(start) } else { (seq + 1) % size };
     let mut c = CqReq::new_zeroed();

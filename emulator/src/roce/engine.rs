@@ -171,6 +171,11 @@ impl RoceEngine {
         &mut self.pool
     }
 
+    /// Move the frames [`RoceEngine::take_wire_frames`] would return to the end of `out`.
+    pub fn drain_wire_frames(&mut self, out: &mut Vec<WireFrame>) {
+        out.append(&mut self.frames);
+    }
+
     /// MSI-X vectors raised, in order.
     pub fn take_interrupts(&mut self) -> Vec<u16> {
         std::mem::take(&mut self.irqs)

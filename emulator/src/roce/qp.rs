@@ -189,8 +189,9 @@ pub struct Qp {
     pub early_recvs: VecDeque<RecvWqe>,
     /// Inline payloads by WQE number, kept until the WQE completes.
     pub inline: BTreeMap<u64, Vec<u8>>,
-    /// WQEs handed to the transport and not completed: number → (start slot, slots).
-    pub in_flight: BTreeMap<u64, (u32, u32)>,
+    /// WQEs handed to the transport and not completed, in number order: (number, (start slot,
+    /// slots)).
+    pub in_flight: VecDeque<(u64, (u32, u32))>,
 }
 
 /// Transitions MODIFY_QP takes for an RC QP, with the attributes each requires (IBA Vol 1

@@ -19,6 +19,7 @@ use bnxt_hsi::roce::layouts::{RqWqeHdr, SqBase, SqSendHdr, SqSge};
 use zerocopy::FromBytes;
 
 use crate::host_memory::HostMemory;
+use crate::roce::transport::Sge;
 
 use super::pages::PageList;
 
@@ -44,8 +45,8 @@ pub struct SqWqe {
     pub remote_va: u64,
     /// RDMA: remote key.
     pub remote_key: u32,
-    /// The SGEs: (va, lkey, size).
-    pub sges: Vec<(u64, u32, u32)>,
+    /// The SGEs (va, lkey, size), as the transport takes them.
+    pub sges: Vec<Sge>,
     /// Inline data (when `flags` has INLINE).
     pub inline: Option<Vec<u8>>,
 }
@@ -67,8 +68,8 @@ impl SqWqe {
 pub struct RqWqe {
     /// `wr_id[0]` bits 19:0, returned in the CQE.
     pub wr_id: u32,
-    /// The SGEs: (va, lkey, size).
-    pub sges: Vec<(u64, u32, u32)>,
+    /// The SGEs (va, lkey, size), as the transport takes them.
+    pub sges: Vec<Sge>,
 }
 
 /// Why a WQE cannot be carried out.
@@ -121,12 +122,12 @@ fn read_slots(ring: &PageList, mem: &dyn HostMemory, depth: u32, slot: u32, n: u
     Ok(out)
 }
 
-fn sges_of(bytes: &[u8]) -> Vec<(u64, u32, u32)> {
+fn sges_of(bytes: &[u8]) -> Vec<Sge> {
     bytes
         .chunks_exact(SLOT_BYTES as usize)
         .map(|c| {
             let s = SqSge::read_from_bytes(c).expect("16-byte SGE");
-            (s.va_or_pa.get(), s.l_key.get(), s.size.get())
+            Sge { addr: s.va_or_pa.get(), lkey: s.l_key.get(), len: s.size.get() }
         })
         .collect()
 }
