@@ -3,20 +3,26 @@
 # (TCG) with one or two `vfio-user-pci` devices, each served by its own `bnxt-model serve` process,
 # and checks what the guest's /init reports: every 14e4:1760 function bound to bnxt_en, a netdev per
 # function carrying the model's MAC, no probe error or kernel warning, the link up after
-# `ip link set up`; how far bnxt_re got is recorded, not required.
+# `ip link set up`, and (with two NICs) frames exchanged between the two netdevs across a virtual
+# Ethernet segment (a `bnxt-model segment` hub both model processes join); how far bnxt_re got is
+# recorded, not required. Ends with a summary per kernel and exits non-zero if any kernel failed.
 #
-# usage: ci/guest-test.sh [--no-model] [--nics N] [--kernels "trixie sid"] [--no-link] [--ib]
-#                         [--out DIR] [--record-fixtures]
+# usage: ci/guest-test.sh [--no-model] [--nics N] [--kernels "trixie sid"] [--no-link] [--no-traffic]
+#                         [--ib] [--out DIR] [--record-fixtures]
 #   --no-model         boot without any device: checks the tooling (bnxt_en loads, finds no function)
 #   --nics N           model processes / vfio-user devices per guest (1 or 2, default 2)
 #   --kernels LIST     which guest kernels (default: trixie sid)
 #   --no-link          do not require the link to come up
+#   --no-traffic       with two NICs: no shared segment and no ARP exchange between them
 #   --ib               require bnxt_re to register an InfiniBand device per function
 #   --out DIR          where consoles, model logs and results go (default <repo>/out/guest)
-#   --record-fixtures  copy each kernel's HWRM request log to fixtures/guest/<kernel suite>/
+#   --record-fixtures  copy each kernel's HWRM request logs, the requests answered CMD_NOT_SUPPORTED
+#                      and bnxt_re's kernel messages to fixtures/guest/<kernel suite>/
 # Env: BNXT_VM_CACHE (see ci/fetch-vm.sh); BNXT_MODEL (the model binary; default: built with
 #      `cargo build --release -p bnxt-model` as target/release/bnxt-model); BNXT_MODEL_ARGS (more
-#      words for every `serve`); TIMEOUT (s per guest, default 300); VFIO_USER_MSG_TIMEOUT (ms).
+#      words for every `serve`); TIMEOUT (s per guest, default 300); VFIO_USER_MSG_TIMEOUT (ms);
+#      RE_WAIT (s the guest gives `modprobe bnxt_re`, default 20: enough for bnxt_re to register its
+#      first device; what it does after that is reported as far as it got); APPEND (more kernel words).
 #
 # The model command line this script relies on (crate bnxt-model):
 #
@@ -34,13 +40,14 @@ set -euo pipefail
 . "$(dirname "$0")/guest/lib.sh"
 G=$BNXT_REPO/ci/guest
 
-no_model=0 nics=2 kernels="${BNXT_GUEST_SUITES[*]}" link=1 ib=0 record=0 out=$BNXT_REPO/out/guest
+no_model=0 nics=2 kernels="${BNXT_GUEST_SUITES[*]}" link=1 traffic=1 ib=0 record=0 out=$BNXT_REPO/out/guest
 while [ $# -gt 0 ]; do
   case $1 in
     --no-model) no_model=1 ;;
     --nics) nics=$2; shift ;;
     --kernels) kernels=$2; shift ;;
     --no-link) link=0 ;;
+    --no-traffic) traffic=0 ;;
     --ib) ib=1 ;;
     --out) out=$2; shift ;;
     --record-fixtures) record=1 ;;
@@ -49,6 +56,8 @@ while [ $# -gt 0 ]; do
   shift
 done
 case $nics in 1|2) ;; *) die "--nics must be 1 or 2" ;; esac
+[ "$nics" = 2 ] && [ $no_model = 0 ] && [ $link = 1 ] || traffic=0
+started=$(date +%s)
 mkdir -p "$out"; out=$(cd "$out" && pwd)
 
 bash "$BNXT_REPO/ci/fetch-vm.sh"
@@ -79,48 +88,119 @@ stop_models() {
 }
 trap stop_models EXIT
 
-# start_models DIR: one `bnxt-model serve` per NIC, sockets DIR/nicI.sock; leaves their paths in SOCKS.
+# wait_socket PID SOCK LOG WHAT: wait up to 30 s for SOCK to appear while PID runs.
+wait_socket() {
+  local pid=$1 sock=$2 log=$3 what=$4
+  for _ in $(seq 300); do [ -S "$sock" ] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  [ -S "$sock" ] || { tail -20 "$log" >&2; die "$what did not create $sock"; }
+}
+
+# start_models DIR: one `bnxt-model serve` per NIC, sockets DIR/nicI.sock (with traffic, all joined
+# to a `bnxt-model segment` hub at DIR/segment.sock, recorded in DIR/segment.pcap); leaves the
+# sockets' paths in SOCKS.
 start_models() {
-  local dir=$1 i sock
+  local dir=$1 i sock seg=()
   SOCKS=()
+  if [ $traffic = 1 ]; then
+    rm -f "$dir/segment.sock"
+    "$model" segment --socket "$dir/segment.sock" --pcap "$dir/segment.pcap" > "$dir/segment.log" 2>&1 &
+    pids+=($!)
+    wait_socket $! "$dir/segment.sock" "$dir/segment.log" "bnxt-model segment"
+    seg=(--segment "$dir/segment.sock")
+  fi
   for i in $(seq "$nics"); do
     sock=$dir/nic$i.sock; rm -f "$sock"
     # shellcheck disable=SC2086  # BNXT_MODEL_ARGS is a list of words on purpose
-    "$model" serve --socket "$sock" --mac "$(mac_of "$i")" --hwrm-log "$dir/hwrm-nic$i.log" \
+    "$model" serve --socket "$sock" --mac "$(mac_of "$i")" --hwrm-log "$dir/hwrm-nic$i.log" "${seg[@]}" \
       ${BNXT_MODEL_ARGS:-} > "$dir/model-nic$i.log" 2>&1 &
     pids+=($!)
-    for _ in $(seq 300); do [ -S "$sock" ] && break; kill -0 $! 2>/dev/null || break; sleep 0.1; done
-    [ -S "$sock" ] || { tail -20 "$dir/model-nic$i.log" >&2; die "bnxt-model serve for nic$i did not create $sock"; }
+    wait_socket $! "$sock" "$dir/model-nic$i.log" "bnxt-model serve for nic$i"
     SOCKS+=("$sock")
   done
 }
 
-status=0
-for suite in $kernels; do
-  dir=$out/$suite; mkdir -p "$dir"
+# record_fixtures SUITE DIR: the HWRM logs, the requests answered CMD_NOT_SUPPORTED (with counts) and
+# bnxt_re's kernel messages, into fixtures/guest/SUITE/.
+record_fixtures() {
+  local suite=$1 dir=$2 fx=$BNXT_REPO/fixtures/guest/$1 i
+  mkdir -p "$fx"
+  for i in $(seq "$nics"); do cp "$dir/hwrm-nic$i.log" "$fx/hwrm-nic$i.log"; done
+  basename "$(kernel_paths "$suite" | cut -d' ' -f2)" > "$fx/kernel-version.txt"
+  for i in $(seq "$nics"); do
+    awk '$5 == "CMD_NOT_SUPPORTED" { n[$2 " " $3]++ } END { for (k in n) print k, n[k] }' "$dir/hwrm-nic$i.log" \
+      | sort | sed "s/^/nic$i /"
+  done > "$fx/unsupported.txt"
+  grep -E 'BNXT-SUMMARY (dmesg .*(bnxt_re|QPLIB|infiniband)|ib |ib_devices |modprobe module=bnxt_re)' \
+    "$dir/console.log" | sed 's/^.*BNXT-SUMMARY //' > "$fx/bnxt_re.txt" || true
+  echo "guest-test $suite: logs recorded in $fx"
+}
+
+# run_suite SUITE: one guest of SUITE's kernel against fresh model processes; its report goes to
+# OUT/SUITE/report.txt and its one-line result to OUT/SUITE/result.txt; exit status 0 on PASS.
+run_suite() {
+  local suite=$1 dir=$out/$1 expect=0 macs=() checks words guest_rc=0 t0 secs verdict unsupported kver i
+  mkdir -p "$dir"
+  pids=()
+  trap stop_models EXIT
+  trap 'stop_models; exit 143' TERM INT
   bash "$G/mkinitramfs.sh" "$suite" "$dir/initramfs.cpio.gz"
-  SOCKS=(); expect=0; macs=()
+  SOCKS=()
   if [ $no_model = 0 ]; then
     start_models "$dir"; expect=$nics
     for i in $(seq "$nics"); do macs+=(--mac "$(mac_of "$i")"); done
   fi
   checks=(--functions "$expect" "${macs[@]}" --json "$dir/result.json")
   [ $no_model = 0 ] && [ $link = 1 ] && checks+=(--link)
+  [ $traffic = 1 ] && checks+=(--traffic)
   [ $ib = 1 ] && checks+=(--ib)
-  guest_rc=0
-  bash "$G/run-guest.sh" "$suite" "$dir/initramfs.cpio.gz" "$dir/console.log" "${SOCKS[@]}" || guest_rc=$?
+  words="bnxt.re_wait=${RE_WAIT:-20}"
+  [ $traffic = 1 ] && words="$words bnxt.traffic=1"
+  t0=$(date +%s)
+  APPEND="$words ${APPEND:-}" bash "$G/run-guest.sh" "$suite" "$dir/initramfs.cpio.gz" "$dir/console.log" \
+    "${SOCKS[@]}" || guest_rc=$?
   stop_models
+  secs=$(( $(date +%s) - t0 ))
   if python3 "$G/check-summary.py" "$dir/console.log" "${checks[@]}" && [ $guest_rc = 0 ]; then
-    echo "guest-test $suite: PASS"
+    echo "guest-test $suite: PASS"; verdict=PASS
   else
     echo "guest-test $suite: FAIL (guest exit $guest_rc; console $dir/console.log), its last lines:"
-    tail -15 "$dir/console.log" | sed 's/^/  > /'; status=1
+    tail -15 "$dir/console.log" | sed 's/^/  > /'; verdict=FAIL
   fi
-  if [ $no_model = 0 ] && [ $record = 1 ]; then
-    fx=$BNXT_REPO/fixtures/guest/$suite; mkdir -p "$fx"
-    for i in $(seq "$nics"); do cp "$dir/hwrm-nic$i.log" "$fx/hwrm-nic$i.log"; done
-    basename "$(kernel_paths "$suite" | cut -d' ' -f2)" > "$fx/kernel-version.txt"
-    echo "guest-test $suite: HWRM logs recorded in $fx"
+  unsupported=-
+  if [ $no_model = 0 ]; then
+    unsupported=$(awk '$5 == "CMD_NOT_SUPPORTED" { print $2 }' "$dir"/hwrm-nic*.log | sort -u | paste -sd, -)
+    [ -n "$unsupported" ] || unsupported=none
+  fi
+  kver=$(grep -o 'BNXT-SUMMARY begin kernel=[^ ]*' "$dir/console.log" | head -1 | cut -d= -f2)
+  printf '%-7s %-4s %-22s %4ss  CMD_NOT_SUPPORTED: %s\n' "$suite" "$verdict" "${kver:-?}" "$secs" "$unsupported" \
+    > "$dir/result.txt"
+  [ $no_model = 0 ] && [ $record = 1 ] && record_fixtures "$suite" "$dir"
+  [ $verdict = PASS ]
+}
+
+# The kernels' guests run side by side (most of a guest's time is spent waiting on its model and
+# bnxt_re), each in its own subshell with its own model processes; SERIAL=1 runs them one by one.
+status=0 jobs_=()
+for suite in $kernels; do
+  mkdir -p "$out/$suite"; rm -f "$out/$suite/result.txt"
+  if [ "${SERIAL:-0}" = 1 ]; then
+    run_suite "$suite" > "$out/$suite/report.txt" 2>&1 || status=1
+    cat "$out/$suite/report.txt"
+  else
+    run_suite "$suite" > "$out/$suite/report.txt" 2>&1 &
+    jobs_+=("$suite:$!")
   fi
 done
+trap 'for j in "${jobs_[@]}"; do kill -TERM "${j#*:}" 2>/dev/null || true; done' EXIT
+for j in "${jobs_[@]}"; do
+  wait "${j#*:}" || status=1
+  cat "$out/${j%%:*}/report.txt"
+done
+trap - EXIT
+echo "== guest-test summary ($(( $(date +%s) - started )) s in all; details in $out)"
+for suite in $kernels; do
+  if [ -f "$out/$suite/result.txt" ]; then sed 's/^/  /' "$out/$suite/result.txt"
+  else echo "  $suite: no result (the run stopped early; see $out/$suite/report.txt)"; status=1; fi
+done
+[ $status = 0 ] && echo "guest-test: PASS" || echo "guest-test: FAIL"
 exit $status

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Checks the summary that ci/guest/init printed on a guest's console.
 
-usage: check-summary.py CONSOLE_LOG --functions N [--mac MAC ...] [--link] [--ib] [--json OUT]
+usage: check-summary.py CONSOLE_LOG --functions N [--mac MAC ...] [--link] [--traffic] [--ib] [--json OUT]
 
   --functions N   how many 14e4:1760 functions the guest must see (0: a boot with no device, where
                   bnxt_en must still load and bind nothing)
   --mac MAC       the MAC the model was given, one per function in PCI slot order (0000:00:05.0 first);
                   each function's netdev must carry it
   --link          every bnxt_en netdev must come up with carrier (operstate up, carrier 1)
+  --traffic       the guest's ARP exchange between its first two netdevs must have got a reply, and
+                  both netdevs must count sent and received packets (ring statistics)
   --ib            bnxt_re must register an InfiniBand device per function (otherwise only recorded)
   --json OUT      also write what was found, and every failure, as JSON
 
@@ -21,6 +23,15 @@ import sys
 PREFIX = 'BNXT-SUMMARY '
 # Kernel lines that fail a run whatever else happened.
 FATAL = re.compile(r'probe with driver \S+ failed|WARNING:|BUG:|Oops|Call Trace|kernel panic', re.I)
+# bnxt_en's own complaints about answers it did not expect from the firmware (bnxt.c, bnxt_hwrm.c):
+# a ring or VNIC request refused, a completion-ring wait that timed out, a request that timed out,
+# reservations or coalescing refused, a TX ring reset. Requests the firmware may decline
+# (CMD_NOT_SUPPORTED, printed as "hwrm req_type ... error 0xffff") are not among them.
+DRIVER_ERRORS = re.compile(r'Resp cmpl intr err|hwrm_ring_(alloc|free) type \d+ failed|Error \(timeout|'
+                           r'hwrm \w+ (alloc|cfg) failure|HWRM set coalescing failure|Unable to reserve|'
+                           r'Not enough rings|failed to update (link|phy)|Invalid Tx completion|'
+                           r'RX cons \w+ != expected|Failed to set async event|bnxt_init_nic err|'
+                           r'hwrm req_type 0x\w+ seq id 0x\w+ error 0x(?!ffff\b)[0-9a-f]+', re.I)
 
 
 def parse(text):
@@ -44,7 +55,26 @@ def parse(text):
     return out
 
 
-def check(summary, functions, macs, want_link, want_ib):
+def check_traffic(rec):
+    """Failures of the traffic exchange and the netdevs' counters."""
+    fails = []
+    t = rec.get('traffic', [None])[0]
+    if t is None:
+        return ['no traffic record (the guest was not asked for traffic, or did not get that far)']
+    if 'skipped' in t:
+        return [f"traffic skipped: {t['skipped']}"]
+    if t.get('replies', '0') in ('0', ''):
+        fails.append(f"ARP from {t.get('from')} to {t.get('to')} got no reply (arping rc={t.get('rc')})")
+    stats = {s['name']: s for s in rec.get('stats', [])}
+    for name in (t.get('from'), t.get('to')):
+        s = stats.get(name, {})
+        for key in ('rx_packets', 'tx_packets'):
+            if not s.get(key, '-').isdigit() or int(s[key]) == 0:
+                fails.append(f'{name}: {key}={s.get(key, "-")} after the ARP exchange')
+    return fails
+
+
+def check(summary, functions, macs, want_link, want_ib, want_traffic=False):
     """The list of failures (empty when everything expected was seen)."""
     fails = []
     rec = summary['records']
@@ -57,7 +87,7 @@ def check(summary, functions, macs, want_link, want_ib):
     if mods.get('bnxt_en', {}).get('rc') != '0':
         fails.append(f"modprobe bnxt_en failed (rc={mods.get('bnxt_en', {}).get('rc')})")
     for line in summary['dmesg']:
-        if FATAL.search(line):
+        if FATAL.search(line) or DRIVER_ERRORS.search(line):
             fails.append(f'kernel log: {line.strip()}')
     loaded = rec.get('modules', [{}])[0].get('loaded', '').split(',')
     if 'bnxt_en' not in loaded:
@@ -88,6 +118,15 @@ def check(summary, functions, macs, want_link, want_ib):
             elif l.get('up_rc') != '0' or l.get('carrier') != '1' or l.get('operstate') != 'up':
                 fails.append(f"{n['name']}: link not up (ip link set up rc={l.get('up_rc')}, "
                              f"operstate={l.get('operstate')}, carrier={l.get('carrier')})")
+        cycles = {c['name']: c for c in rec.get('cycle', [])}
+        for n in netdevs:
+            c = cycles.get(n['name'])
+            if c is None:
+                fails.append(f"{n['name']}: no down/up/down cycle reported")
+            elif (c.get('down_rc'), c.get('up_rc'), c.get('down2_rc'), c.get('operstate')) != ('0', '0', '0', 'down'):
+                fails.append(f"{n['name']}: down/up/down cycle: " + ' '.join(f'{k}={v}' for k, v in c.items()))
+    if want_traffic:
+        fails.extend(check_traffic(rec))
     if want_ib:
         count = int(rec.get('ib_devices', [{}])[0].get('count', 0))
         if count < functions:
@@ -101,6 +140,7 @@ def main():
     ap.add_argument('--functions', type=int, required=True)
     ap.add_argument('--mac', action='append', default=[])
     ap.add_argument('--link', action='store_true')
+    ap.add_argument('--traffic', action='store_true')
     ap.add_argument('--ib', action='store_true')
     ap.add_argument('--json')
     a = ap.parse_args()
@@ -110,14 +150,16 @@ def main():
     except OSError as e:
         print(f'check-summary: cannot read {a.log}: {e}', file=sys.stderr)
         return 2
-    fails = check(summary, a.functions, a.mac, a.link, a.ib)
+    fails = check(summary, a.functions, a.mac, a.link, a.ib, a.traffic)
     if a.json:
         with open(a.json, 'w') as f:
             json.dump({'log': a.log, 'summary': summary, 'failures': fails}, f, indent=1)
     kernel = (summary['begin'] or {}).get('kernel', '?')
     for line in summary['dmesg']:
         print(f'  | {line}')
-    for r in summary['records'].get('netdev', []) + summary['records'].get('link', []):
+    recs = summary['records']
+    for r in (recs.get('netdev', []) + recs.get('link', []) + recs.get('traffic', []) + recs.get('stats', [])
+              + recs.get('cycle', [])):
         print('  ' + ' '.join(f'{k}={v}' for k, v in r.items()))
     for r in summary['records'].get('modprobe', []) + summary['records'].get('ib_devices', []):
         print('  ' + ' '.join(f'{k}={v}' for k, v in r.items()))

@@ -60,7 +60,8 @@ pub struct Vnic {
     pub default_rx_ring: Option<u16>,
     /// `default_cmpl_ring_id` (VNIC_CFG), when set.
     pub default_cmpl_ring: Option<u16>,
-    /// `mru` (VNIC_CFG): the largest frame the VNIC takes, without FCS; 0 = not configured.
+    /// `mru` (VNIC_CFG): the largest frame the VNIC takes, without FCS; 0 = not set (the device's
+    /// largest).
     pub mru: u16,
     /// VNIC_CFG `flags`.
     pub flags: u32,

@@ -18,8 +18,8 @@ use bnxt_hsi::hwrm::layouts::{
 use zerocopy::{FromZeros, IntoBytes};
 
 use super::Ctx;
-use super::port_cfg::check_port;
 use super::l2_config::{PortCounters, PortDirCounters};
+use super::port_cfg::check_port;
 use super::response::{Outcome, Reject, parse, reply};
 
 fn check(port: u16, flags: u8) -> Result<(), Reject> {

@@ -68,6 +68,13 @@ pub fn ring_alloc(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
             return Err(Reject::invalid(format!("stat_ctx_id {id} is not allocated")).cmd_err(AllocErr::CODE_BAD_STAT_XID));
         }
         Some(id)
+    } else if matches!(ty, RingType::Tx | RingType::Rx | RingType::RxAgg)
+        && ctx.state.stat_ctxs.contains_key(&req.stat_ctx_id.get())
+    {
+        // bnxt_en names the ring's statistics context without the enable bit (bnxt.c
+        // `hwrm_ring_alloc_send_msg`, `bnxt_set_rx_ring_params_p5`) and reads ring counters
+        // from it, so the firmware takes `stat_ctx_id` of TX and RX rings when it names one.
+        Some(req.stat_ctx_id.get())
     } else {
         None
     };

@@ -118,8 +118,11 @@ pub fn vnic_cfg(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     let cmpl = (enables & R::ENABLES_DEFAULT_CMPL_RING_ID != 0)
         .then(|| ring_of(req.default_cmpl_ring_id.get(), RingType::L2Cmpl, "default_cmpl_ring_id"))
         .transpose()?;
+    // bnxt_en sets `mru` on P5/P7 without ENABLES_MRU (bnxt.c `bnxt_hwrm_vnic_cfg` jumps past
+    // the enables to `vnic_mru`) and relies on it, so a non-zero `mru` is taken either way.
     let mru = req.mru.get();
-    if enables & R::ENABLES_MRU != 0 && !(64..=MAX_MTU + VLAN_ETH_HLEN).contains(&mru) {
+    let set_mru = enables & R::ENABLES_MRU != 0 || mru != 0;
+    if set_mru && !(64..=MAX_MTU + VLAN_ETH_HLEN).contains(&mru) {
         return Err(Reject::invalid(format!("mru {mru} outside 64..={}", MAX_MTU + VLAN_ETH_HLEN)));
     }
     let flags = req.flags.get();
@@ -130,7 +133,7 @@ pub fn vnic_cfg(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     if let Some(id) = cmpl {
         vnic.default_cmpl_ring = Some(id);
     }
-    if enables & R::ENABLES_MRU != 0 {
+    if set_mru {
         vnic.mru = mru;
     }
     vnic.flags = flags;

@@ -5,8 +5,8 @@
 //! Steering: a frame goes to the VNIC of the first L2 filter that matches its destination MAC
 //! (and VLAN); otherwise to a VNIC whose receive mask takes it (PROMISCUOUS: everything; BCAST:
 //! broadcast; ALL_MCAST: any multicast; MCAST: the listed multicast addresses). A frame no VNIC
-//! takes is dropped, as is one longer than the VNIC's MRU (MTU + 18: frame without FCS, one tag)
-//! or arriving before the VNIC has rings. The VNIC's RSS table (or its default ring pair) picks
+//! takes is dropped, as is one longer than the VNIC's MRU (MTU + 18: frame without FCS, one tag;
+//! before VNIC_CFG sets one, the largest the device takes) or arriving before the VNIC has rings. The VNIC's RSS table (or its default ring pair) picks
 //! the RX ring and its completion ring ([`super::rss`]); VLAN tags are stripped into the
 //! completion when the VNIC asks for it.
 //!
@@ -25,7 +25,9 @@ use bnxt_hsi::hwrm::layouts::HwrmCfaL2SetRxMaskInput as M;
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use crate::events::EventKind;
+use crate::firmware::func::MAX_MTU;
 use crate::firmware::l2_config::Vnic;
+use crate::firmware::vnic::VLAN_ETH_HLEN;
 
 use super::descriptors::*;
 use super::engine::{Env, L2Engine, L2Ring};
@@ -78,9 +80,9 @@ impl L2Engine {
             self.drop_frame(now, f, "its filter names a VNIC that is gone", None, env);
             return;
         };
-        if vnic.mru == 0 || f.len() > usize::from(vnic.mru) {
-            let why = if vnic.mru == 0 { "VNIC not configured (MRU 0)" } else { "longer than the VNIC's MRU" };
-            self.drop_frame(now, f, why, None, env);
+        let mru = if vnic.mru == 0 { MAX_MTU + VLAN_ETH_HLEN } else { vnic.mru };
+        if f.len() > usize::from(mru) {
+            self.drop_frame(now, f, "longer than the VNIC's MRU", None, env);
             return;
         }
         let Some(((rx_id, cq_id), hash)) = rss::select(vnic, &p, f) else {
@@ -176,6 +178,7 @@ impl L2Engine {
         }
         self.port.rx.count(&p.dst, f.len(), p.vlan.is_some(), 0);
         self.counters.rx_frames += 1;
+        tracing::trace!(rx = rx_id, cq = cq_id, len = f.len(), ethertype = p.ethertype, "L2 frame received");
     }
 }
 

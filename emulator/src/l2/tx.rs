@@ -219,6 +219,7 @@ impl L2Engine {
         }
         self.counters.tx_frames += 1;
         self.counters.tx_bytes += f.len() as u64;
+        tracing::trace!(len = f.len(), "L2 frame sent");
         self.frames.push(f);
     }
 }
