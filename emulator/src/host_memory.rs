@@ -5,9 +5,8 @@
 //! [`HostMemory`], which checks that the whole access falls inside one mapping; anything else is
 //! refused with a [`DmaError`] and never touches memory.
 
-use std::cell::Cell;
-use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Memory a host lends the model for DMA.
 ///
@@ -113,15 +112,33 @@ pub trait HostMemory {
 }
 
 struct Mapping {
+    start: u64,
     len: u64,
     backing: Arc<dyn DmaBacking>,
     offset: usize,
 }
 
+impl Mapping {
+    /// Whether the `len` bytes at `addr` (ending at `end`) all lie in this mapping.
+    fn holds(&self, addr: u64, end: u64) -> bool {
+        self.start <= addr && end <= self.start + self.len
+    }
+}
+
+/// How many recently used mappings an address space remembers.
+const HINTS: usize = 4;
+
 /// One function's I/O address space: the host memory mapped for it, by bus address.
+///
+/// The mappings are kept sorted by bus address. A device touches a handful of them at a time (a
+/// ring, a region, a completion queue), so the address space remembers the last few it found
+/// and tries them before searching; a remembered index is only a hint, checked against the
+/// mapping it names on every use.
 #[derive(Default)]
 pub struct Iommu {
-    maps: BTreeMap<u64, Mapping>,
+    maps: Vec<Mapping>,
+    hints: [AtomicUsize; HINTS],
+    next_hint: AtomicUsize,
 }
 
 impl Iommu {
@@ -137,29 +154,32 @@ impl Iommu {
         if !fits {
             return Err(MapError::Bad { addr, len });
         }
-        if let Some((&start, m)) = self.maps.range(..end).next_back() {
-            if start + m.len > addr {
-                return Err(MapError::Overlap { addr, len, existing: start });
+        // Every mapping before `at` starts below `end`; the last of them must end by `addr`
+        // (then all of them do, none overlapping another), and every one from `at` on starts at
+        // or after `end`.
+        let at = self.maps.partition_point(|m| m.start < end);
+        if let Some(m) = at.checked_sub(1).map(|i| &self.maps[i]) {
+            if m.start + m.len > addr {
+                return Err(MapError::Overlap { addr, len, existing: m.start });
             }
         }
-        self.maps.insert(addr, Mapping { len, backing, offset });
+        self.maps.insert(at, Mapping { start: addr, len, backing, offset });
         Ok(())
     }
 
     /// Remove the mapping that starts at `addr`.
     pub fn unmap(&mut self, addr: u64) -> Result<(), MapError> {
-        self.maps.remove(&addr).map(|_| ()).ok_or(MapError::NotMapped { addr })
+        let i = self.maps.binary_search_by_key(&addr, |m| m.start).map_err(|_| MapError::NotMapped { addr })?;
+        self.maps.remove(i);
+        Ok(())
     }
 
     /// Remove every mapping that lies wholly inside `[addr, addr + len)`; how many were removed.
     pub fn unmap_range(&mut self, addr: u64, len: u64) -> usize {
         let end = addr.saturating_add(len);
-        let doomed: Vec<u64> =
-            self.maps.range(addr..end).filter(|(s, m)| s.saturating_add(m.len) <= end).map(|(s, _)| *s).collect();
-        for s in &doomed {
-            self.maps.remove(s);
-        }
-        doomed.len()
+        let before = self.maps.len();
+        self.maps.retain(|m| !(m.start >= addr && m.start.saturating_add(m.len) <= end));
+        before - self.maps.len()
     }
 
     /// Remove every mapping.
@@ -177,76 +197,44 @@ impl Iommu {
         self.maps.is_empty()
     }
 
-    /// The mapping that holds `addr`, if any, as a [`Span`].
-    fn span_at(&self, addr: u64) -> Option<Span> {
-        let (&start, m) = self.maps.range(..=addr).next_back()?;
-        // Inside the backing's allocation: `m.offset + m.len <= backing.len()` (checked at map
-        // time).
-        Some(Span { start, end: start + m.len, base: m.backing.as_ptr().wrapping_add(m.offset) })
+    /// The mapping that holds all `len` bytes at `addr`, if one does.
+    fn mapping(&self, addr: u64, len: usize) -> Option<&Mapping> {
+        let end = addr.checked_add(len as u64)?;
+        for hint in &self.hints {
+            if let Some(m) = self.maps.get(hint.load(Ordering::Relaxed)).filter(|m| m.holds(addr, end)) {
+                return Some(m);
+            }
+        }
+        let i = self.maps.partition_point(|m| m.start <= addr).checked_sub(1)?;
+        let m = &self.maps[i];
+        if !m.holds(addr, end) {
+            return None;
+        }
+        let slot = self.next_hint.load(Ordering::Relaxed);
+        self.hints[slot].store(i, Ordering::Relaxed);
+        self.next_hint.store((slot + 1) % HINTS, Ordering::Relaxed);
+        Some(m)
+    }
+
+    /// Pointer to `len` bytes at `addr` if one mapping covers them all.
+    fn locate(&self, addr: u64, len: usize) -> Option<*mut u8> {
+        let m = self.mapping(addr, len)?;
+        let within = m.offset + (addr - m.start) as usize;
+        // SAFETY: `within + len <= m.offset + m.len <= backing.len()` (checked at map time and
+        // by `mapping`), so the pointer stays inside the backing's allocation.
+        Some(unsafe { m.backing.as_ptr().add(within) })
     }
 
     /// A view of this address space that refuses every access when `bus_master` is false.
     pub fn view(&self, bus_master: bool) -> IommuView<'_> {
-        IommuView { iommu: self, bus_master, recent: Default::default(), next: Cell::new(0) }
+        IommuView { iommu: self, bus_master }
     }
 }
-
-/// Where one mapping's bus addresses `start..end` are in host memory (`base` is `start`'s byte).
-#[derive(Debug, Clone, Copy)]
-struct Span {
-    start: u64,
-    end: u64,
-    base: *mut u8,
-}
-
-impl Default for Span {
-    /// A span no access falls in.
-    fn default() -> Span {
-        Span { start: 1, end: 0, base: std::ptr::null_mut() }
-    }
-}
-
-impl Span {
-    /// Pointer to `len` bytes at `addr` if they all lie in the span.
-    fn locate(&self, addr: u64, len: usize) -> Option<*mut u8> {
-        let end = addr.checked_add(len as u64)?;
-        if addr < self.start || end > self.end {
-            return None;
-        }
-        // `start <= addr` and `addr + len <= end`: the pointer and the `len` bytes after it lie
-        // inside the mapping `base` points into (see `Iommu::span_at`).
-        Some(self.base.wrapping_add((addr - self.start) as usize))
-    }
-}
-
-/// How many recently used mappings a view remembers.
-const RECENT_SPANS: usize = 4;
 
 /// [`HostMemory`] over an [`Iommu`], gated by the function's bus-master enable.
-///
-/// A view remembers the last few mappings it reached (a device touches a handful at a time: a
-/// ring, a region, a completion queue), so most accesses skip the look-up in the address
-/// space's map. The view borrows the [`Iommu`], so no mapping can change while it lives.
 pub struct IommuView<'a> {
     iommu: &'a Iommu,
     bus_master: bool,
-    recent: [Cell<Span>; RECENT_SPANS],
-    next: Cell<usize>,
-}
-
-impl IommuView<'_> {
-    /// Pointer to `len` bytes at `addr` if one mapping covers them all.
-    fn locate(&self, addr: u64, len: usize) -> Option<*mut u8> {
-        if let Some(p) = self.recent.iter().find_map(|s| s.get().locate(addr, len)) {
-            return Some(p);
-        }
-        let span = self.iommu.span_at(addr)?;
-        let p = span.locate(addr, len)?;
-        let slot = self.next.get();
-        self.recent[slot].set(span);
-        self.next.set((slot + 1) % RECENT_SPANS);
-        Some(p)
-    }
 }
 
 impl HostMemory for IommuView<'_> {
@@ -254,7 +242,7 @@ impl HostMemory for IommuView<'_> {
         if !self.bus_master {
             return Err(DmaError::BusMasterOff { kind: "read", addr, len: out.len() });
         }
-        let src = self.locate(addr, out.len()).ok_or(DmaError::Unmapped { kind: "read", addr, len: out.len() })?;
+        let src = self.iommu.locate(addr, out.len()).ok_or(DmaError::Unmapped { kind: "read", addr, len: out.len() })?;
         // SAFETY: `locate` checked that `out.len()` bytes at `src` lie inside one mapping, whose
         // backing (`DmaBacking` contract) is valid and referenced by no Rust reference; `out` is
         // the model's own buffer, so the two do not overlap.
@@ -268,14 +256,14 @@ impl HostMemory for IommuView<'_> {
             return Err(DmaError::BusMasterOff { kind: "read", addr, len: err_len });
         }
         let len = usize::try_from(len).map_err(|_| DmaError::Unmapped { kind: "read", addr, len: err_len })?;
-        self.locate(addr, len).map(|_| ()).ok_or(DmaError::Unmapped { kind: "read", addr, len })
+        self.iommu.locate(addr, len).map(|_| ()).ok_or(DmaError::Unmapped { kind: "read", addr, len })
     }
 
     fn write(&self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
         if !self.bus_master {
             return Err(DmaError::BusMasterOff { kind: "write", addr, len: data.len() });
         }
-        let dst = self.locate(addr, data.len()).ok_or(DmaError::Unmapped { kind: "write", addr, len: data.len() })?;
+        let dst = self.iommu.locate(addr, data.len()).ok_or(DmaError::Unmapped { kind: "write", addr, len: data.len() })?;
         // SAFETY: as in `read`, with source and destination swapped.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
         Ok(())
@@ -345,7 +333,7 @@ mod tests {
     }
 
     #[test]
-    fn a_view_that_remembers_mappings_still_refuses_what_no_single_mapping_covers() {
+    fn an_address_space_that_remembers_mappings_still_refuses_what_no_single_mapping_covers() {
         let mut iommu = Iommu::new();
         let mem = Arc::new(HeapBacking::new(6 * 4096));
         // Six adjacent one-page mappings of one backing, at bus addresses in order but each
@@ -354,6 +342,7 @@ mod tests {
         for i in 0..6u64 {
             iommu.map(0x10_0000 + i * 4096, mem.clone(), (5 - i as usize) * 4096, 4096).unwrap();
         }
+        {
         let view = iommu.view(true);
         for round in 0..3 {
             for i in 0..6u64 {
@@ -369,12 +358,20 @@ mod tests {
             }
         }
         assert!(matches!(view.read(0x10_0000 + 6 * 4096, &mut [0u8; 1]), Err(DmaError::Unmapped { .. })));
-        drop(view);
+        }
+        // Remembered mappings move or go when others are unmapped: every access still finds the
+        // mapping that holds it, or none.
+        iommu.unmap(0x10_0000 + 2 * 4096).unwrap();
+        iommu.unmap(0x10_0000).unwrap();
+        let view = iommu.view(true);
         let mut page = [0u8; 8];
-        let bytes = iommu.view(true);
         for i in 0..6u64 {
-            bytes.read(0x10_0000 + i * 4096 + 8, &mut page).unwrap();
-            assert_eq!(page, [i as u8 + 2; 8], "page {i}");
+            let got = view.read(0x10_0000 + i * 4096 + 8, &mut page);
+            if i == 0 || i == 2 {
+                assert!(matches!(got, Err(DmaError::Unmapped { .. })), "page {i} was unmapped");
+            } else {
+                assert_eq!((got, page), (Ok(()), [i as u8 + 2; 8]), "page {i}");
+            }
         }
     }
 

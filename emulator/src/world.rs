@@ -88,16 +88,38 @@ pub struct NicState {
 
 /// One NIC, its address space and its port on the segment.
 struct Nic {
+    /// The device; changed only through [`Nic::device_mut`], which keeps `deadline` honest.
     device: Device,
+    /// `device.next_deadline()` as it was when last computed, unless `stale`.
+    deadline: Option<Duration>,
+    /// Whether the device may have changed since `deadline` was computed.
+    stale: bool,
     iommu: Iommu,
     bus: String,
     port: PortId,
 }
 
 impl Nic {
+    /// The device, to change it (its next deadline is computed again when next asked for).
+    fn device_mut(&mut self) -> &mut Device {
+        self.stale = true;
+        &mut self.device
+    }
+
+    /// When the device next has work: computed once after each change, not at every step of
+    /// [`World::advance`] (which asks for every NIC's at every step).
+    fn next_deadline(&mut self) -> Option<Duration> {
+        if self.stale {
+            self.deadline = self.device.next_deadline();
+            self.stale = false;
+        }
+        self.deadline
+    }
+
     /// Run the device's work due at or before `at` with its DMA view, building frames in the
     /// buffers of `pool`.
     fn run(&mut self, at: Duration, events: &mut Vec<Event>, pool: &mut FramePool) {
+        self.stale = true;
         std::mem::swap(pool, self.device.frame_pool());
         let view = self.iommu.view(self.device.bus_master());
         self.device.advance(at, &view);
@@ -108,6 +130,7 @@ impl Nic {
     /// Hand a frame that arrived at `at` to the device, which builds what it answers in the
     /// buffers of `pool`.
     fn deliver(&mut self, at: Duration, frame: &WireFrame, events: &mut Vec<Event>, pool: &mut FramePool) {
+        self.stale = true;
         std::mem::swap(pool, self.device.frame_pool());
         let view = self.iommu.view(self.device.bus_master());
         self.device.receive_wire_frame(at, frame, &view);
@@ -213,6 +236,8 @@ impl World {
                 let bus = u8::try_from(i + 1).expect("a machine has at most 255 NICs");
                 Nic {
                     device: Device::new(i, mac, bus, plan.clone()),
+                    deadline: None,
+                    stale: true,
                     iommu: Iommu::new(),
                     bus: format!("0000:{bus:02x}:00.0"),
                     port: ports[i],
@@ -267,7 +292,7 @@ impl World {
     /// benchmarks turn them off).
     pub fn set_data_path_events(&mut self, on: bool) {
         for n in &mut self.nics {
-            n.device.set_data_path_events(on);
+            n.device_mut().set_data_path_events(on);
         }
     }
 
@@ -307,7 +332,7 @@ impl World {
     fn pump(&mut self, i: usize, at: Duration) {
         let port = self.nics[i].port;
         let mut outbox = std::mem::take(&mut self.outbox);
-        self.nics[i].device.drain_wire_frames(&mut outbox);
+        self.nics[i].device_mut().drain_wire_frames(&mut outbox);
         for frame in outbox.drain(..) {
             let sent = match frame {
                 WireFrame::Sealed(s) => self.switch.send_sealed(at, port, s),
@@ -384,7 +409,7 @@ impl World {
     pub fn advance(&mut self, d: Duration) {
         let target = self.now.saturating_add(d);
         loop {
-            let nic = self.nics.iter().enumerate().filter_map(|(i, n)| n.device.next_deadline().map(|t| (t, i))).min();
+            let nic = self.nics.iter_mut().enumerate().filter_map(|(i, n)| n.next_deadline().map(|t| (t, i))).min();
             let wire = self.switch.next_deadline();
             match (nic, wire) {
                 // Frames arriving at a time go before the NICs' own work at that time.
@@ -406,7 +431,8 @@ impl World {
 
     /// When the next work falls due (a NIC's, or a frame's arrival), if any is queued.
     pub fn next_deadline(&self) -> Option<Duration> {
-        self.nics.iter().filter_map(|n| n.device.next_deadline()).chain(self.switch.next_deadline()).min()
+        let nic = |n: &Nic| if n.stale { n.device.next_deadline() } else { n.deadline };
+        self.nics.iter().filter_map(nic).chain(self.switch.next_deadline()).min()
     }
 
     /// Read config space of NIC `nic`.
@@ -417,26 +443,26 @@ impl World {
     /// Write config space of NIC `nic`.
     pub fn config_write(&mut self, nic: usize, offset: u16, data: &[u8]) {
         let (n, events, now) = self.parts(nic);
-        n.device.config_write(now, offset, data);
-        n.device.drain_events(events);
+        n.device_mut().config_write(now, offset, data);
+        n.device_mut().drain_events(events);
     }
 
     /// Load from BAR `bar` of NIC `nic` (`data.len()` is 4 or 8).
     pub fn bar_read(&mut self, nic: usize, bar: u8, offset: u64, data: &mut [u8]) {
         let (n, events, now) = self.parts(nic);
-        n.device.bar_read(now, bar, offset, data);
-        n.device.drain_events(events);
+        n.device_mut().bar_read(now, bar, offset, data);
+        n.device_mut().drain_events(events);
     }
 
     /// Store to BAR `bar` of NIC `nic` (`data.len()` is 4 or 8). Work the store submits (an HWRM
     /// request) is taken at once, at the current virtual time.
     pub fn bar_write(&mut self, nic: usize, bar: u8, offset: u64, data: &[u8]) {
         let (n, events, now) = self.parts(nic);
-        n.device.bar_write(now, bar, offset, data);
-        if n.device.next_deadline().is_some_and(|t| t <= now) {
+        n.device_mut().bar_write(now, bar, offset, data);
+        if n.next_deadline().is_some_and(|t| t <= now) {
             self.run_nic(nic, now);
         } else {
-            n.device.drain_events(events);
+            n.device_mut().drain_events(events);
         }
     }
 
@@ -481,7 +507,7 @@ impl World {
     /// MSI-X vectors NIC `nic` raised since the last call, in order (the executor delivers them:
     /// the vfio-user server signals the eventfd its client gave for each vector).
     pub fn take_interrupts(&mut self, nic: usize) -> Vec<u16> {
-        self.nic_mut(nic).device.take_interrupts()
+        self.nic_mut(nic).device_mut().take_interrupts()
     }
 
     /// Every event since the last call, oldest first.

@@ -28,7 +28,7 @@ const SQ_SGE: u16 = 1;
 /// SGEs a receive asks for (`max_recv_sge`).
 const RQ_SGE: u16 = 1;
 /// The most SGEs a static WQE holds (`BNXT_RE_STATIC_WQE_MAX_SGE`): 128 bytes less the header.
-const STATIC_MAX_SGE: u8 = 6;
+pub(crate) const STATIC_MAX_SGE: u8 = 6;
 /// Bytes of a CQE.
 const CQE_BYTES: usize = 32;
 /// `state` once destroyed.

@@ -64,8 +64,8 @@ impl RecvQueue {
         {
             let guard = self.core.recv_mem();
             let mem = guard.as_ref().expect("a usable queue pair has its memory");
-            let wqe = wqe::receive(&sge, index, slots as usize * SLOT_BYTES);
-            mem.queue.data().write(mem.queue.offset(self.half.prod.index), &wqe);
+            let wqe = wqe::receive(&sge, index);
+            mem.queue.data().write(mem.queue.offset(self.half.prod.index), &wqe[..slots as usize * SLOT_BYTES]);
             self.half.prod.advance(slots, mem.queue.shape.depth);
         }
         self.ring();

@@ -22,6 +22,9 @@ pub(crate) const SQ_WQE_BYTES: usize = 128;
 pub(crate) const SQ_WQE_SLOTS: u32 = (SQ_WQE_BYTES / SLOT_BYTES) as u32;
 /// Slots of the headers every WQE starts with.
 const HEADER_SLOTS: u8 = 2;
+/// Bytes of the largest receive-queue WQE this driver writes (its headers and the most SGEs a
+/// static WQE holds).
+pub(crate) const RQ_WQE_MAX_BYTES: usize = (HEADER_SLOTS as usize + super::core::STATIC_MAX_SGE as usize) * SLOT_BYTES;
 
 fn sge(s: &Sge) -> SqSge {
     SqSge { va_or_pa: s.va.into(), l_key: s.key.into(), size: s.len.into() }
@@ -66,11 +69,12 @@ pub(crate) fn read(local: &Sge, remote_va: u64, rkey: u32) -> [u8; SQ_WQE_BYTES]
 }
 
 /// A receive into what `local` names (a zero-length receive carries one SGE of size 0, as
-/// bnxt_re writes one), its `wr_id` the entry's ring `index`, in a WQE of `bytes` bytes.
-pub(crate) fn receive(local: &Sge, index: u32, bytes: usize) -> Vec<u8> {
+/// bnxt_re writes one), its `wr_id` the entry's ring `index`: the WQE in the first bytes (as
+/// many as the queue pair's RQ WQEs take, at most [`RQ_WQE_MAX_BYTES`]), zeroes after.
+pub(crate) fn receive(local: &Sge, index: u32) -> [u8; RQ_WQE_MAX_BYTES] {
     let mut hdr = RqWqeHdr { wqe_type: RqWqeHdr::WQE_TYPE_RCV, wqe_size: HEADER_SLOTS + 1, ..FromZeros::new_zeroed() };
     hdr.wr_id[0] = (index & RqWqeHdr::WR_ID_MASK).into();
-    let mut wqe = vec![0u8; bytes];
+    let mut wqe = [0u8; RQ_WQE_MAX_BYTES];
     place(&mut wqe, hdr.as_bytes(), std::slice::from_ref(local));
     wqe
 }
@@ -104,7 +108,7 @@ mod tests {
 
     #[test]
     fn a_receive_carries_its_ring_index() {
-        let w = receive(&Sge { len: 0, ..LOCAL }, 4095, 128);
+        let w = receive(&Sge { len: 0, ..LOCAL }, 4095);
         assert_eq!(w.len(), 128);
         let hdr = RqWqeHdr::read_from_bytes(&w[..32]).unwrap();
         assert_eq!((hdr.wqe_type, hdr.wqe_size, hdr.wr_id[0].get()), (0x80, 3, 4095));

@@ -48,7 +48,8 @@ use super::state::RoceState;
 use super::wqe::{SqWqe, read_rq_wqe, read_sq_wqe};
 
 /// A completion waiting to become a CQE.
-enum Done {
+#[derive(Debug)]
+pub(super) enum Done {
     Send(SendCompletion),
     Recv(RecvCompletion),
     /// A WQE the engine refused: its number (or the RQ wr_id) and whether it was a send.
@@ -67,10 +68,13 @@ impl RoceEngine {
     }
 
     fn service_qp(&mut self, now: Duration, qpn: u32, env: &mut Env<'_>) {
-        let mut done = Vec::new();
+        // One list for every call (it is empty between calls).
+        let mut done = std::mem::take(&mut self.done);
         self.read_rq(now, qpn, env, &mut done);
         self.read_sq(now, qpn, env, &mut done);
         self.pump(now, qpn, env, &mut done);
+        done.clear();
+        self.done = done;
     }
 
     /// Read newly posted receive WQEs.
@@ -211,7 +215,7 @@ impl RoceEngine {
             // Frames are built in recycled buffers (each taken by the frame built in it).
             let mut buf = self.pool.take();
             // Refused WQEs complete after everything the transport flushes for them.
-            let refused: Vec<Done> = std::mem::take(done);
+            let refused: Vec<Done> = if done.is_empty() { Vec::new() } else { std::mem::take(done) };
             while let Some(sealed) = t.poll_transmit_sealed(now, &mut mem, &mut buf) {
                 buf = self.pool.take();
                 self.counters.frames_sent += 1;
@@ -268,7 +272,7 @@ impl RoceEngine {
             }
         }
         self.counters.dma_errors += dma_errors;
-        for d in std::mem::take(done) {
+        for d in done.drain(..) {
             self.complete(now, qpn, d, env);
         }
         for (q, req, res) in std::mem::take(&mut self.pending_qp_error) {

@@ -82,6 +82,8 @@ pub struct RoceEngine {
     /// Frames to the NIC itself, due back at a time.
     pub(super) loopback: VecDeque<(Duration, WireFrame)>,
     pub(super) irqs: Vec<u16>,
+    /// Completions a QP's service collected, waiting to become CQEs (kept between calls).
+    pub(super) done: Vec<super::datapath::Done>,
     pub(super) counters: RoceCounters,
     pub(super) data_path_events: bool,
     pub(super) warned: BTreeSet<String>,
@@ -108,6 +110,7 @@ impl RoceEngine {
             pool: FramePool::new(),
             loopback: VecDeque::new(),
             irqs: Vec::new(),
+            done: Vec::new(),
             counters: RoceCounters::default(),
             data_path_events: true,
             warned: BTreeSet::new(),

@@ -1,7 +1,7 @@
 //! Every object the RoCE firmware keeps for its function: whether INITIALIZE_FW ran, the GID
 //! table, CQs, keys and QPs.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use super::cq::Cq;
 use super::gid::GidTable;
@@ -33,7 +33,48 @@ pub struct RoceState {
     /// QPs by number.
     pub qps: BTreeMap<u32, Qp>,
     /// QPs whose transport has work to look at (new WQEs, a state change).
-    pub dirty: BTreeSet<u32>,
+    pub dirty: QpSet,
+}
+
+/// A set of QP numbers, taken smallest first: the QPs with work to look at. It holds one or
+/// two at a time (the QP a doorbell or a frame named), so a sorted list beats a tree.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct QpSet {
+    sorted: Vec<u32>,
+}
+
+impl QpSet {
+    /// Add `qpn`; false if it was there already.
+    pub fn insert(&mut self, qpn: u32) -> bool {
+        match self.sorted.binary_search(&qpn) {
+            Ok(_) => false,
+            Err(at) => {
+                self.sorted.insert(at, qpn);
+                true
+            }
+        }
+    }
+
+    /// Take the smallest QP number.
+    pub fn pop_first(&mut self) -> Option<u32> {
+        (!self.sorted.is_empty()).then(|| self.sorted.remove(0))
+    }
+
+    /// Remove `qpn`; false if it was not there.
+    pub fn remove(&mut self, qpn: &u32) -> bool {
+        match self.sorted.binary_search(qpn) {
+            Ok(at) => {
+                self.sorted.remove(at);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.sorted.is_empty()
+    }
 }
 
 impl RoceState {
@@ -55,5 +96,25 @@ impl RoceState {
     /// Whether any QP uses CQ `cq`, and which.
     pub fn qp_using_cq(&self, cq: u32) -> Option<u32> {
         self.qps.values().find(|q| q.scq == cq || q.rcq == cq).map(|q| q.id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qp_numbers_come_out_smallest_first_once_each() {
+        let mut set = QpSet::default();
+        for q in [7, 3, 9, 3, 1, 7] {
+            set.insert(q);
+        }
+        assert!(!set.insert(9) && set.remove(&9) && !set.remove(&9));
+        let mut out = Vec::new();
+        while let Some(q) = set.pop_first() {
+            out.push(q);
+        }
+        assert_eq!(out, [1, 3, 7]);
+        assert!(set.is_empty());
     }
 }

@@ -110,16 +110,31 @@ pub enum WqeError {
     Unreadable(String),
 }
 
-/// Read `n` slots starting at `slot` (wrapping at `depth`).
-fn read_slots(ring: &PageList, mem: &dyn HostMemory, depth: u32, slot: u32, n: u32) -> Result<Vec<u8>, WqeError> {
-    let mut out = vec![0u8; (n as u64 * SLOT_BYTES) as usize];
+/// Read as many slots as `out` holds, starting at `slot` (wrapping at `depth`).
+fn read_slots(ring: &PageList, mem: &dyn HostMemory, depth: u32, slot: u32, out: &mut [u8]) -> Result<(), WqeError> {
+    let n = (out.len() as u64 / SLOT_BYTES) as u32;
     let first = n.min(depth - slot);
     let split = (first as u64 * SLOT_BYTES) as usize;
     ring.read(mem, u64::from(slot) * SLOT_BYTES, &mut out[..split]).map_err(|e| WqeError::Unreadable(e.to_string()))?;
     if first < n {
         ring.read(mem, 0, &mut out[split..]).map_err(|e| WqeError::Unreadable(e.to_string()))?;
     }
-    Ok(out)
+    Ok(())
+}
+
+/// Slots a WQE's data usually fits in (every static WQE's, and most variable ones'): read into
+/// a buffer on the stack; larger ones get one on the heap.
+const STACK_SLOTS: usize = 16;
+
+/// `n` slots of zeroes to read WQE data into: `stack` when they fit, `heap` otherwise.
+fn slot_buffer<'a>(stack: &'a mut [u8; STACK_SLOTS * SLOT_BYTES as usize], heap: &'a mut Vec<u8>, n: u32) -> &'a mut [u8] {
+    let len = (u64::from(n) * SLOT_BYTES) as usize;
+    if len <= stack.len() {
+        &mut stack[..len]
+    } else {
+        heap.resize(len, 0);
+        heap
+    }
 }
 
 fn sges_of(bytes: &[u8]) -> Vec<Sge> {
@@ -156,7 +171,8 @@ pub fn read_sq_wqe(
     available: u32,
 ) -> Result<(SqWqe, u32), (WqeError, Option<u32>)> {
     let fixed = (!layout.variable).then_some(STATIC_WQE_SLOTS);
-    let head = read_slots(ring, mem, layout.depth, slot, 2).map_err(|e| (e, fixed))?;
+    let mut head = [0u8; 2 * SLOT_BYTES as usize];
+    read_slots(ring, mem, layout.depth, slot, &mut head).map_err(|e| (e, fixed))?;
     let size = head[2];
     let owned = if layout.variable { u32::from(size) } else { STATIC_WQE_SLOTS };
     let size_ok = size >= 2 && owned <= available && (layout.variable || u32::from(size) <= STATIC_WQE_SLOTS);
@@ -195,7 +211,9 @@ fn parse_sq_wqe(
         other => return Err(WqeError::Unsupported(other)),
     }
     let data_slots = u32::from(size) - 2;
-    let data = read_slots(ring, mem, layout.depth, (slot + 2) % layout.depth, data_slots)?;
+    let (mut stack, mut heap) = ([0u8; STACK_SLOTS * SLOT_BYTES as usize], Vec::new());
+    let data = slot_buffer(&mut stack, &mut heap, data_slots);
+    read_slots(ring, mem, layout.depth, (slot + 2) % layout.depth, data)?;
     let is_rdma =
         matches!(ty, SqBase::WQE_TYPE_WRITE_WQE | SqBase::WQE_TYPE_WRITE_W_IMMEAD | SqBase::WQE_TYPE_READ_WQE);
     let (remote_va, remote_key) = if is_rdma {
@@ -216,7 +234,7 @@ fn parse_sq_wqe(
         if data_slots > layout.max_sge {
             return Err(WqeError::TooManySges { sges: data_slots, max: layout.max_sge });
         }
-        (sges_of(&data), None)
+        (sges_of(data), None)
     };
     let wqe = SqWqe {
         wqe_type: ty,
@@ -257,7 +275,8 @@ pub fn read_rq_wqe(
     if n > max_sge {
         return Err(WqeError::TooManySges { sges: n, max: max_sge });
     }
-    let mut data = vec![0u8; (n as u64 * SLOT_BYTES) as usize];
-    ring.read(mem, at + 32, &mut data).map_err(|e| WqeError::Unreadable(e.to_string()))?;
-    Ok(RqWqe { wr_id: hdr.wr_id[0].get() & RqWqeHdr::WR_ID_MASK, sges: sges_of(&data) })
+    let (mut stack, mut heap) = ([0u8; STACK_SLOTS * SLOT_BYTES as usize], Vec::new());
+    let data = slot_buffer(&mut stack, &mut heap, n);
+    ring.read(mem, at + 32, data).map_err(|e| WqeError::Unreadable(e.to_string()))?;
+    Ok(RqWqe { wr_id: hdr.wr_id[0].get() & RqWqeHdr::WR_ID_MASK, sges: sges_of(data) })
 }
