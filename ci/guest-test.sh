@@ -21,8 +21,9 @@
 # Env: BNXT_VM_CACHE (see ci/fetch-vm.sh); BNXT_MODEL (the model binary; default: built with
 #      `cargo build --release -p bnxt-model` as target/release/bnxt-model); BNXT_MODEL_ARGS (more
 #      words for every `serve`); TIMEOUT (s per guest, default 300); VFIO_USER_MSG_TIMEOUT (ms);
-#      RE_WAIT (s the guest gives `modprobe bnxt_re`, default 20: enough for bnxt_re to register its
-#      first device; what it does after that is reported as far as it got); APPEND (more kernel words).
+#      RE_WAIT (s the guest gives `modprobe bnxt_re`, default 120: bnxt_re's probe of both
+#      functions, including its firmware timeouts, fits; the guest's power-off would wait for it
+#      anyway); APPEND (more kernel words); SERIAL=1 (run the kernels one after the other).
 #
 # The model command line this script relies on (crate bnxt-model):
 #
@@ -153,7 +154,7 @@ run_suite() {
   [ $no_model = 0 ] && [ $link = 1 ] && checks+=(--link)
   [ $traffic = 1 ] && checks+=(--traffic)
   [ $ib = 1 ] && checks+=(--ib)
-  words="bnxt.re_wait=${RE_WAIT:-20}"
+  words="bnxt.re_wait=${RE_WAIT:-120}"
   [ $traffic = 1 ] && words="$words bnxt.traffic=1"
   t0=$(date +%s)
   APPEND="$words ${APPEND:-}" bash "$G/run-guest.sh" "$suite" "$dir/initramfs.cpio.gz" "$dir/console.log" \

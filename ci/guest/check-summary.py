@@ -7,7 +7,8 @@ usage: check-summary.py CONSOLE_LOG --functions N [--mac MAC ...] [--link] [--tr
                   bnxt_en must still load and bind nothing)
   --mac MAC       the MAC the model was given, one per function in PCI slot order (0000:00:05.0 first);
                   each function's netdev must carry it
-  --link          every bnxt_en netdev must come up with carrier (operstate up, carrier 1)
+  --link          every bnxt_en netdev must come up with carrier (operstate up, carrier 1), then go
+                  down, up (with carrier again) and down once more without error
   --traffic       the guest's ARP exchange between its first two netdevs must have got a reply, and
                   both netdevs must count sent and received packets (ring statistics)
   --ib            bnxt_re must register an InfiniBand device per function (otherwise only recorded)
@@ -123,7 +124,8 @@ def check(summary, functions, macs, want_link, want_ib, want_traffic=False):
             c = cycles.get(n['name'])
             if c is None:
                 fails.append(f"{n['name']}: no down/up/down cycle reported")
-            elif (c.get('down_rc'), c.get('up_rc'), c.get('down2_rc'), c.get('operstate')) != ('0', '0', '0', 'down'):
+            elif (c.get('down_rc'), c.get('up_rc'), c.get('carrier_after_up'), c.get('down2_rc'),
+                  c.get('operstate')) != ('0', '0', '1', '0', 'down'):
                 fails.append(f"{n['name']}: down/up/down cycle: " + ' '.join(f'{k}={v}' for k, v in c.items()))
     if want_traffic:
         fails.extend(check_traffic(rec))
