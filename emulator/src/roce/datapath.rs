@@ -402,8 +402,7 @@ impl RoceEngine {
         };
         let dst_mac = parsed.eth.dst.0;
         let dst_ip = parsed.ip.dst.octets();
-        let ours = (dst_mac == self.mac || self.st.gids_have_mac(&dst_mac)) && self.st.gids_have_ipv4(dst_ip);
-        if !ours {
+        if !self.st.gids.accepts(self.mac, dst_mac, dst_ip) {
             self.counters.rx_not_ours += 1;
             return;
         }

@@ -20,11 +20,14 @@ pub struct GidTable {
     /// One past the highest index in use: lookups (one or two a frame) stop there instead of
     /// scanning all [`MAX_GID`] slots.
     end: usize,
+    /// The last destination [`GidTable::accepts`] accepted (own MAC, MAC, IPv4), until the
+    /// table changes.
+    accepted: Option<([u8; 6], [u8; 6], [u8; 4])>,
 }
 
 impl Default for GidTable {
     fn default() -> GidTable {
-        GidTable { entries: vec![None; MAX_GID as usize], end: 0 }
+        GidTable { entries: vec![None; MAX_GID as usize], end: 0, accepted: None }
     }
 }
 
@@ -33,6 +36,7 @@ impl GidTable {
     pub fn add(&mut self, entry: GidEntry) -> Option<u16> {
         let i = self.entries.iter().position(Option::is_none)?;
         self.entries[i] = Some(entry);
+        self.accepted = None;
         self.end = self.end.max(i + 1);
         Some(i as u16)
     }
@@ -42,6 +46,7 @@ impl GidTable {
         match self.entries.get_mut(usize::from(index)) {
             Some(slot @ Some(_)) => {
                 *slot = Some(entry);
+                self.accepted = None;
                 true
             }
             _ => false,
@@ -53,6 +58,7 @@ impl GidTable {
         match self.entries.get_mut(usize::from(index)) {
             Some(slot @ Some(_)) => {
                 *slot = None;
+                self.accepted = None;
                 while self.end > 0 && self.entries[self.end - 1].is_none() {
                     self.end -= 1;
                 }
@@ -75,6 +81,22 @@ impl GidTable {
     /// Whether an entry carries `mac`.
     pub fn has_mac(&self, mac: &[u8; 6]) -> bool {
         self.in_use().any(|e| &e.mac == mac)
+    }
+
+    /// Whether a frame to `mac` and `ip` is for the NIC whose own MAC is `own`: `mac` is the
+    /// NIC's or a GID entry's, and a GID entry is the IPv4-mapped GID of `ip`. The answer for
+    /// the last destination accepted is kept until the table changes (a QP's frames all go to
+    /// one destination).
+    pub fn accepts(&mut self, own: [u8; 6], mac: [u8; 6], ip: [u8; 4]) -> bool {
+        if self.accepted == Some((own, mac, ip)) {
+            return true;
+        }
+        let ours = (mac == own || self.has_mac(&mac))
+            && self.contains_gid(&bnxt_hsi::roce::gid::ipv4_mapped_gid(ip));
+        if ours {
+            self.accepted = Some((own, mac, ip));
+        }
+        ours
     }
 
     /// The entries in use, by index.
@@ -117,5 +139,26 @@ mod tests {
         assert!(t.delete(0));
         assert!(!t.has_mac(&entry(1).mac) && t.has_mac(&entry(MAX_GID as u8 + 2).mac));
         assert!(t.modify(5, entry(200)) && t.has_mac(&entry(200).mac));
+    }
+
+    #[test]
+    fn a_destination_is_accepted_while_its_entries_stand() {
+        let own = [2, 0, 0, 0, 0, 9];
+        let ip = [10, 0, 0, 9];
+        let mine = GidEntry { gid: bnxt_hsi::roce::gid::ipv4_mapped_gid(ip), mac: own };
+        let mut t = GidTable::default();
+        assert!(!t.accepts(own, own, ip), "no GID yet");
+        let i = t.add(mine).unwrap();
+        assert!(t.accepts(own, own, ip) && t.accepts(own, own, ip));
+        assert!(!t.accepts(own, own, [10, 0, 0, 8]) && !t.accepts(own, [2, 0, 0, 0, 0, 8], ip));
+        assert!(t.modify(i, GidEntry { gid: [0; 16], mac: own }));
+        assert!(!t.accepts(own, own, ip), "the entry changed");
+        assert!(t.modify(i, mine) && t.accepts(own, own, ip));
+        assert!(t.delete(i));
+        assert!(!t.accepts(own, own, ip), "the entry went");
+        // Another MAC of the NIC (a GID entry's) is accepted as its own.
+        let other = [2, 0, 0, 0, 0, 7];
+        t.add(GidEntry { gid: mine.gid, mac: other }).unwrap();
+        assert!(t.accepts(own, other, ip) && t.accepts(own, own, ip));
     }
 }
