@@ -8,7 +8,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::faults::FirmwareAction;
+use crate::faults::{CommandAction, FirmwareAction};
 use crate::host_memory::DmaError;
 
 /// One thing that happened on one NIC.
@@ -160,6 +160,15 @@ pub enum EventKind {
         xid: u32,
         /// Why the command was refused (empty on success).
         reason: String,
+    },
+    /// An injected fault changed what the RoCE firmware did with a command.
+    RoceFaultFired {
+        /// `opcode` of the command.
+        opcode: u8,
+        /// Which occurrence of that opcode it was (1-based).
+        nth: u32,
+        /// What the fault did.
+        action: CommandAction,
     },
     /// The RoCE command channel could not take a trigger (nothing could be answered).
     RoceChannelError {
@@ -348,6 +357,17 @@ impl fmt::Display for EventKind {
                     write!(f, ": {reason}")?;
                 }
                 Ok(())
+            }
+            EventKind::RoceFaultFired { opcode, nth, action } => {
+                write!(f, "roce fault on {} #{nth}: ", opcode_label(*opcode))?;
+                match action {
+                    CommandAction::NoResponse => f.write_str("no-response"),
+                    CommandAction::Delay(d) => write!(f, "delay {d:?}"),
+                    CommandAction::Error(s) => {
+                        let name = bnxt_hsi::roce::rcfw::CreqStatus::from_value(*s).map_or("?", |s| s.name());
+                        write!(f, "error {name}")
+                    }
+                }
             }
             EventKind::RoceChannelError { reason } => write!(f, "roce channel: {reason}"),
             EventKind::RoceAsyncEvent { event, xid, reason } => {

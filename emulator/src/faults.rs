@@ -1,6 +1,7 @@
 //! Faults the model injects on request: what the hardware cannot be made to do on demand.
 //!
-//! Firmware faults act on HWRM requests of one NIC ([`FirmwareFault`]); wire faults act on the
+//! Firmware faults act on HWRM requests of one NIC ([`FirmwareFault`]) or on the commands of its
+//! RoCE firmware channel ([`CommandFault`], by CMDQ opcode); wire faults act on the
 //! frames the NICs send on the shared segment ([`WirePlan`]): each frame is dropped, duplicated,
 //! held back behind the next (reordered), has a bit flipped (corrupted) or is delayed, by chance
 //! (probabilities drawn from a generator seeded from the run's seed) or by rule (the nth frame
@@ -8,6 +9,7 @@
 
 use std::time::Duration;
 
+use bnxt_hsi::roce::rcfw::CreqStatus;
 use serde::{Deserialize, Serialize};
 
 use crate::net::fault::{FaultConfigError, FaultKind, FaultRule, FaultStage, FrameMatch, WireFaults};
@@ -39,11 +41,60 @@ pub struct FirmwareFault {
     pub action: FirmwareAction,
 }
 
+/// What the RoCE firmware does instead of completing a command normally.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CommandAction {
+    /// Take the command from the CMDQ and never complete it on the CREQ (nor act on it).
+    NoResponse,
+    /// Act on the command and complete it normally, but this much later than usual.
+    Delay(Duration),
+    /// Complete the command with this CREQ status (its wire value, `CREQ_QP_EVENT_STATUS_*` in
+    /// roce_hsi.h: 1 FAIL to 7 INTERNAL_ERROR) instead of acting on it.
+    #[serde(deserialize_with = "creq_error_status")]
+    Error(u8),
+}
+
+/// Take a CREQ status that is an error roce_hsi.h defines (`CREQ_QP_EVENT_STATUS_FAIL` 1 to
+/// `CREQ_QP_EVENT_STATUS_INTERNAL_ERROR` 7); SUCCESS (0) and undefined values are refused.
+fn creq_error_status<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
+    let v = u8::deserialize(d)?;
+    match CreqStatus::from_value(v) {
+        Some(CreqStatus::Success) => Err(serde::de::Error::custom("CREQ status 0 is SUCCESS, not an error")),
+        Some(_) => Ok(v),
+        None => Err(serde::de::Error::custom(format!(
+            "CREQ status {v} is not one roce_hsi.h defines (1 FAIL to 7 INTERNAL_ERROR)"
+        ))),
+    }
+}
+
+/// A fault on one RoCE firmware command (a CMDQ opcode, `CMDQ_BASE_OPCODE_*`) of one NIC.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandFault {
+    /// Index of the NIC in the machine.
+    pub nic: usize,
+    /// The command's `opcode`.
+    pub opcode: u8,
+    /// Which occurrence (1 = the first command with that opcode since the model was created);
+    /// every occurrence when `None`.
+    #[serde(default)]
+    pub nth: Option<u32>,
+    /// What to do instead.
+    pub action: CommandAction,
+}
+
 /// Every fault a run injects.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FaultPlan {
-    /// Firmware faults, checked in order; the first that matches a request applies.
+    /// Firmware faults on HWRM requests, checked in order; the first that matches a request
+    /// applies.
     pub firmware: Vec<FirmwareFault>,
+    /// Firmware faults on RoCE commands, checked in order; the first that matches a command
+    /// applies. Absent from plans written before they existed (and left out of plans that have
+    /// none, so such plans read as they always did).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roce_commands: Vec<CommandFault>,
     /// Wire faults (none by default).
     #[serde(default)]
     pub wire: WirePlan,
@@ -195,6 +246,15 @@ impl FaultPlan {
             .find(|f| f.nic == nic && f.req_type == req_type && f.nth.is_none_or(|n| n == nth))
             .map(|f| &f.action)
     }
+
+    /// The action for occurrence `nth` (1-based) of RoCE command `opcode` on `nic`, if a fault
+    /// matches.
+    pub fn command_action(&self, nic: usize, opcode: u8, nth: u32) -> Option<&CommandAction> {
+        self.roce_commands
+            .iter()
+            .find(|f| f.nic == nic && f.opcode == opcode && f.nth.is_none_or(|n| n == nth))
+            .map(|f| &f.action)
+    }
 }
 
 #[cfg(test)]
@@ -208,12 +268,61 @@ mod tests {
                 FirmwareFault { nic: 0, req_type: 0x1d, nth: Some(2), action: FirmwareAction::NoResponse },
                 FirmwareFault { nic: 0, req_type: 0x1d, nth: None, action: FirmwareAction::Error(4) },
             ],
+            roce_commands: vec![
+                CommandFault { nic: 1, opcode: 0x01, nth: Some(2), action: CommandAction::NoResponse },
+                CommandFault { nic: 1, opcode: 0x01, nth: None, action: CommandAction::Error(2) },
+            ],
             ..FaultPlan::default()
         };
         assert_eq!(plan.firmware_action(0, 0x1d, 1), Some(&FirmwareAction::Error(4)));
         assert_eq!(plan.firmware_action(0, 0x1d, 2), Some(&FirmwareAction::NoResponse));
         assert_eq!(plan.firmware_action(1, 0x1d, 2), None);
         assert_eq!(plan.firmware_action(0, 0x15, 1), None);
+        // RoCE commands by opcode, the same way; HWRM and RoCE faults never match each other's
+        // numbers.
+        assert_eq!(plan.command_action(1, 0x01, 1), Some(&CommandAction::Error(2)));
+        assert_eq!(plan.command_action(1, 0x01, 2), Some(&CommandAction::NoResponse));
+        assert_eq!(plan.command_action(0, 0x01, 2), None);
+        assert_eq!(plan.command_action(1, 0x03, 1), None);
+        assert_eq!(plan.firmware_action(1, 0x01, 1), None);
+        assert_eq!(plan.command_action(0, 0x1d, 1), None);
+    }
+
+    #[test]
+    fn plans_without_command_faults_read_and_write_as_before() {
+        let old = r#"{"firmware":[{"nic":0,"req_type":29,"nth":null,"action":"no-response"}]}"#;
+        let plan: FaultPlan = serde_json::from_str(old).unwrap();
+        assert!(plan.roce_commands.is_empty() && plan.wire.is_empty());
+        assert_eq!(plan.firmware[0].req_type, 0x1d);
+        let written = serde_json::to_string(&plan).unwrap();
+        assert!(!written.contains("roce_commands"), "{written}");
+        let back: FaultPlan = serde_json::from_str(&written).unwrap();
+        assert_eq!(back, plan);
+    }
+
+    #[test]
+    fn command_faults_round_trip_and_refuse_statuses_that_are_not_errors() {
+        let text = r#"{"firmware":[],"roce_commands":[
+            {"nic":0,"opcode":1,"action":"no-response"},
+            {"nic":0,"opcode":15,"nth":3,"action":{"error":2}},
+            {"nic":1,"opcode":3,"action":{"delay":{"secs":1,"nanos":0}}}]}"#;
+        let plan: FaultPlan = serde_json::from_str(text).unwrap();
+        assert_eq!(plan.roce_commands[1], CommandFault {
+            nic: 0,
+            opcode: 0x0f,
+            nth: Some(3),
+            action: CommandAction::Error(2)
+        });
+        assert_eq!(plan.roce_commands[2].action, CommandAction::Delay(Duration::from_secs(1)));
+        let back: FaultPlan = serde_json::from_str(&serde_json::to_string(&plan).unwrap()).unwrap();
+        assert_eq!(back, plan);
+        for (status, why) in [(0, "SUCCESS"), (8, "not one roce_hsi.h defines")] {
+            let bad = format!(r#"{{"firmware":[],"roce_commands":[{{"nic":0,"opcode":1,"action":{{"error":{status}}}}}]}}"#);
+            let e = serde_json::from_str::<FaultPlan>(&bad).unwrap_err().to_string();
+            assert!(e.contains(why), "{e}");
+        }
+        let typo = r#"{"firmware":[],"roce_commands":[{"nic":0,"opcod":1,"action":"no-response"}]}"#;
+        assert!(serde_json::from_str::<FaultPlan>(typo).unwrap_err().to_string().contains("opcod"));
     }
 
     #[test]

@@ -14,15 +14,24 @@
 //! buffer, as bnxt_re allocates it) or a level-1/2 page table of 4-KiB pages, every byte
 //! reachable, and a CREQ ring id that HWRM RING_ALLOC made as an NQ-type ring. Anything else is
 //! refused loudly: there is no CREQ to answer on.
+//!
+//! The channel also holds the NIC's injected command faults ([`CommandFaults`]): which of the
+//! commands it takes are swallowed, refused or answered late. They outlive a function reset, so
+//! a fault's `nth` counts commands since the model was made.
 
 use bnxt_hsi::roce::layouts::{CmdqBase, CmdqInit};
 use bnxt_hsi::roce::rcfw::{CMDQ_INIT_SIZE_SHIFT, CMDQ_PROD_MASK, CMDQE_BYTES, FIRMWARE_FIRST_FLAG};
+use std::sync::Arc;
+
 use zerocopy::FromBytes;
 
+use crate::faults::FaultPlan;
 use crate::firmware::state::{FwState, RingType};
 use crate::host_memory::HostMemory;
 
+use super::RoceEngine;
 use super::caps::{MAX_CMD_SLOTS, MAX_CMDQ_SLOTS};
+use super::cmd::faults::CommandFaults;
 use super::pages::{PageList, PblSpec};
 
 /// Why the firmware could not take the channel or a trigger.
@@ -85,12 +94,20 @@ pub struct RawCommand {
 pub struct Channel {
     config: Option<CmdqConfig>,
     cons: u16,
+    /// The NIC's injected command faults, with their occurrence counts (kept across resets).
+    pub(super) faults: CommandFaults,
 }
 
 impl Channel {
-    /// Forget the channel (function reset).
+    /// Forget the channel (function reset); the fault plan and its counts stay.
     pub fn reset(&mut self) {
-        *self = Channel::default();
+        let faults = std::mem::take(&mut self.faults);
+        *self = Channel { faults, ..Channel::default() };
+    }
+
+    /// How many commands with `opcode` the firmware took since the model was made.
+    pub fn commands_seen(&self, opcode: u8) -> u32 {
+        self.faults.seen(opcode)
     }
 
     /// The CMDQ, once started.
@@ -160,6 +177,15 @@ impl Channel {
             left -= u32::from(slots);
         }
         Ok(out)
+    }
+}
+
+impl RoceEngine {
+    /// The engine, applying the RoCE command faults of `plan` that name NIC `nic` (an engine made
+    /// by [`RoceEngine::new`] injects none).
+    pub fn with_command_faults(mut self, nic: usize, plan: Arc<FaultPlan>) -> RoceEngine {
+        self.channel.faults = CommandFaults::new(nic, plan);
+        self
     }
 }
 

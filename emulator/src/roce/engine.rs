@@ -27,6 +27,7 @@ use crate::net::sealed::WireFrame;
 
 use super::caps::RCFW_LATENCY;
 use super::channel::Channel;
+use super::cmd::faults::Injected;
 use super::cmd::{self, Cmd, CmdCtx, Support};
 use super::counters::RoceCounters;
 use super::nq::{NqSet, Posted};
@@ -288,9 +289,13 @@ impl RoceEngine {
                 now,
                 EventKind::RoceCommand { opcode: raw.opcode, cookie: raw.cookie, slots: raw.slots, summary },
             );
-            let outcome = match &raw.bytes {
-                Err(why) => Err(cmd::Refusal::invalid(why.clone())),
-                Ok(bytes) => {
+            // An injected fault (cmd::faults) may swallow, refuse or delay the command.
+            let injected = self.channel.faults.on_command(now, raw.opcode, env.rec);
+            let outcome = match (&injected, &raw.bytes) {
+                (Injected::Swallow, _) => continue,
+                (Injected::Refuse(r), _) => Err(r.clone()),
+                (_, Err(why)) => Err(cmd::Refusal::invalid(why.clone())),
+                (_, Ok(bytes)) => {
                     let c = Cmd { opcode: raw.opcode, cookie: raw.cookie, bytes };
                     let cx = CmdCtx { mem: env.mem, fw: env.fw, limits: cx_limits };
                     cmd::execute(&mut self.st, &c, &cx)
@@ -299,7 +304,9 @@ impl RoceEngine {
             let (mut bytes, status, reason) = match outcome {
                 Ok(b) => (b, CreqStatus::Success, String::new()),
                 Err(r) => {
-                    self.note_refusal(raw.opcode, &r);
+                    if !matches!(injected, Injected::Refuse(_)) {
+                        self.note_refusal(raw.opcode, &r);
+                    }
                     ([0u8; 16], r.status, r.reason)
                 }
             };
@@ -307,7 +314,7 @@ impl RoceEngine {
             bytes[1] = status.value();
             bytes[2..4].copy_from_slice(&raw.cookie.to_le_bytes());
             bytes[9] = raw.opcode;
-            self.queue_creq(now + RCFW_LATENCY, bytes, reason);
+            self.queue_creq(now + RCFW_LATENCY + injected.delay(), bytes, reason);
         }
     }
 

@@ -11,6 +11,7 @@
 //! Refusals and unimplemented opcodes are logged and counted.
 
 mod cq;
+pub mod faults;
 mod func;
 mod gid;
 mod mr;
