@@ -158,10 +158,10 @@ impl Iommu {
         // (then all of them do, none overlapping another), and every one from `at` on starts at
         // or after `end`.
         let at = self.maps.partition_point(|m| m.start < end);
-        if let Some(m) = at.checked_sub(1).map(|i| &self.maps[i]) {
-            if m.start + m.len > addr {
-                return Err(MapError::Overlap { addr, len, existing: m.start });
-            }
+        if let Some(m) = at.checked_sub(1).map(|i| &self.maps[i])
+            && m.start + m.len > addr
+        {
+            return Err(MapError::Overlap { addr, len, existing: m.start });
         }
         self.maps.insert(at, Mapping { start: addr, len, backing, offset });
         Ok(())
