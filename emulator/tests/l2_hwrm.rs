@@ -301,7 +301,7 @@ fn fw_set_time_keeps_a_date_and_refuses_nonsense() {
     t.year = 2026.into();
     (t.month, t.day, t.hour, t.minute, t.second) = (11, 29, 10, 41, 33);
     rig.ok(0, t);
-    assert_eq!(rig.world.device(0).firmware().state().l2.wall_clock.map(|w| w.0), Some(2026));
+    assert_eq!(rig.world.device(0).firmware().state().l2.wall_clock.map(|w| w.year), Some(2026));
     t.month = 13;
     assert_eq!(rig.call(0, t).code, INVALID_PARAMS);
 }

@@ -5,6 +5,7 @@
 use bnxt_hsi::hwrm::layouts::{HwrmFwSetTimeInput, HwrmFwSetTimeOutput};
 
 use super::Ctx;
+use super::l2_config::WallClock;
 use super::response::{Outcome, Reject, parse, reply};
 
 /// FW_SET_TIME.
@@ -28,6 +29,7 @@ pub fn set_time(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
         )));
     }
     let zone = r.zone.get() as i16;
-    ctx.state.l2.wall_clock = Some((year, month, day, r.hour, r.minute, r.second, r.millisecond.get(), zone));
+    let (hour, minute, second, millisecond) = (r.hour, r.minute, r.second, r.millisecond.get());
+    ctx.state.l2.wall_clock = Some(WallClock { year, month, day, hour, minute, second, millisecond, zone });
     reply::<HwrmFwSetTimeOutput>(|_| {})
 }

@@ -225,6 +225,27 @@ pub struct PortCounters {
     pub link_down_events: u64,
 }
 
+/// A wall-clock time as FW_SET_TIME gives it (UTC from bnxt_en).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WallClock {
+    /// Year (0: unknown).
+    pub year: u16,
+    /// Month, 1-12.
+    pub month: u8,
+    /// Day, 1-31.
+    pub day: u8,
+    /// Hour, 0-23.
+    pub hour: u8,
+    /// Minute, 0-59.
+    pub minute: u8,
+    /// Second, 0-60.
+    pub second: u8,
+    /// Millisecond, 0-999.
+    pub millisecond: u16,
+    /// `zone`: minutes from UTC.
+    pub zone: i16,
+}
+
 /// What the L2 engine must do on the firmware's behalf.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Notice {
@@ -270,9 +291,8 @@ pub struct L2Config {
     pub phy: PhyConfig,
     /// PORT_MAC_CFG `enables`/`flags` last applied (`flags`, `ipg`, `lpbk`).
     pub mac_cfg: (u32, u8, u8),
-    /// The time FW_SET_TIME set, as (year, month, day, hour, minute, second, millisecond,
-    /// zone) in the request's units.
-    pub wall_clock: Option<(u16, u8, u8, u8, u8, u8, u16, i16)>,
+    /// The time FW_SET_TIME set.
+    pub wall_clock: Option<WallClock>,
     /// Work for the L2 engine, oldest first.
     pub notices: Vec<Notice>,
     /// Serial of the next L2 filter id.

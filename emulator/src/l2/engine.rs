@@ -484,7 +484,7 @@ impl L2Engine {
         match n {
             Notice::HwrmDone { cmpl_ring, seq_id } => {
                 let mut c = HwrmCmpl::new_zeroed();
-                c.type_ = (HwrmCmpl::TYPE_HWRM_DONE as u16).into();
+                c.type_ = HwrmCmpl::TYPE_HWRM_DONE.into();
                 c.sequence_id = seq_id.into();
                 let entry: [u8; ENTRY_BYTES] = c.as_bytes().try_into().expect("16 bytes");
                 if self.write_cq(now, cmpl_ring, &[entry], env) {
@@ -494,7 +494,7 @@ impl L2Engine {
             Notice::Async { event_id, data1, data2 } => {
                 let Some(cr) = env.fw.l2.async_event_cr else { return };
                 let mut c = HwrmAsyncEventCmpl::new_zeroed();
-                c.type_ = (HwrmAsyncEventCmpl::TYPE_HWRM_ASYNC_EVENT as u16).into();
+                c.type_ = HwrmAsyncEventCmpl::TYPE_HWRM_ASYNC_EVENT.into();
                 c.event_id = event_id.into();
                 c.event_data1 = data1.into();
                 c.event_data2 = data2.into();

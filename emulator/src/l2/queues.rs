@@ -228,3 +228,84 @@ impl L2Cq {
         cn.as_bytes().try_into().expect("nqe_cn is 16 bytes")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host_memory::{HeapBacking, Iommu};
+    use crate::roce::pages::PageList;
+    use std::sync::Arc;
+
+    fn ring(len: u32) -> (Iommu, CmplRing) {
+        let mut iommu = Iommu::new();
+        iommu.map(0x20000, Arc::new(HeapBacking::new(4096)), 0, 4096).unwrap();
+        let pages = PageList::from_pages(vec![0x20000], 4096, u64::from(len) * 16).unwrap();
+        (iommu, CmplRing::new(pages, len))
+    }
+
+    #[test]
+    fn an_armed_nq_interrupts_once_masked_never_and_waiting_entries_interrupt_on_arm() {
+        let (iommu, r) = ring(4);
+        let mem = iommu.view(true);
+        let mut nq = L2Nq::new(0, r, 7);
+        assert_eq!(nq.post(&mem, [1; 16]), NqPost::Written { irq: false }, "not armed yet");
+        assert_eq!(nq.doorbell(&mem, 0, false, Some(true)), Ok((true, 0)), "armed with an entry waiting");
+        assert_eq!(nq.post(&mem, [2; 16]), NqPost::Written { irq: false }, "disarmed by that interrupt");
+        assert_eq!(nq.doorbell(&mem, 2, false, Some(true)), Ok((false, 0)), "nothing waiting");
+        assert_eq!(nq.post(&mem, [3; 16]), NqPost::Written { irq: true });
+        assert_eq!(nq.doorbell(&mem, 3, false, Some(false)), Ok((false, 0)), "NQ_MASK");
+        assert_eq!(nq.post(&mem, [4; 16]), NqPost::Written { irq: false });
+    }
+
+    #[test]
+    fn a_full_nq_keeps_entries_in_order_until_given_room() {
+        let (iommu, r) = ring(2);
+        let mem = iommu.view(true);
+        let mut nq = L2Nq::new(0, r, 0);
+        for i in 0..4u8 {
+            let p = nq.post(&mem, [i; 16]);
+            assert_eq!(p == NqPost::Queued, i >= 2, "entry {i}");
+        }
+        assert_eq!(nq.backlog(), 2);
+        assert_eq!(nq.doorbell(&mem, 0, true, None), Ok((false, 0)), "consumed both");
+        assert_eq!(nq.backlog(), 0);
+        let mut e = [0u8; 16];
+        mem.read(0x20000, &mut e).unwrap();
+        assert_eq!((e[0], e[8] & 1), (2, 0), "third entry in slot 0, second pass");
+    }
+
+    #[test]
+    fn a_cq_notifies_once_per_arm_with_a_moving_toggle_and_refuses_stale_arms() {
+        let (iommu, r) = ring(8);
+        let mem = iommu.view(true);
+        let mut cq = L2Cq::new(0, r, Some(3), 0x0100_0002);
+        let now = Duration::ZERO;
+        assert_eq!(cq.write(&mem, now, &[[0; 16]], None), Ok(None), "not armed");
+        let cn = cq.arm(0, false, 0).unwrap().expect("armed with a completion waiting");
+        assert_eq!(u16::from_le_bytes([cn[0], cn[1]]), 0x30 | (1 << 6), "CQ notification, toggle 1");
+        assert_eq!(u32::from_le_bytes(cn[4..8].try_into().unwrap()), 0x0100_0002, "handle");
+        assert_eq!(cq.write(&mem, now, &[[0; 16]], None), Ok(None), "disarmed by the notification");
+        assert_eq!(cq.arm(2, false, 0), Err(ArmError::StaleToggle { got: 0, current: 1 }));
+        assert_eq!(cq.arm(2, false, 1), Ok(None));
+        assert!(cq.write(&mem, now, &[[0; 16], [0; 16]], None).unwrap().is_some(), "a two-entry record notifies once");
+    }
+
+    #[test]
+    fn coalescing_waits_for_the_count_or_the_timer() {
+        let (iommu, r) = ring(16);
+        let mem = iommu.view(true);
+        let mut cq = L2Cq::new(0, r, Some(0), 0);
+        let coal = Coalescing { num_cmpl_aggr_int: 3, int_lat_tmr_max: 1000, ..Coalescing::default() };
+        cq.arm(0, false, 0).unwrap();
+        let t0 = Duration::from_micros(5);
+        assert_eq!(cq.write(&mem, t0, &[[0; 16]], Some(&coal)), Ok(None));
+        assert_eq!(cq.deadline(Some(&coal)), Some(t0 + Duration::from_micros(80)), "1000 x 80 ns");
+        assert_eq!(cq.timer(t0 + Duration::from_micros(79), Some(&coal)), None);
+        assert!(cq.timer(t0 + Duration::from_micros(80), Some(&coal)).is_some());
+        cq.arm(1, false, 1).unwrap();
+        assert_eq!(cq.write(&mem, t0, &[[0; 16]], Some(&coal)), Ok(None));
+        assert_eq!(cq.write(&mem, t0, &[[0; 16]], Some(&coal)), Ok(None));
+        assert!(cq.write(&mem, t0, &[[0; 16]], Some(&coal)).unwrap().is_some(), "third completion");
+        assert_eq!(cq.deadline(Some(&coal)), None);
+    }
+}

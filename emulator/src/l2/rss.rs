@@ -17,8 +17,7 @@ use super::frame::{L3, PROTO_TCP, PROTO_UDP, Parsed};
 pub fn toeplitz(key: &[u8; RSS_KEY_BYTES], input: &[u8]) -> u32 {
     let mut result = 0u32;
     let mut window = u32::from_be_bytes([key[0], key[1], key[2], key[3]]);
-    let mut next = 4usize;
-    for byte in input {
+    for (next, byte) in (4usize..).zip(input) {
         for bit in (0..8).rev() {
             if byte & (1 << bit) != 0 {
                 result ^= window;
@@ -26,7 +25,6 @@ pub fn toeplitz(key: &[u8; RSS_KEY_BYTES], input: &[u8]) -> u32 {
             let incoming = key.get(next).map_or(0, |k| (k >> bit) & 1);
             window = (window << 1) | u32::from(incoming);
         }
-        next += 1;
     }
     result
 }
@@ -76,24 +74,37 @@ pub fn hash_input(p: &Parsed, frame: &[u8], hash_type: u32) -> Option<(Vec<u8>, 
     two.then_some((input, HashKind::L3))
 }
 
+/// Where a frame goes: an RX ring, the completion ring paired with it, and the hash if one was
+/// computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Steering {
+    /// The RX ring.
+    pub rx: u16,
+    /// Its completion ring.
+    pub cmpl: u16,
+    /// The RSS hash and what it covered.
+    pub hash: Option<(u32, HashKind)>,
+}
+
 /// The ring pair `vnic` steers a frame to, with the hash when one was computed; the VNIC's
 /// default pair when it has no RSS table or the frame is not hashed.
-pub fn select(vnic: &Vnic, p: &Parsed, frame: &[u8]) -> Option<((u16, u16), Option<(u32, HashKind)>)> {
+pub fn select(vnic: &Vnic, p: &Parsed, frame: &[u8]) -> Option<Steering> {
+    let steer = |(rx, cmpl): (u16, u16), hash| Steering { rx, cmpl, hash };
     let mut tables: Vec<_> = vnic.rss.values().filter(|t| t.hash_type != 0 && !t.pairs.is_empty()).collect();
     tables.sort_by_key(|t| t.pair_index);
     let default = vnic.default_rx_ring.zip(vnic.default_cmpl_ring);
-    let Some(first) = tables.first() else { return default.map(|d| (d, None)) };
-    let Some((input, kind)) = hash_input(p, frame, first.hash_type) else { return default.map(|d| (d, None)) };
+    let Some(first) = tables.first() else { return default.map(|d| steer(d, None)) };
+    let Some((input, kind)) = hash_input(p, frame, first.hash_type) else { return default.map(|d| steer(d, None)) };
     let hash = toeplitz(&first.key, &input);
     let total: usize = tables.iter().map(|t| t.pairs.len()).sum();
     let mut slot = hash as usize % total;
     for t in &tables {
         if slot < t.pairs.len() {
-            return Some((t.pairs[slot], Some((hash, kind))));
+            return Some(steer(t.pairs[slot], Some((hash, kind))));
         }
         slot -= t.pairs.len();
     }
-    default.map(|d| (d, None))
+    default.map(|d| steer(d, None))
 }
 
 #[cfg(test)]

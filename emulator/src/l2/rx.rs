@@ -85,7 +85,7 @@ impl L2Engine {
             self.drop_frame(now, f, "longer than the VNIC's MRU", None, env);
             return;
         }
-        let Some(((rx_id, cq_id), hash)) = rss::select(vnic, &p, f) else {
+        let Some(rss::Steering { rx: rx_id, cmpl: cq_id, hash }) = rss::select(vnic, &p, f) else {
             self.drop_frame(now, f, "VNIC has no RX ring", None, env);
             return;
         };
