@@ -324,7 +324,9 @@ fn register_mr(roce: &Roce, id: u64, len: usize, live: &Live) -> Result<u32, (Er
             if !unified && !matches!(e, Error::Timeout { .. } | Error::Wedged { .. }) {
                 let _ = dealloc_key(roce, key, false);
             }
-            Err((e, true))
+            // REGISTER_MR named the memory, unless it was never sent (the NIC was wedged).
+            let named = !matches!(e, Error::Wedged { .. });
+            Err((e, named))
         }
     }
 }

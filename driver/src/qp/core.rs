@@ -153,8 +153,13 @@ impl QpCore {
 
     fn undo(roce: &Roce, made: Made, e: &Error) {
         if matches!(e, Error::Timeout { .. } | Error::Wedged { .. }) {
-            // A command left unanswered may still act on what it named.
-            roce.keep(made.memory);
+            // A command left unanswered may still act on what it named. On a NIC wedged before
+            // this queue pair's first command, nothing was named: that memory goes at once.
+            if matches!(e, Error::Wedged { .. }) && made.scq.is_none() {
+                drop(made.memory);
+            } else {
+                roce.keep(made.memory);
+            }
             return;
         }
         let destroyed = match made.qpn {
