@@ -75,6 +75,7 @@ pub fn check(scenario: &Scenario) -> Vec<DecodeError> {
     for fault in &scenario.faults {
         match &fault.kind {
             FaultKind::Firmware(f) => checker.nic_index(f.nic, f.nic_at, &format!("{}.firmware.nic", fault.path)),
+            FaultKind::RoceCommand(f) => checker.nic_index(f.nic, f.nic_at, &format!("{}.firmware.nic", fault.path)),
             FaultKind::Wire(w) => {
                 for (i, rule) in w.rules.iter().enumerate() {
                     if let Some(nic) = rule.nic {

@@ -1,13 +1,20 @@
 //! Decoding `faults:` entries.
 
-use bnxt_hsi::hwrm::{ErrorCode, req_name, req_type, req_type_by_name};
+use std::time::Duration;
+
+use bnxt_hsi::hwrm::ErrorCode;
+use bnxt_hsi::roce::rcfw::CreqStatus;
 
 use super::language::faults::{self as lang, FIRMWARE_ACTIONS as ACTIONS};
 use super::language::{fault_kinds, keys};
+use super::firmware_names::{self as names, NameError, Target};
 use super::opcodes::{RC_OPCODES, opcode_by_name};
-use super::{Fault, FaultKind, FirmwareAction, FirmwareFault, MAX_NICS, WireFault, WireFaultKind, WireRule};
+use super::{
+    CommandAction, Fault, FaultKind, FirmwareAction, FirmwareFault, MAX_NICS, RoceCommandFault, WireFault,
+    WireFaultKind, WireRule,
+};
 use crate::suggest::closest;
-use crate::yaml::{DecodeError, Field, Problem, Value};
+use crate::yaml::{DecodeError, Field, MapReader, Problem, Value};
 
 /// Decode one entry of `faults`.
 pub(super) fn fault(item: &Field<'_>) -> Result<Fault, DecodeError> {
@@ -21,32 +28,70 @@ pub(super) fn fault(item: &Field<'_>) -> Result<Fault, DecodeError> {
     }
     let f = entry.required(kind)?;
     let kind = match kind {
-        "firmware" => FaultKind::Firmware(firmware(&f)?),
+        "firmware" => firmware(&f)?,
         "wire" => FaultKind::Wire(wire(&f)?),
         other => unreachable!("fault kind {other} was checked against the language's fault kinds"),
     };
     Ok(Fault { at: item.node.at, path: item.path().to_string(), kind })
 }
 
-fn firmware(f: &Field<'_>) -> Result<FirmwareFault, DecodeError> {
+fn firmware(f: &Field<'_>) -> Result<FaultKind, DecodeError> {
     let m = f.map(keys::<lang::Firmware>())?;
     let nic_field = m.required("nic")?;
     let nic = nic_field.int("a NIC index", 0, MAX_NICS as u64 - 1)? as usize;
 
     let request_field = m.required("request")?;
-    let written = request_field.string("an HWRM request name, as FUNC_DRV_RGTR")?;
-    let req_type = req_type_by_name(written).ok_or_else(|| {
-        request_field.error(Problem::UnknownName {
-            what: "HWRM request".into(),
-            name: written.into(),
-            suggestion: closest(written.strip_prefix("HWRM_").unwrap_or(written), req_type::REQ_TYPES.iter().map(|(n, _)| *n))
-                .map(str::to_string),
-        })
+    let written = request_field.string("an HWRM request or RoCE command name, as FUNC_DRV_RGTR or CREATE_QP")?;
+    let target = names::resolve(written).map_err(|e| match e {
+        NameError::Unknown { what, suggestion } => {
+            request_field.error(Problem::UnknownName { what: what.into(), name: written.into(), suggestion })
+        }
+        NameError::Ambiguous { name } => request_field.error(Problem::Conflict(format!(
+            "`{name}` is both an HWRM request and a RoCE command: write `{}{name}` or `{}{name}`",
+            names::HWRM_PREFIX,
+            names::ROCE_PREFIX
+        ))),
     })?;
-    let request = req_name(req_type).unwrap_or(written).to_string();
 
-    let nth = m.optional("nth").map(|n| n.int("which occurrence (1 is the first)", 1, u64::from(u32::MAX))).transpose()?;
+    let nth = m
+        .optional("nth")
+        .map(|n| n.int("which occurrence (1 is the first)", 1, u64::from(u32::MAX)))
+        .transpose()?
+        .map(|n| n as u32);
 
+    let nic_at = nic_field.node.at;
+    Ok(match target {
+        Target::Hwrm { req_type, name } => {
+            let action = match action(&m, hwrm_code)? {
+                Action::NoResponse => FirmwareAction::NoResponse,
+                Action::Error(code) => FirmwareAction::Error(code),
+                Action::Delay(d) => FirmwareAction::Delay(d),
+            };
+            FaultKind::Firmware(FirmwareFault { nic, nic_at, req_type, request: name.to_string(), nth, action })
+        }
+        Target::Roce { opcode, name } => {
+            let action = match action(&m, |f| roce_status(f, name))? {
+                Action::NoResponse => CommandAction::NoResponse,
+                Action::Error(status) => CommandAction::Error(status),
+                Action::Delay(d) => CommandAction::Delay(d),
+            };
+            FaultKind::RoceCommand(RoceCommandFault { nic, nic_at, opcode, command: name.to_string(), nth, action })
+        }
+    })
+}
+
+/// A `firmware` fault's action, its `code` read by `code` (an HWRM error code or a CREQ status).
+enum Action<C> {
+    NoResponse,
+    Error(C),
+    Delay(Duration),
+}
+
+/// `action` of a `firmware` fault, with `code` or `by` as it calls for (and neither otherwise).
+fn action<C>(
+    m: &MapReader<'_>,
+    code: impl FnOnce(&Field<'_>) -> Result<C, DecodeError>,
+) -> Result<Action<C>, DecodeError> {
     let action_field = m.required("action")?;
     let action_name = action_field.string("no-response, error or delay")?;
     let only_with = |key: &str, action: &str| -> Result<(), DecodeError> {
@@ -59,24 +104,10 @@ fn firmware(f: &Field<'_>) -> Result<FirmwareFault, DecodeError> {
     };
     only_with("code", "error")?;
     only_with("by", "delay")?;
-    let action = match action_name {
-        "no-response" => FirmwareAction::NoResponse,
-        "error" => {
-            let code_field = m.required("code")?;
-            let name = code_field.string("an HWRM error code name, as RESOURCE_ALLOC_ERROR")?;
-            let code = ErrorCode::by_name(name).ok_or_else(|| {
-                code_field.error(Problem::UnknownName {
-                    what: "HWRM error code".into(),
-                    name: name.into(),
-                    suggestion: closest(name, ErrorCode::ALL.iter().map(|(_, n)| *n)).map(str::to_string),
-                })
-            })?;
-            if code == ErrorCode::Success {
-                return Err(code_field.invalid("an HWRM error code", "SUCCESS is not an error"));
-            }
-            FirmwareAction::Error(code)
-        }
-        "delay" => FirmwareAction::Delay(m.required("by")?.duration()?),
+    Ok(match action_name {
+        "no-response" => Action::NoResponse,
+        "error" => Action::Error(code(&m.required("code")?)?),
+        "delay" => Action::Delay(m.required("by")?.duration()?),
         other => {
             return Err(action_field.error(Problem::UnknownName {
                 what: "firmware fault action".into(),
@@ -84,8 +115,50 @@ fn firmware(f: &Field<'_>) -> Result<FirmwareFault, DecodeError> {
                 suggestion: closest(other, ACTIONS.iter().copied()).map(str::to_string),
             }));
         }
-    };
-    Ok(FirmwareFault { nic, nic_at: nic_field.node.at, req_type, request, nth: nth.map(|n| n as u32), action })
+    })
+}
+
+/// `code` of an HWRM request's fault: an HWRM error code other than SUCCESS.
+fn hwrm_code(field: &Field<'_>) -> Result<ErrorCode, DecodeError> {
+    let name = field.string("an HWRM error code name, as RESOURCE_ALLOC_ERROR")?;
+    let code = ErrorCode::by_name(name).ok_or_else(|| {
+        field.error(Problem::UnknownName {
+            what: "HWRM error code".into(),
+            name: name.into(),
+            suggestion: closest(name, ErrorCode::ALL.iter().map(|(_, n)| *n)).map(str::to_string),
+        })
+    })?;
+    if code == ErrorCode::Success {
+        return Err(field.invalid("an HWRM error code", "SUCCESS is not an error"));
+    }
+    Ok(code)
+}
+
+/// `code` of a RoCE command's fault: a CREQ status other than SUCCESS.
+fn roce_status(field: &Field<'_>, command: &str) -> Result<CreqStatus, DecodeError> {
+    let name = field.string("a CREQ status name, as RESOURCES")?;
+    let expected = "a CREQ status";
+    match names::status_by_name(name) {
+        Some(CreqStatus::Success) => Err(field.invalid(expected, "SUCCESS is not an error")),
+        Some(status) => Ok(status),
+        None => {
+            let statuses: Vec<&str> = names::error_statuses().map(CreqStatus::name).collect();
+            match closest(name, statuses.iter().copied()) {
+                Some(s) => Err(field.error(Problem::UnknownName {
+                    what: "CREQ status".into(),
+                    name: name.into(),
+                    suggestion: Some(s.to_string()),
+                })),
+                None => Err(field.invalid(
+                    expected,
+                    &format!(
+                        "RoCE command {command} is refused with a CREQ status (roce_hsi.h CREQ_QP_EVENT_STATUS_*): {}",
+                        statuses.join(", ")
+                    ),
+                )),
+            }
+        }
+    }
 }
 
 fn wire(f: &Field<'_>) -> Result<WireFault, DecodeError> {

@@ -8,6 +8,7 @@ pub mod decode;
 mod decode_fault;
 mod decode_step;
 pub mod display;
+pub mod firmware_names;
 pub mod language;
 pub mod load;
 pub mod matrix;
@@ -19,6 +20,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use bnxt_hsi::hwrm::ErrorCode;
+use bnxt_hsi::roce::rcfw::CreqStatus;
 use regex::Regex;
 
 use crate::yaml::Pos;
@@ -69,7 +71,7 @@ impl Scenario {
         let mut needs = self.requires.clone();
         for fault in &self.faults {
             needs.push(match fault.kind {
-                FaultKind::Firmware(_) => Capability::Faults,
+                FaultKind::Firmware(_) | FaultKind::RoceCommand(_) => Capability::Faults,
                 FaultKind::Wire(_) => Capability::WireFaults,
             });
         }
@@ -147,6 +149,9 @@ pub struct Fault {
 pub enum FaultKind {
     /// The firmware misbehaves on one HWRM request type.
     Firmware(FirmwareFault),
+    /// The RoCE firmware misbehaves on one command of its channel (a `firmware` fault whose
+    /// `request` names a RoCE command).
+    RoceCommand(RoceCommandFault),
     /// The wire between the NICs loses, duplicates, reorders, corrupts or delays frames.
     Wire(WireFault),
 }
@@ -242,6 +247,34 @@ pub enum FirmwareAction {
     /// Answers with this error code.
     Error(ErrorCode),
     /// Answers this much later.
+    Delay(Duration),
+}
+
+/// The RoCE firmware does something other than complete a command normally.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoceCommandFault {
+    /// The NIC's index.
+    pub nic: usize,
+    /// Where the index is written.
+    pub nic_at: Pos,
+    /// The command's CMDQ opcode.
+    pub opcode: u8,
+    /// The command's name (roce_hsi.h, without `CMDQ_BASE_OPCODE_`).
+    pub command: String,
+    /// Which occurrence (from 1); every one when `None`.
+    pub nth: Option<u32>,
+    /// What the firmware does.
+    pub action: CommandAction,
+}
+
+/// What a faulty RoCE firmware does with a command.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CommandAction {
+    /// Takes it and never completes it.
+    NoResponse,
+    /// Completes it with this status instead of acting on it.
+    Error(CreqStatus),
+    /// Completes it this much later.
     Delay(Duration),
 }
 

@@ -10,7 +10,7 @@ use bnxt_model::world::WorldConfig;
 
 use super::model_pci::{ModelClock, ModelMachine};
 use super::{Capabilities, ConfigState, Internals, MachinePlan, Session, Target, TargetError};
-use crate::scenario::{Capability, FaultKind, FirmwareAction, MAX_NICS, WireFault, WireFaultKind};
+use crate::scenario::{Capability, CommandAction, FaultKind, FirmwareAction, MAX_NICS, WireFault, WireFaultKind};
 use crate::transcript::model::ModelEvents;
 use crate::transcript::record::EventSource;
 
@@ -73,6 +73,16 @@ pub fn fault_plan(plan: &MachinePlan<'_>) -> FaultPlan {
                     FirmwareAction::NoResponse => faults::FirmwareAction::NoResponse,
                     FirmwareAction::Error(code) => faults::FirmwareAction::Error(code.value()),
                     FirmwareAction::Delay(d) => faults::FirmwareAction::Delay(d),
+                },
+            }),
+            FaultKind::RoceCommand(f) => out.roce_commands.push(faults::CommandFault {
+                nic: f.nic,
+                opcode: f.opcode,
+                nth: f.nth,
+                action: match f.action {
+                    CommandAction::NoResponse => faults::CommandAction::NoResponse,
+                    CommandAction::Error(status) => faults::CommandAction::Error(status.value()),
+                    CommandAction::Delay(d) => faults::CommandAction::Delay(d),
                 },
             }),
             FaultKind::Wire(w) => out.wire = wire_plan(w),

@@ -5,26 +5,32 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use super::scalars::{self, one_of};
 use crate::scenario::WireFaultKind;
 
-/// `firmware`: the firmware misbehaves on one HWRM request of one NIC.
+/// `firmware`: the firmware misbehaves on one HWRM request, or one RoCE firmware command, of one
+/// NIC.
 #[derive(JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct Firmware {
     /// The NIC's index.
     #[schemars(schema_with = "scalars::nic_index")]
     pub nic: u32,
-    /// The HWRM request, by its name in bnxt_hsi.h without `HWRM_` (`FUNC_DRV_RGTR`).
+    /// The HWRM request, by its name in bnxt_hsi.h without `HWRM_` (`FUNC_DRV_RGTR`), or the RoCE
+    /// firmware command, by its name in roce_hsi.h without `CMDQ_BASE_OPCODE_` (`CREATE_QP`).
+    /// No name is both; with its prefix a name is only the one.
     #[schemars(schema_with = "scalars::text")]
     pub request: String,
     /// `no-response`, `error` (answer with `code`) or `delay` (answer `by` later).
     #[schemars(schema_with = "firmware_action")]
     pub action: String,
-    /// With `action: error`: the HWRM error code's name (`RESOURCE_ALLOC_ERROR`).
+    /// With `action: error`: for an HWRM request, the HWRM error code's name
+    /// (`RESOURCE_ALLOC_ERROR`); for a RoCE command, the CREQ status's name in roce_hsi.h without
+    /// `CREQ_QP_EVENT_STATUS_` (`RESOURCES`).
     #[schemars(default, schema_with = "scalars::text")]
     pub code: Option<String>,
     /// With `action: delay`: how much later.
     #[schemars(default, schema_with = "scalars::duration")]
     pub by: Option<String>,
-    /// Which occurrence of the request (1 is the first); every one when absent.
+    /// Which occurrence of the request or command on the NIC (1 is the first); every one when
+    /// absent.
     #[schemars(default, schema_with = "scalars::positive")]
     pub nth: Option<u32>,
 }
