@@ -5,7 +5,14 @@
 //!
 //! [`FrameDecoder`] is sans-IO: bytes in (in any pieces), whole frames out. A length of 0 or
 //! above [`MAX_FRAME`] cannot be a frame; the stream is then garbage and the decoder says so
-//! (the peer is dropped), without allocating what the length claimed.
+//! (the peer is dropped), without allocating what the length claimed. [`Outbox`] is the other
+//! way: frames in, encoded, and written to a non-blocking stream as fast as the peer takes them.
+//!
+//! Both keep their bytes in one buffer with a start offset, moving what is left to the front
+//! only once the consumed part is the larger: taking a frame, or writing part of a backlog,
+//! costs no copy of the rest (a backlog of megabytes is written in pieces of a socket buffer).
+
+use std::io::{ErrorKind, Write};
 
 /// Largest frame accepted: QEMU's `NET_BUFSIZE` (4096 + 65536, include/net/net.h), which covers
 /// any frame a guest NIC can send with offloads off.
@@ -37,6 +44,8 @@ pub enum FrameError {
 #[derive(Debug, Default)]
 pub struct FrameDecoder {
     buf: Vec<u8>,
+    /// Where the bytes not yet taken start in `buf`.
+    start: usize,
     consumed: u64,
 }
 
@@ -48,17 +57,19 @@ impl FrameDecoder {
 
     /// Add bytes read from the stream.
     pub fn push(&mut self, bytes: &[u8]) {
+        compact(&mut self.buf, &mut self.start);
         self.buf.extend_from_slice(bytes);
     }
 
     /// Bytes held that do not yet make a whole frame.
     pub fn pending(&self) -> usize {
-        self.buf.len()
+        self.buf.len() - self.start
     }
 
     /// The next whole frame, if one has arrived.
     pub fn next_frame(&mut self) -> Result<Option<Vec<u8>>, FrameError> {
-        let Some(prefix) = self.buf.first_chunk::<PREFIX>() else { return Ok(None) };
+        let held = &self.buf[self.start..];
+        let Some(prefix) = held.first_chunk::<PREFIX>() else { return Ok(None) };
         let len = u32::from_be_bytes(*prefix);
         let offset = self.consumed;
         if len == 0 {
@@ -68,13 +79,83 @@ impl FrameDecoder {
             return Err(FrameError::TooLong { len, offset });
         }
         let end = PREFIX + len as usize;
-        if self.buf.len() < end {
+        if held.len() < end {
             return Ok(None);
         }
-        let frame = self.buf[PREFIX..end].to_vec();
-        self.buf.drain(..end);
+        let frame = held[PREFIX..end].to_vec();
+        self.start += end;
         self.consumed += end as u64;
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+        }
         Ok(Some(frame))
+    }
+}
+
+/// Drop the consumed front of `buf` (the bytes before `start`) once it is the larger part.
+fn compact(buf: &mut Vec<u8>, start: &mut usize) {
+    if *start > 0 && *start >= buf.len() - *start {
+        buf.drain(..*start);
+        *start = 0;
+    }
+}
+
+/// Frames waiting to be written to a peer, encoded, with a limit on the bytes kept for a peer
+/// that does not read.
+#[derive(Debug)]
+pub struct Outbox {
+    buf: Vec<u8>,
+    /// Where the bytes not yet written start in `buf`.
+    start: usize,
+    limit: usize,
+}
+
+impl Outbox {
+    /// An empty outbox keeping at most `limit` bytes.
+    pub fn new(limit: usize) -> Outbox {
+        Outbox { buf: Vec::new(), start: 0, limit }
+    }
+
+    /// Queue `frame`; `false` (and nothing queued) when it would take the backlog past the limit.
+    pub fn push(&mut self, frame: &[u8]) -> bool {
+        if self.len() + PREFIX + frame.len() > self.limit {
+            return false;
+        }
+        compact(&mut self.buf, &mut self.start);
+        let len = u32::try_from(frame.len()).expect("frames are far below 4 GiB");
+        self.buf.extend_from_slice(&len.to_be_bytes());
+        self.buf.extend_from_slice(frame);
+        true
+    }
+
+    /// Bytes waiting.
+    pub fn len(&self) -> usize {
+        self.buf.len() - self.start
+    }
+
+    /// Whether nothing waits.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Write as much as `out` takes now (a non-blocking stream: until it would block). `Err`
+    /// for any other failure (the peer is gone).
+    pub fn write_to(&mut self, mut out: impl Write) -> std::io::Result<()> {
+        while self.start < self.buf.len() {
+            match out.write(&self.buf[self.start..]) {
+                Ok(0) => return Err(ErrorKind::WriteZero.into()),
+                Ok(n) => self.start += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            }
+        }
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+        }
+        Ok(())
     }
 }
 
@@ -108,6 +189,58 @@ mod tests {
             assert_eq!(got, frames, "cut every {cut} bytes");
             assert_eq!(d.pending(), 0);
         }
+    }
+
+    /// Takes at most `room` bytes per call, then would block.
+    struct Slow {
+        got: Vec<u8>,
+        room: usize,
+    }
+
+    impl Write for Slow {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.room == 0 {
+                return Err(ErrorKind::WouldBlock.into());
+            }
+            let n = buf.len().min(self.room);
+            self.got.extend_from_slice(&buf[..n]);
+            self.room -= n;
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn an_outbox_writes_what_the_peer_takes_keeps_the_rest_and_refuses_past_its_limit() {
+        let mut out = Outbox::new(200);
+        assert!(out.push(&[1; 60]) && out.push(&[2; 100]));
+        assert!(!out.push(&[3; 40]), "4 + 40 more would pass 200");
+        assert_eq!(out.len(), 168);
+        let mut peer = Slow { got: Vec::new(), room: 50 };
+        out.write_to(&mut peer).unwrap();
+        assert_eq!(out.len(), 118);
+        assert!(out.push(&[3; 40]), "room again");
+        peer.room = usize::MAX;
+        out.write_to(&mut peer).unwrap();
+        assert!(out.is_empty());
+        let mut d = FrameDecoder::new();
+        d.push(&peer.got);
+        let frames: Vec<Vec<u8>> = std::iter::from_fn(|| d.next_frame().unwrap()).collect();
+        assert_eq!(frames, vec![vec![1; 60], vec![2; 100], vec![3; 40]]);
+        let mut broken = Outbox::new(100);
+        broken.push(&[1; 10]);
+        struct Gone;
+        impl Write for Gone {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(ErrorKind::BrokenPipe.into())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        assert!(broken.write_to(Gone).is_err());
     }
 
     #[test]

@@ -14,7 +14,7 @@ use super::hwrm_log::HwrmLog;
 use super::signals::StopSignals;
 use super::socket::{Listener, SocketError};
 use crate::net::pcap::PcapTap;
-use crate::net::stream::{FrameDecoder, encode_frame};
+use crate::net::stream::{FrameDecoder, Outbox};
 use crate::vfio_user::nic::ServedNic;
 use crate::vfio_user::protocol::{MAX_MESSAGE, Protocol};
 
@@ -52,6 +52,9 @@ pub enum ServeError {
     /// The pcap file could not be written.
     #[error("pcap: {0}")]
     Pcap(String),
+    /// The fault plan cannot apply to the served NIC.
+    #[error("fault plan: {0}")]
+    Faults(#[from] crate::faults::WirePlanError),
 }
 
 /// Why the server stopped.
@@ -109,7 +112,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
         Some(path) => Some(HwrmLog::create(path).map_err(|source| ServeError::HwrmLog { path: path.clone(), source })?),
         None => None,
     };
-    let mut nic = ServedNic::new(options.mac, options.seed, options.faults.clone());
+    let mut nic = ServedNic::new(options.mac, options.seed, options.faults.clone())?;
     let mac = options.mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":");
     tracing::info!(socket = %listener.path().display(), %mac, seed = options.seed, faults = options.faults.firmware.len(), "serving a BCM57608 model over vfio-user");
 
@@ -145,7 +148,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
             wait(&listener, &signals, client.as_ref(), segment.as_ref(), timeout)?;
         if segment_ready
             && let Some(link) = segment.as_mut()
-            && let Err(why) = link.drain(start, &mut nic, &mut summary)
+            && let Err(why) = link.drain(start, &mut nic, &mut summary).and_then(|()| link.flush())
         {
             tracing::warn!("left the segment: {why}");
             segment = None;
@@ -194,7 +197,8 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
     Ok(summary)
 }
 
-/// Wait for input or the deadline: (listener ready, signal ready, client ready).
+/// Wait for input or the deadline: (listener ready, signal ready, client ready, segment ready:
+/// frames from the hub, or room for frames waiting for it).
 fn wait(
     listener: &Listener,
     signals: &StopSignals,
@@ -210,7 +214,9 @@ fn wait(
         None => fds.push(PollFd::new(listener.listener(), PollFlags::IN)),
     }
     if let Some(link) = segment {
-        fds.push(PollFd::new(&link.stream, PollFlags::IN));
+        // Writable matters only while frames wait for the hub to take them.
+        let flags = if link.outbox.is_empty() { PollFlags::IN } else { PollFlags::IN | PollFlags::OUT };
+        fds.push(PollFd::new(&link.stream, flags));
     }
     let ts = timeout.map(|t| Timespec::try_from(t).unwrap_or(Timespec { tv_sec: i64::MAX, tv_nsec: 0 }));
     match poll(&mut fds, ts.as_ref()) {
@@ -292,7 +298,9 @@ struct SegmentLink {
     stream: UnixStream,
     decoder: FrameDecoder,
     tap: Option<PcapTap>,
-    backlog: Vec<u8>,
+    outbox: Outbox,
+    /// Where the hub's bytes are read into.
+    buf: Vec<u8>,
 }
 
 impl SegmentLink {
@@ -302,16 +310,21 @@ impl SegmentLink {
         stream.set_nonblocking(true).map_err(err)?;
         let tap = pcap.map(PcapTap::create).transpose().map_err(|e| ServeError::Pcap(e.to_string()))?;
         tracing::info!(segment = %path.display(), "joined the segment");
-        Ok(SegmentLink { stream, decoder: FrameDecoder::new(), tap, backlog: Vec::new() })
+        Ok(SegmentLink {
+            stream,
+            decoder: FrameDecoder::new(),
+            tap,
+            outbox: Outbox::new(super::segment::MAX_BACKLOG),
+            buf: vec![0u8; super::segment::READ_CHUNK],
+        })
     }
 
     /// Take what the hub sent into the NIC's segment; `Err` when the hub is gone or sent garbage.
     fn drain(&mut self, start: Instant, nic: &mut ServedNic, summary: &mut ServeSummary) -> Result<(), String> {
-        let mut buf = vec![0u8; 65536];
         loop {
-            match std::io::Read::read(&mut self.stream, &mut buf) {
+            match std::io::Read::read(&mut self.stream, &mut self.buf) {
                 Ok(0) => return Err("the hub closed the connection".into()),
-                Ok(n) => self.decoder.push(&buf[..n]),
+                Ok(n) => self.decoder.push(&self.buf[..n]),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e.to_string()),
@@ -329,10 +342,11 @@ impl SegmentLink {
     }
 
     /// Send the frames the NIC's segment forwards out (a hub that does not read loses frames
-    /// beyond [`super::segment::MAX_BACKLOG`] bytes, counted).
+    /// beyond [`super::segment::MAX_BACKLOG`] bytes, counted); what the hub does not take now
+    /// is written when its socket has room (the loop polls for it).
     fn send(&mut self, now: Duration, nic: &mut ServedNic, summary: &mut ServeSummary) {
-        for frame in nic.take_outgoing() {
-            if self.backlog.len() + frame.len() > super::segment::MAX_BACKLOG {
+        for frame in nic.take_outgoing(now) {
+            if !self.outbox.push(&frame) {
                 summary.segment_frames_dropped += 1;
                 continue;
             }
@@ -340,17 +354,14 @@ impl SegmentLink {
                 tap.record(now, &frame);
             }
             summary.segment_frames_out += 1;
-            self.backlog.extend_from_slice(&encode_frame(&frame));
         }
-        while !self.backlog.is_empty() {
-            match std::io::Write::write(&mut self.stream, &self.backlog) {
-                Ok(n) => {
-                    self.backlog.drain(..n);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => return,
-            }
-        }
+        // A hub that is gone is found when its socket is next read.
+        let _ = self.flush();
+    }
+
+    /// Write what waits for the hub, as much as it takes now.
+    fn flush(&mut self) -> Result<(), String> {
+        self.outbox.write_to(&self.stream).map_err(|e| format!("cannot write to the hub: {e}"))
     }
 
     /// Close the pcap, if any.

@@ -8,9 +8,14 @@
 //! A peer whose stream is not frames (a length of 0 or above the largest frame) is disconnected
 //! with a message; a peer that does not read loses frames once [`MAX_BACKLOG`] bytes wait for it
 //! (counted), rather than stalling the others. The hub runs until SIGTERM or SIGINT (exit 0).
+//!
+//! The backlog limit is far above what a peer that reads ever has waiting: a model NIC sends a
+//! message of megabytes in one burst (its frames fall due at 400 Gb/s, faster than a process
+//! forwards them), and a frame lost to a full backlog would be a loss on a wire that has no
+//! faults. What waits is written as the peer takes it, without copying the rest.
 
 use std::collections::HashMap;
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read};
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
@@ -19,14 +24,17 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
 use super::ServeError;
-use super::signals::StopSignals;
+use super::signals::{StopSignals, Stopper};
 use super::socket::Listener;
 use crate::net::pcap::PcapTap;
-use crate::net::stream::{FrameDecoder, encode_frame};
+use crate::net::stream::{FrameDecoder, Outbox};
 use crate::net::switch::{LinkTiming, PortId, Switch};
 
 /// Most bytes kept waiting for a peer that does not read; frames beyond are dropped.
-pub const MAX_BACKLOG: usize = 4 << 20;
+pub const MAX_BACKLOG: usize = 256 << 20;
+
+/// Bytes read from a peer's socket at a time.
+pub const READ_CHUNK: usize = 1 << 16;
 
 /// What the hub does.
 #[derive(Debug, Clone)]
@@ -57,22 +65,53 @@ pub struct SegmentSummary {
 struct Peer {
     stream: UnixStream,
     decoder: FrameDecoder,
-    backlog: Vec<u8>,
+    outbox: Outbox,
 }
 
 /// Run the hub until a signal.
 pub fn segment(options: &SegmentOptions) -> Result<SegmentSummary, ServeError> {
-    let listener = Listener::bind(&options.socket)?;
-    let mut signals = StopSignals::install(options.catch_signals).map_err(ServeError::Signals)?;
-    let mut switch = Switch::new(LinkTiming::default());
-    if let Some(path) = &options.pcap {
-        let tap = PcapTap::create(path).map_err(|e| ServeError::Pcap(e.to_string()))?;
-        switch.set_tap(tap);
+    Hub::bind(options)?.run()
+}
+
+/// A hub listening, not yet running: [`Hub::stopper`] gives a handle that stops it from another
+/// thread (a test's), [`Hub::run`] runs it.
+pub struct Hub {
+    listener: Listener,
+    signals: StopSignals,
+    switch: Switch,
+}
+
+impl Hub {
+    /// Listen at `options.socket` (mode 0600) and open the pcap, if any.
+    pub fn bind(options: &SegmentOptions) -> Result<Hub, ServeError> {
+        let listener = Listener::bind(&options.socket)?;
+        let signals = StopSignals::install(options.catch_signals).map_err(ServeError::Signals)?;
+        let mut switch = Switch::new(LinkTiming::default());
+        if let Some(path) = &options.pcap {
+            let tap = PcapTap::create(path).map_err(|e| ServeError::Pcap(e.to_string()))?;
+            switch.set_tap(tap);
+        }
+        Ok(Hub { listener, signals, switch })
     }
+
+    /// A handle that stops [`Hub::run`] as SIGTERM would.
+    pub fn stopper(&self) -> Result<Stopper, ServeError> {
+        self.signals.stopper().map_err(ServeError::Signals)
+    }
+
+    /// Run until a signal (or the [`Hub::stopper`]); the pcap is finished on the way out.
+    pub fn run(self) -> Result<SegmentSummary, ServeError> {
+        let Hub { listener, mut signals, mut switch } = self;
+        run_hub(&listener, &mut signals, &mut switch)
+    }
+}
+
+fn run_hub(listener: &Listener, signals: &mut StopSignals, switch: &mut Switch) -> Result<SegmentSummary, ServeError> {
     tracing::info!(socket = %listener.path().display(), "segment hub listening");
     let start = Instant::now();
     let mut peers: HashMap<PortId, Peer> = HashMap::new();
     let mut summary = SegmentSummary::default();
+    let mut buf = vec![0u8; READ_CHUNK];
     loop {
         let timeout = switch.next_deadline().map(|d| d.saturating_sub(start.elapsed()));
         let ids: Vec<PortId> = peers.keys().copied().collect();
@@ -82,7 +121,7 @@ pub fn segment(options: &SegmentOptions) -> Result<SegmentSummary, ServeError> {
         ];
         for id in &ids {
             let p = &peers[id];
-            let flags = if p.backlog.is_empty() { PollFlags::IN } else { PollFlags::IN | PollFlags::OUT };
+            let flags = if p.outbox.is_empty() { PollFlags::IN } else { PollFlags::IN | PollFlags::OUT };
             fds.push(PollFd::from_borrowed_fd(p.stream.as_fd(), flags));
         }
         let ts = timeout.map(|t| Timespec::try_from(t).unwrap_or(Timespec { tv_sec: i64::MAX, tv_nsec: 0 }));
@@ -103,7 +142,7 @@ pub fn segment(options: &SegmentOptions) -> Result<SegmentSummary, ServeError> {
                 let port = switch.add_port();
                 summary.peers += 1;
                 tracing::info!(%port, "peer joined the segment");
-                peers.insert(port, Peer { stream, decoder: FrameDecoder::new(), backlog: Vec::new() });
+                peers.insert(port, Peer { stream, decoder: FrameDecoder::new(), outbox: Outbox::new(MAX_BACKLOG) });
             }
         }
         for (i, id) in ids.iter().enumerate() {
@@ -111,7 +150,7 @@ pub fn segment(options: &SegmentOptions) -> Result<SegmentSummary, ServeError> {
                 continue;
             }
             let gone = match peers.get_mut(id) {
-                Some(peer) => read_peer(*id, peer, &mut switch, start.elapsed(), &mut summary).err(),
+                Some(peer) => read_peer(*id, peer, switch, start.elapsed(), &mut summary, &mut buf).err(),
                 None => None,
             };
             if let Some(why) = gone {
@@ -124,11 +163,10 @@ pub fn segment(options: &SegmentOptions) -> Result<SegmentSummary, ServeError> {
         }
         for d in switch.poll(start.elapsed()) {
             let Some(peer) = peers.get_mut(&d.port) else { continue };
-            if peer.backlog.len() + d.frame.len() > MAX_BACKLOG {
+            if !peer.outbox.push(&d.frame) {
                 summary.dropped += 1;
                 continue;
             }
-            peer.backlog.extend_from_slice(&encode_frame(&d.frame));
             summary.frames_out += 1;
             flush(peer);
         }
@@ -148,10 +186,10 @@ fn read_peer(
     switch: &mut Switch,
     now: Duration,
     summary: &mut SegmentSummary,
+    buf: &mut [u8],
 ) -> Result<(), String> {
-    let mut buf = vec![0u8; 65536];
     loop {
-        match peer.stream.read(&mut buf) {
+        match peer.stream.read(buf) {
             Ok(0) => return Err("disconnected".into()),
             Ok(n) => peer.decoder.push(&buf[..n]),
             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -178,15 +216,8 @@ fn read_peer(
     }
 }
 
-/// Write as much of the peer's backlog as it takes now.
+/// Write as much of the peer's backlog as it takes now (a peer whose socket fails is found gone
+/// when it is next read).
 fn flush(peer: &mut Peer) {
-    while !peer.backlog.is_empty() {
-        match peer.stream.write(&peer.backlog) {
-            Ok(n) => {
-                peer.backlog.drain(..n);
-            }
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => return,
-        }
-    }
+    let _ = peer.outbox.write_to(&peer.stream);
 }

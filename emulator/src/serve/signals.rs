@@ -38,10 +38,29 @@ impl StopSignals {
         self.read.as_fd()
     }
 
+    /// A handle that makes [`StopSignals::fd`] readable as a signal would (to stop a hub or a
+    /// server run on a thread of a program that handles signals itself).
+    pub fn stopper(&self) -> std::io::Result<Stopper> {
+        Ok(Stopper { write: self._write.try_clone()? })
+    }
+
     /// Whether a signal arrived (consumes the notification).
     pub fn arrived(&mut self) -> bool {
         let mut buf = [0u8; 16];
         matches!((&self.read).read(&mut buf), Ok(n) if n > 0)
+    }
+}
+
+/// Stops the loop of the [`StopSignals`] it came from, as SIGTERM would.
+#[derive(Debug)]
+pub struct Stopper {
+    write: UnixStream,
+}
+
+impl Stopper {
+    /// Ask the loop to stop (it does so between two inputs).
+    pub fn stop(&self) {
+        let _ = std::io::Write::write(&mut &self.write, &[1]);
     }
 }
 

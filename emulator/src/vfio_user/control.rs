@@ -13,9 +13,36 @@ use crate::faults::FaultPlan;
 pub struct Restart {
     /// Seed of the model's random choices.
     pub seed: u64,
-    /// Faults to inject.
+    /// Faults to inject: firmware faults (HWRM requests and RoCE commands) and the wire plan,
+    /// which the server applies to the frames its NIC sends to the segment (see
+    /// [`crate::vfio_user::uplink`]).
     #[serde(default)]
     pub faults: FaultPlan,
+    /// The NIC's index in the client's run: the wire plan's draws are seeded from `seed` and
+    /// it, so that the NICs of one run draw apart.
+    #[serde(default)]
+    pub nic: usize,
+    /// Record the frames the NIC sends to the segment, as a pcap, into the file whose
+    /// descriptor comes with the command (see [`crate::vfio_user::capture`]).
+    #[serde(default)]
+    pub capture: bool,
+}
+
+/// What the wire fault stage of a served NIC's link to the segment did (`BNXT_RIG_STATE`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireFaultCounts {
+    /// Frames that passed the stage.
+    pub frames: u64,
+    /// Dropped.
+    pub dropped: u64,
+    /// Duplicated.
+    pub duplicated: u64,
+    /// Held back behind the next frame.
+    pub reordered: u64,
+    /// Corrupted.
+    pub corrupted: u64,
+    /// Delayed.
+    pub delayed: u64,
 }
 
 /// `BNXT_RIG_STATE` reply: the NIC as only a model can show it.
@@ -47,4 +74,11 @@ pub struct State {
     pub interrupts_signalled: u64,
     /// Interrupts the NIC raised with no eventfd to signal (or masked).
     pub interrupts_dropped: u64,
+    /// What the wire fault stage did to the frames the NIC sent since the last restart.
+    #[serde(default)]
+    pub wire_faults: WireFaultCounts,
+    /// Frames recorded in the capture the last restart asked for, if it asked for one (all of
+    /// them are in its file when this reply is sent).
+    #[serde(default)]
+    pub captured_frames: Option<u64>,
 }

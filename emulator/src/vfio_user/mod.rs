@@ -9,7 +9,9 @@
 //! * [`regions`]: BARs 0/2/4 and config space as vfio-pci regions;
 //! * [`irqs`]: INTx and MSI-X, and the client's eventfds;
 //! * [`dma`]: guest memory from `DMA_MAP` (shared memfds, `mmap`ed);
-//! * [`control`]: the project's extension commands' JSON (fresh NIC with a fault plan; state).
+//! * [`control`]: the project's extension commands' JSON (fresh NIC with a fault plan; state);
+//! * [`uplink`]: the NIC's link to a segment hub, with the wire plan's fault stage;
+//! * [`capture`]: a run's pcap of the frames the NIC sends, into a file the client hands over.
 //!
 //! The I/O (socket, clock, signals) is the executor's: [`crate::serve`].
 
@@ -29,9 +31,11 @@ pub fn refuse(errno: u32, reason: impl Into<String>) -> Refusal {
     Refusal { errno, reason: reason.into() }
 }
 
+pub mod capture;
 pub mod control;
 pub mod dma;
 pub mod irqs;
 pub mod nic;
 pub mod protocol;
 pub mod regions;
+pub mod uplink;

@@ -4,6 +4,11 @@
 //! Time: the executor passes the time since it started with every input; the world is advanced
 //! to it first, so firmware work due by then runs before the input is applied (the world's own
 //! time restarts at 0 when [`ServedNic::restart`] replaces it).
+//!
+//! The segment: a server that joined a hub links its world's segment to it through an external
+//! switch port ([`World::add_external_port`]) and an [`Uplink`], whose fault stage carries out
+//! the wire plan on the frames the NIC sends; the world itself runs without wire faults, so
+//! frames from the hub (faulted by their sender's server already) are not faulted twice.
 
 use std::collections::BTreeSet;
 use std::os::fd::OwnedFd;
@@ -12,14 +17,16 @@ use std::time::Duration;
 use bnxt_vfio_user::linux::{PCI_MSIX_IRQ_INDEX, errno};
 use bnxt_vfio_user::payload::{DmaMap, DmaUnmap};
 
-use super::control::{Restart, State};
+use super::capture::Capture;
+use super::control::{Restart, State, WireFaultCounts};
 use super::dma::DmaTable;
 use super::irqs::IrqTable;
 use super::regions::{self, RegionKind};
 use super::{Refusal, refuse};
 use crate::config_space::{DEVCTL_BCR_FLR, EXP_CAP, EXP_DEVCTL};
-use crate::events::Event;
-use crate::faults::FaultPlan;
+use super::uplink::{Uplink, stage_seed};
+use crate::events::{Event, EventKind};
+use crate::faults::{FaultPlan, WirePlan, WirePlanError};
 use crate::net::switch::PortId;
 use crate::world::{World, WorldConfig};
 
@@ -36,14 +43,25 @@ pub struct ServedNic {
     stale: BTreeSet<u64>,
     irqs: IrqTable,
     events: Vec<Event>,
-    /// The world's port to the segment outside the process, when the server joined one.
-    external: Option<PortId>,
+    /// Whether the server joined a segment outside the process.
+    segment: bool,
+    /// The link to that segment (at the world's external port), when it joined one.
+    uplink: Option<Uplink>,
+    /// The wire plan and the seed of its draws, for the uplink (again after each restart).
+    wire: WirePlan,
+    wire_seed: u64,
+    /// The run's capture of the frames the NIC sends, when the last restart asked for one.
+    capture: Option<Capture>,
 }
 
 impl ServedNic {
-    /// A NIC with MAC `mac`, just powered on, with `seed` and `faults`.
-    pub fn new(mac: [u8; 6], seed: u64, faults: FaultPlan) -> ServedNic {
-        ServedNic {
+    /// A NIC with MAC `mac`, just powered on, with `seed` and `faults`; refused if the plan's
+    /// wire faults cannot apply to one NIC (a probability out of range, a rule naming another
+    /// NIC than 0).
+    pub fn new(mac: [u8; 6], seed: u64, mut faults: FaultPlan) -> Result<ServedNic, WirePlanError> {
+        let wire = std::mem::take(&mut faults.wire);
+        check_wire_plan(&wire)?;
+        Ok(ServedNic {
             world: World::with_macs(WorldConfig { nics: 1, seed, faults }, &[mac]),
             mac,
             epoch: Duration::ZERO,
@@ -51,8 +69,12 @@ impl ServedNic {
             stale: BTreeSet::new(),
             irqs: IrqTable::new(),
             events: Vec::new(),
-            external: None,
-        }
+            segment: false,
+            uplink: None,
+            wire,
+            wire_seed: stage_seed(seed, 0),
+            capture: None,
+        })
     }
 
     /// Run the NIC's work due by `now` (time since the executor started) and collect what it
@@ -73,9 +95,13 @@ impl ServedNic {
         }
     }
 
-    /// When the NIC next has work, in executor time.
+    /// When the NIC next has work (or a frame a wire fault delayed is due), in executor time.
     pub fn next_deadline(&self) -> Option<Duration> {
-        self.world.next_deadline().map(|d| d + self.epoch)
+        let world = self.world.next_deadline().map(|d| d + self.epoch);
+        match (world, self.uplink.as_ref().and_then(Uplink::next_deadline)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Events since the last call, oldest first.
@@ -152,30 +178,65 @@ impl ServedNic {
     /// `BNXT_RIG_RESTART`: a new NIC with the same MAC, the given seed and faults, as a new
     /// machine would have. Regions the client mapped before stay the client's (it unmaps them
     /// when it lets go) but are not the new NIC's: it reaches only memory mapped after the
-    /// restart, as a NIC of a new machine would.
-    pub fn restart(&mut self, now: Duration, restart: Restart) {
+    /// restart, as a NIC of a new machine would. With `capture`, the frames the new NIC sends to
+    /// the segment are recorded into that file (the previous capture, if any, is finished).
+    ///
+    /// Refused, with the NIC left as it was, when the wire plan cannot apply to one NIC, or when
+    /// a capture is asked for without a file or a file comes without one being asked for.
+    pub fn restart(&mut self, now: Duration, restart: Restart, capture: Option<OwnedFd>) -> Result<(), Refusal> {
+        let Restart { seed, mut faults, nic, capture: wanted } = restart;
+        let wire = std::mem::take(&mut faults.wire);
+        check_wire_plan(&wire).map_err(|e| refuse(errno::EINVAL, format!("the wire plan: {e}")))?;
+        let capture = match (wanted, capture) {
+            (true, Some(fd)) => Some(
+                Capture::new(fd)
+                    .map_err(|e| refuse(errno::EIO, format!("cannot write the capture file: {e}")))?,
+            ),
+            (false, None) => None,
+            (true, None) => return Err(refuse(errno::EINVAL, "a capture was asked for without a file descriptor")),
+            (false, Some(_)) => {
+                return Err(refuse(errno::EINVAL, "a file descriptor came without a capture being asked for"));
+            }
+        };
         self.advance_to(now);
-        self.world = World::with_macs(WorldConfig { nics: 1, seed: restart.seed, faults: restart.faults }, &[self.mac]);
+        self.finish_capture();
+        self.world = World::with_macs(WorldConfig { nics: 1, seed, faults }, &[self.mac]);
         self.epoch = now;
         self.stale.extend(self.dma.mappings().map(|m| m.iova));
-        if self.external.is_some() {
-            self.external = Some(self.world.add_external_port());
+        self.wire = wire;
+        self.wire_seed = stage_seed(seed, nic);
+        self.capture = capture;
+        self.uplink = None;
+        if self.segment {
+            self.link();
         }
+        Ok(())
     }
 
     /// Connect the NIC's segment to one outside the process (a segment hub): from now on frames
     /// the NIC sends that the segment forwards out are taken with [`ServedNic::take_outgoing`],
     /// and frames from outside enter with [`ServedNic::incoming`].
     pub fn attach_segment(&mut self) {
-        if self.external.is_none() {
-            self.external = Some(self.world.add_external_port());
+        self.segment = true;
+        if self.uplink.is_none() {
+            self.link();
+        }
+    }
+
+    /// A new external port of the world, and the uplink from it.
+    fn link(&mut self) {
+        let port = self.world.add_external_port();
+        // The plan was checked for one NIC when it was taken; this cannot fail.
+        match Uplink::new(port, &self.wire, self.wire_seed) {
+            Ok(uplink) => self.uplink = Some(uplink),
+            Err(e) => tracing::error!("the wire plan checked before is refused now: {e}"),
         }
     }
 
     /// A frame from the segment outside arrived at `now`.
     pub fn incoming(&mut self, now: Duration, frame: Vec<u8>) {
         self.advance_to(now);
-        if let Some(port) = self.external
+        if let Some(port) = self.uplink.as_ref().map(Uplink::port)
             && let Err(e) = self.world.send_external(port, frame)
         {
             tracing::warn!("a frame from the segment was refused: {e}");
@@ -183,9 +244,34 @@ impl ServedNic {
         self.collect();
     }
 
-    /// Frames for the segment outside, in order.
-    pub fn take_outgoing(&mut self) -> Vec<Vec<u8>> {
-        self.external.map(|port| self.world.take_external_frames(port)).unwrap_or_default()
+    /// Frames for the segment outside at `now` (executor time), in order: what the NIC's
+    /// segment forwarded out, after the wire plan's faults, and frames those delayed that are
+    /// due. Each is recorded in the run's capture, if one was asked for.
+    pub fn take_outgoing(&mut self, now: Duration) -> Vec<Vec<u8>> {
+        let Some(uplink) = self.uplink.as_mut() else { return Vec::new() };
+        let frames = self.world.take_external_frames(uplink.port());
+        let mut out = Vec::with_capacity(frames.len());
+        uplink.outgoing(now, frames, &mut out);
+        let at = self.world.now();
+        for fault in uplink.take_fault_events() {
+            self.events.push(Event { at, nic: NIC, kind: EventKind::WireFault { fault: fault.to_string() } });
+        }
+        if let Some(capture) = self.capture.as_mut() {
+            for frame in &out {
+                capture.record(frame);
+            }
+        }
+        out
+    }
+
+    /// Finish the run's capture, if any (its file then holds every frame recorded).
+    fn finish_capture(&mut self) {
+        if let Some(capture) = self.capture.take() {
+            match capture.finish() {
+                Ok(frames) => tracing::debug!(frames, "capture finished"),
+                Err(e) => tracing::warn!(error = %e, "the capture could not be finished"),
+            }
+        }
     }
 
     /// `VFIO_USER_DMA_MAP`.
@@ -235,10 +321,15 @@ impl ServedNic {
             }
         }
         self.irqs.clear();
+        self.finish_capture();
     }
 
-    /// The NIC's state for `BNXT_RIG_STATE`.
-    pub fn state(&self) -> State {
+    /// The NIC's state for `BNXT_RIG_STATE`; the run's capture, if any, is flushed first, so
+    /// its file holds every frame counted.
+    pub fn state(&mut self) -> State {
+        if let Some(capture) = self.capture.as_mut() {
+            capture.flush();
+        }
         let s = self.world.nic_state(NIC);
         State {
             mac: s.mac,
@@ -254,7 +345,26 @@ impl ServedNic {
             interrupt_eventfds: self.irqs.eventfds(),
             interrupts_signalled: self.irqs.signalled(),
             interrupts_dropped: self.irqs.dropped(),
+            wire_faults: self.uplink.as_ref().map(|u| wire_counts(u.counters())).unwrap_or_default(),
+            captured_frames: self.capture.as_ref().map(Capture::frames),
         }
+    }
+}
+
+/// Whether `plan` can apply to the frames of one NIC (its probabilities in range, its rules
+/// naming NIC 0 or none).
+fn check_wire_plan(plan: &WirePlan) -> Result<(), WirePlanError> {
+    plan.stage(0, &[PortId(0)]).map(|_| ())
+}
+
+fn wire_counts(c: crate::net::fault::FaultCounters) -> WireFaultCounts {
+    WireFaultCounts {
+        frames: c.frames,
+        dropped: c.dropped,
+        duplicated: c.duplicated,
+        reordered: c.reordered,
+        corrupted: c.corrupted,
+        delayed: c.delayed,
     }
 }
 
@@ -280,7 +390,7 @@ mod tests {
 
     #[test]
     fn config_and_bar_accesses_reach_the_model_and_bounds_are_checked() {
-        let mut nic = ServedNic::new([2, 0, 0, 0, 0, 1], 1, FaultPlan::default());
+        let mut nic = ServedNic::new([2, 0, 0, 0, 0, 1], 1, FaultPlan::default()).unwrap();
         let mut id = [0u8; 4];
         nic.region_read(Duration::ZERO, 7, 0, &mut id).unwrap();
         assert_eq!(u32::from_le_bytes(id), 0x1760_14e4);
@@ -299,5 +409,59 @@ mod tests {
         assert!(nic.state().bus_master);
         nic.reset(Duration::from_millis(1));
         assert!(!nic.state().bus_master, "a device reset is a function-level reset");
+    }
+
+    fn plan(wire: WirePlan) -> FaultPlan {
+        FaultPlan { wire, ..FaultPlan::default() }
+    }
+
+    #[test]
+    fn a_restart_the_nic_cannot_take_is_refused_and_changes_nothing() {
+        let mut nic = ServedNic::new([2, 0, 0, 0, 0, 1], 1, FaultPlan::default()).unwrap();
+        nic.attach_segment();
+        nic.region_write(Duration::ZERO, 7, 4, &0x0006u16.to_le_bytes()).unwrap();
+        let other_nic = WirePlan {
+            rules: vec![crate::faults::WireRule {
+                nic: Some(1),
+                opcode: None,
+                psn: None,
+                dest_qp: None,
+                nth: None,
+                kind: crate::faults::WireFaultKind::Drop,
+                delay: None,
+            }],
+            ..WirePlan::default()
+        };
+        let refused = |nic: &mut ServedNic, r: Restart, fd: Option<OwnedFd>| nic.restart(Duration::ZERO, r, fd).unwrap_err();
+        let e = refused(&mut nic, Restart { faults: plan(other_nic), ..Restart::default() }, None);
+        assert!(e.reason.contains("names NIC 1") && e.errno == errno::EINVAL, "{e:?}");
+        let e = refused(&mut nic, Restart { faults: plan(WirePlan { drop: 2.0, ..WirePlan::default() }), ..Restart::default() }, None);
+        assert!(e.reason.contains("wire plan"), "{e:?}");
+        let e = refused(&mut nic, Restart { capture: true, ..Restart::default() }, None);
+        assert!(e.reason.contains("without a file descriptor"), "{e:?}");
+        let file = tempfile::tempfile().unwrap();
+        let e = refused(&mut nic, Restart::default(), Some(OwnedFd::from(file)));
+        assert!(e.reason.contains("without a capture"), "{e:?}");
+        assert!(nic.state().bus_master, "still the NIC it was");
+        assert_eq!(nic.state().captured_frames, None);
+        nic.restart(Duration::ZERO, Restart::default(), None).unwrap();
+        assert!(!nic.state().bus_master, "a fresh NIC");
+    }
+
+    #[test]
+    fn frames_from_the_hub_do_not_meet_the_wire_plan_again() {
+        let mut nic = ServedNic::new([2, 0, 0, 0, 0, 1], 1, FaultPlan::default()).unwrap();
+        nic.attach_segment();
+        let everything_lost = Restart { faults: plan(WirePlan { drop: 1.0, ..WirePlan::default() }), ..Restart::default() };
+        nic.restart(Duration::from_millis(1), everything_lost, None).unwrap();
+        let mut frame = vec![0xffu8; 6];
+        frame.extend_from_slice(&[2, 0, 0, 0, 0, 9, 0x88, 0xb5]);
+        frame.resize(60, 0);
+        nic.incoming(Duration::from_millis(2), frame);
+        nic.advance_to(Duration::from_millis(3));
+        assert_eq!(nic.world().switch_stats().received, 1);
+        assert_eq!(nic.world().wire_fault_counters().dropped, 0, "the world's segment has no faults");
+        assert_eq!(nic.state().wire_faults.frames, 0, "the uplink's stage saw nothing leave");
+        assert!(nic.take_outgoing(Duration::from_millis(3)).is_empty(), "not sent back to the hub");
     }
 }

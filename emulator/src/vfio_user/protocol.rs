@@ -110,7 +110,7 @@ impl Protocol {
                 format!("{} before VFIO_USER_VERSION; the version must be negotiated first", command.name()),
             ));
         }
-        let takes_fds = matches!(command, Command::DmaMap | Command::DeviceSetIrqs);
+        let takes_fds = matches!(command, Command::DmaMap | Command::DeviceSetIrqs | Command::RigRestart);
         if !takes_fds && !msg.fds.is_empty() {
             return Err(refuse(
                 errno::EINVAL,
@@ -226,12 +226,17 @@ impl Protocol {
                 let restart: Restart = serde_json::from_slice(&msg.body).map_err(|e| {
                     refuse(errno::EINVAL, format!("BNXT_RIG_RESTART payload is not a restart request: {e}"))
                 })?;
-                tracing::info!(
-                    seed = restart.seed,
-                    faults = restart.faults.firmware.len(),
-                    "NIC restarted by the client"
-                );
-                nic.restart(now, restart);
+                let mut fds = msg.fds;
+                if fds.len() > 1 {
+                    return Err(refuse(
+                        errno::EINVAL,
+                        format!("BNXT_RIG_RESTART came with {} file descriptors; it takes at most one", fds.len()),
+                    ));
+                }
+                let (seed, firmware, wire) = (restart.seed, restart.faults.firmware.len(), restart.faults.wire.clone());
+                let capture = restart.capture;
+                nic.restart(now, restart, fds.pop())?;
+                tracing::info!(seed, faults = firmware, ?wire, capture, "NIC restarted by the client");
                 Ok(Vec::new())
             }
             Command::RigState => {

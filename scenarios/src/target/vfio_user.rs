@@ -10,22 +10,39 @@
 //! the model left unimplemented come from `BNXT_RIG_STATE`. Config-space checks read config
 //! space through the protocol, as they would on any vfio-user device.
 //!
+//! RoCE: the servers join one `bnxt-model segment` hub (`serve --segment`), and their NICs
+//! exchange RoCE v2 frames through it; DMA memory is the driver's memfds, mapped by the servers.
+//! Wire faults: the scenario's wire plan goes to every server with the restart, each applying
+//! it to the frames its own NIC sends (a rule naming NIC *i* goes to server *i* only), so every
+//! frame between the NICs passes it once, as on the model. Captures (`--pcap`): each server
+//! records the frames its NIC sends into a file this process opens and hands over with the
+//! restart; at the end of the scenario the files are merged in time order (the servers stamp
+//! frames with the wall clock every process shares) into the scenario's pcap.
+//!
+//! What needs virtual time (exact times, timeouts that would cost their wall time) is not
+//! offered: the servers run on the real clock.
+//!
 //! A server that is not the model refuses those extension commands; a scenario with faults or
 //! `inspect` steps then fails to start, naming the refusal.
 
-use std::path::PathBuf;
+use std::fs::File;
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bnxt::pci::regs;
 use bnxt::vfio_user::{Client, VfioUserMachine};
 use bnxt::{Clock, Machine, PciError};
 use bnxt_hsi::hwrm::req_name;
-use bnxt_model::faults::FaultPlan;
+use bnxt_model::faults::{FaultPlan, WirePlan};
+use bnxt_model::net::pcap::PcapTap;
 use bnxt_model::vfio_user::control::{Restart, State};
 use bnxt_vfio_user::header::Command;
 use bnxt_vfio_user::linux::PCI_CONFIG_REGION_INDEX;
 
 use super::model::fault_plan;
+use crate::scenario::Capability;
 use super::{Capabilities, ConfigState, Internals, MachinePlan, Session, Target, TargetError};
 
 /// The kind name scenarios use in `targets:`.
@@ -48,6 +65,13 @@ impl VfioUserTarget {
             });
         }
         Ok(VfioUserTarget { sockets, machine: Mutex::new(None) })
+    }
+
+    /// NIC `nic`'s state as its server reports it (`BNXT_RIG_STATE`): between scenarios, what
+    /// the last one left there (the wire faults that fired on the frames it sent, the frames
+    /// captured, what the model was asked for and does not implement).
+    pub fn state(&self, nic: usize) -> Result<State, TargetError> {
+        state_of(&*self.machine()?, nic)
     }
 
     fn machine(&self) -> Result<Arc<VfioUserMachine>, TargetError> {
@@ -77,30 +101,130 @@ impl Target for VfioUserTarget {
         Capabilities { faults: true, inspect: true, max_nics: self.sockets.len(), virtual_time: false }
     }
 
+    /// Firmware faults, `inspect`, RoCE, wire faults and captures, as the module documentation
+    /// says; not virtual time.
+    fn supports(&self, capability: Capability) -> bool {
+        match capability {
+            Capability::Faults | Capability::Inspect | Capability::Roce | Capability::WireFaults | Capability::Pcap => {
+                true
+            }
+            Capability::VirtualTime => false,
+        }
+    }
+
     fn start(&self, plan: &MachinePlan<'_>) -> Result<Box<dyn Session>, TargetError> {
         let machine = self.machine()?;
         let faults = fault_plan(plan);
+        let capture = match plan.pcap {
+            Some(path) => Some(Capture::create(path, plan.nics)?),
+            None => None,
+        };
         for nic in 0..plan.nics {
             let client = client_of(&machine, nic)?;
-            let restart = Restart { seed: plan.seed, faults: faults_of(&faults, nic) };
+            let file = capture.as_ref().map(|c| &c.parts[nic].1);
+            let restart = Restart { seed: plan.seed, faults: faults_of(&faults, nic)?, nic, capture: file.is_some() };
             let json = serde_json::to_vec(&restart).expect("a restart request serialises");
+            let fds: Vec<_> = file.iter().map(|f| f.as_fd()).collect();
             client
-                .call(Command::RigRestart, &[&json], &[])
+                .call(Command::RigRestart, &[&json], &fds)
                 .map_err(|e| cannot(format!("give NIC {nic} a fresh state: {e}")))?;
         }
-        Ok(Box::new(VfioUserSession { machine, nics: plan.nics }))
+        Ok(Box::new(VfioUserSession { machine, nics: plan.nics, capture }))
     }
 }
 
-/// The faults of `plan` that name `nic`, renumbered as its server's NIC 0.
-fn faults_of(plan: &FaultPlan, nic: usize) -> FaultPlan {
+/// The faults of `plan` for `nic`'s server, renumbered as its NIC 0: the firmware and RoCE
+/// command faults that name `nic`; the wire plan's probabilities, and its rules that name `nic`
+/// or no NIC. A rule that names no NIC but counts (`nth`) cannot be split between servers (its
+/// count runs over every NIC's frames), so it is refused.
+fn faults_of(plan: &FaultPlan, nic: usize) -> Result<FaultPlan, TargetError> {
     let firmware = plan
         .firmware
         .iter()
         .filter(|f| f.nic == nic)
         .map(|f| bnxt_model::faults::FirmwareFault { nic: 0, ..f.clone() })
         .collect();
-    FaultPlan { firmware, ..FaultPlan::default() }
+    let roce_commands = plan
+        .roce_commands
+        .iter()
+        .filter(|f| f.nic == nic)
+        .map(|f| bnxt_model::faults::CommandFault { nic: 0, ..f.clone() })
+        .collect();
+    let mut rules = Vec::new();
+    for (i, rule) in plan.wire.rules.iter().enumerate() {
+        match rule.nic {
+            Some(n) if n == nic => rules.push(bnxt_model::faults::WireRule { nic: Some(0), ..rule.clone() }),
+            Some(_) => {}
+            None if rule.nth.is_some() => {
+                return Err(cannot(format!(
+                    "apply wire rule {i}: it counts frames (`nth`) of every NIC, and each server sees only \
+                     its own NIC's; name the NIC (`nic:`)"
+                )));
+            }
+            None => rules.push(rule.clone()),
+        }
+    }
+    let wire = WirePlan { rules, ..plan.wire.clone() };
+    Ok(FaultPlan { firmware, roce_commands, wire })
+}
+
+/// The scenario's capture: a file per NIC the servers write (beside the pcap, removed once
+/// merged), and the pcap they are merged into.
+struct Capture {
+    path: PathBuf,
+    parts: Vec<(PathBuf, File)>,
+}
+
+impl Capture {
+    fn create(path: &Path, nics: usize) -> Result<Capture, TargetError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| cannot(format!("make {}: {e}", dir.display())))?;
+        }
+        let mut capture = Capture { path: path.to_path_buf(), parts: Vec::new() };
+        for nic in 0..nics {
+            let part = PathBuf::from(format!("{}.nic{nic}.part", path.display()));
+            let file = File::create(&part).map_err(|e| cannot(format!("write {}: {e}", part.display())))?;
+            capture.parts.push((part, file));
+        }
+        Ok(capture)
+    }
+
+    /// Merge the servers' files (each flushed: its server has answered `BNXT_RIG_STATE` since)
+    /// into the pcap, in time order; the frames it holds.
+    fn merge(&self, counted: &[u64]) -> Result<u64, String> {
+        let mut frames: Vec<(Duration, usize, Vec<u8>)> = Vec::new();
+        for (nic, (part, _)) in self.parts.iter().enumerate() {
+            let bytes = std::fs::read(part).map_err(|e| format!("{}: {e}", part.display()))?;
+            let mut reader = pcap_file::pcap::PcapReader::new(&bytes[..])
+                .map_err(|e| format!("NIC {nic}'s capture {}: {e}", part.display()))?;
+            let mut read = 0u64;
+            while let Some(packet) = reader.next_packet() {
+                let packet = packet.map_err(|e| format!("NIC {nic}'s capture {}: {e}", part.display()))?;
+                frames.push((packet.timestamp, nic, packet.data.into_owned()));
+                read += 1;
+            }
+            if let Some(&want) = counted.get(nic)
+                && read < want
+            {
+                return Err(format!("NIC {nic}'s server recorded {want} frames, its file holds {read}"));
+            }
+        }
+        // Stable: frames one server stamped alike stay in the order it sent them.
+        frames.sort_by_key(|(at, _, _)| *at);
+        let mut tap = PcapTap::create(&self.path).map_err(|e| e.to_string())?;
+        for (at, _, frame) in &frames {
+            tap.record(*at, frame);
+        }
+        tap.finish().map_err(|e| e.to_string())
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        for (part, _) in &self.parts {
+            let _ = std::fs::remove_file(part);
+        }
+    }
 }
 
 fn cannot(what: String) -> TargetError {
@@ -112,10 +236,19 @@ fn client_of(machine: &VfioUserMachine, nic: usize) -> Result<&Arc<Client>, Targ
     machine.client(nic).ok_or(TargetError::NoSuchNic { nic, count })
 }
 
+/// NIC `nic`'s state, from its server.
+fn state_of(machine: &VfioUserMachine, nic: usize) -> Result<State, TargetError> {
+    let reply = client_of(machine, nic)?
+        .call(Command::RigState, &[], &[])
+        .map_err(|e| cannot(format!("show NIC {nic}'s state: {e}")))?;
+    serde_json::from_slice(&reply.body).map_err(|e| cannot(format!("read NIC {nic}'s state: {e}")))
+}
+
 /// One scenario's NICs.
 struct VfioUserSession {
     machine: Arc<VfioUserMachine>,
     nics: usize,
+    capture: Option<Capture>,
 }
 
 impl VfioUserSession {
@@ -127,11 +260,8 @@ impl VfioUserSession {
     }
 
     fn state(&self, nic: usize) -> Result<State, TargetError> {
-        let reply = self
-            .client(nic)?
-            .call(Command::RigState, &[], &[])
-            .map_err(|e| cannot(format!("show NIC {nic}'s state: {e}")))?;
-        serde_json::from_slice(&reply.body).map_err(|e| cannot(format!("read NIC {nic}'s state: {e}")))
+        self.client(nic)?;
+        state_of(&self.machine, nic)
     }
 
     fn config(&self, nic: usize, offset: u16, data: &mut [u8]) -> Result<(), TargetError> {
@@ -187,6 +317,16 @@ impl Session for VfioUserSession {
     fn internals(&self, nic: usize) -> Result<Internals, TargetError> {
         let s = self.state(nic)?;
         Ok(Internals { dma_mappings: s.dma_mappings, driver_registered: s.driver_registered })
+    }
+
+    fn finish_pcap(&self) -> Result<Option<u64>, String> {
+        let Some(capture) = &self.capture else { return Ok(None) };
+        let mut counted = Vec::new();
+        for nic in 0..self.nics {
+            let state = self.state(nic).map_err(|e| e.to_string())?;
+            counted.push(state.captured_frames.ok_or_else(|| format!("NIC {nic}'s server kept no capture"))?);
+        }
+        capture.merge(&counted).map(Some)
     }
 
     fn unimplemented(&self) -> Vec<String> {
