@@ -242,7 +242,7 @@ fn bad_doorbells_are_ignored_and_counted() {
         (DB, Doorbell::roce(DbType::Sq, 9999, 1, false, 0).encode(), "no QP with this xid"),
         (DB, Doorbell::roce(DbType::Sq, qp, 64, false, 0).encode(), "producer index beyond the queue size"),
         (DB, Doorbell::roce(DbType::Cq, 9999, 0, false, 0).encode(), "no CQ with this xid"),
-        (DB, 0xe << 60 | 1 << 58, "undefined doorbell type"),
+        (DB, 3 << 56 | 1 << 58, "undefined doorbell path"),
         (0x8000, Doorbell::roce(DbType::Sq, qp, 1, false, 0).encode(), "below the doorbell area (db_offset)"),
         (DB + 8, Doorbell::roce(DbType::Sq, qp, 1, false, 0).encode(), "not at offset 0 of its doorbell page"),
     ];

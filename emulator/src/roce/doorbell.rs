@@ -101,7 +101,7 @@ impl RoceEngine {
             self.ignore_doorbell(now, offset, value, "valid bit (58) clear: P7 ignores such doorbells", env.rec);
             return;
         }
-        let nq_type = matches!(db.ty, DbType::Nq | DbType::NqArm);
+        let nq_type = matches!(db.ty, DbType::Nq | DbType::NqArm | DbType::NqMask);
         match db.path {
             DbPath::Roce => {}
             DbPath::L2 if nq_type => {}
@@ -118,7 +118,9 @@ impl RoceEngine {
             DbType::Sq => self.producer_doorbell(&db, true),
             DbType::Rq => self.producer_doorbell(&db, false),
             DbType::Cq | DbType::CqArmEna | DbType::CqArmAll | DbType::CqArmSe => self.cq_doorbell(now, &db, env),
-            DbType::Nq | DbType::NqArm => {
+            // NQ_MASK (0xe) is what bnxt_en rings on P7 to take NQ entries without re-arming
+            // (bnxt.h `BNXT_DB_NQ_P7`): the same as NQ for the consumer and the arm state.
+            DbType::Nq | DbType::NqArm | DbType::NqMask => {
                 let arm = db.ty == DbType::NqArm;
                 match self.nqs.doorbell(db.xid, db.index, db.epoch, arm, env.fw, env.mem) {
                     Ok(_) => Ok(()),

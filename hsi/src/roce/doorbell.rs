@@ -57,6 +57,9 @@ pub enum DbType {
     Nq,
     /// Notification queue consumer, re-arm the interrupt.
     NqArm,
+    /// Notification queue consumer, interrupt masked (`DBC_DBC64_TYPE_NQ_MASK`, 0xe; bnxt_en
+    /// rings its NQs with it on P7, bnxt.c `bnxt_db_nq`).
+    NqMask,
     /// Push WQE start (`DBC_DBC_TYPE_PUSH_START`, 0xc).
     PushStart,
     /// Push WQE end (`DBC_DBC_TYPE_PUSH_END`, 0xd).
@@ -66,7 +69,7 @@ pub enum DbType {
 }
 
 impl DbType {
-    /// The type for the 4-bit field value; `None` for 0xe, which the interface leaves undefined.
+    /// The type for the 4-bit field value (every value from 0x0 to 0xf is defined).
     pub fn from_field(v: u8) -> Option<DbType> {
         Some(match v {
             0x0 => DbType::Sq,
@@ -83,6 +86,7 @@ impl DbType {
             0xb => DbType::NqArm,
             0xc => DbType::PushStart,
             0xd => DbType::PushEnd,
+            0xe => DbType::NqMask,
             0xf => DbType::Null,
             _ => return None,
         })
@@ -105,6 +109,7 @@ impl DbType {
             DbType::NqArm => 0xb,
             DbType::PushStart => 0xc,
             DbType::PushEnd => 0xd,
+            DbType::NqMask => 0xe,
             DbType::Null => 0xf,
         }
     }
@@ -126,6 +131,7 @@ impl DbType {
             DbType::NqArm => "NQ_ARM",
             DbType::PushStart => "PUSH_START",
             DbType::PushEnd => "PUSH_END",
+            DbType::NqMask => "NQ_MASK",
             DbType::Null => "NULL",
         }
     }
