@@ -307,17 +307,16 @@ mod tests {
             {"nic":0,"opcode":15,"nth":3,"action":{"error":2}},
             {"nic":1,"opcode":3,"action":{"delay":{"secs":1,"nanos":0}}}]}"#;
         let plan: FaultPlan = serde_json::from_str(text).unwrap();
-        assert_eq!(plan.roce_commands[1], CommandFault {
-            nic: 0,
-            opcode: 0x0f,
-            nth: Some(3),
-            action: CommandAction::Error(2)
-        });
+        assert_eq!(
+            plan.roce_commands[1],
+            CommandFault { nic: 0, opcode: 0x0f, nth: Some(3), action: CommandAction::Error(2) }
+        );
         assert_eq!(plan.roce_commands[2].action, CommandAction::Delay(Duration::from_secs(1)));
         let back: FaultPlan = serde_json::from_str(&serde_json::to_string(&plan).unwrap()).unwrap();
         assert_eq!(back, plan);
         for (status, why) in [(0, "SUCCESS"), (8, "not one roce_hsi.h defines")] {
-            let bad = format!(r#"{{"firmware":[],"roce_commands":[{{"nic":0,"opcode":1,"action":{{"error":{status}}}}}]}}"#);
+            let bad =
+                format!(r#"{{"firmware":[],"roce_commands":[{{"nic":0,"opcode":1,"action":{{"error":{status}}}}}]}}"#);
             let e = serde_json::from_str::<FaultPlan>(&bad).unwrap_err().to_string();
             assert!(e.contains(why), "{e}");
         }

@@ -46,7 +46,10 @@ fn roce_command_names_decode_with_their_opcode_and_actions() {
         "  - firmware: {nic: 1, request: CREATE_QP, action: no-response}\n  - firmware: {nic: 0, request: register_mr, action: error, code: resources, nth: 3}\n  - firmware: {nic: 0, request: CMDQ_BASE_OPCODE_MODIFY_QP, action: delay, by: 30s}\n  - firmware: {nic: 0, request: ADD_GID, action: error, code: CREQ_QP_EVENT_STATUS_HARDWARE_ERROR}\n",
     ));
     let f = roce(&s, 0);
-    assert_eq!((f.nic, f.opcode, f.command.as_str(), f.nth, f.action), (1, 0x01, "CREATE_QP", None, CommandAction::NoResponse));
+    assert_eq!(
+        (f.nic, f.opcode, f.command.as_str(), f.nth, f.action),
+        (1, 0x01, "CREATE_QP", None, CommandAction::NoResponse)
+    );
     let f = roce(&s, 1);
     assert_eq!((f.opcode, f.command.as_str(), f.nth), (0x0f, "REGISTER_MR", Some(3)));
     assert_eq!(f.action, CommandAction::Error(CreqStatus::Resources));
@@ -80,7 +83,9 @@ fn misspelt_commands_and_statuses_are_named_where_they_are_written() {
         "5:33: faults[0].firmware.request: unknown HWRM request or RoCE command `NOTHING_LIKE_IT`"
     );
     // A prefix keeps the name to its own kind.
-    assert!(t("{nic: 0, request: HWRM_CREATE_QP, action: no-response}").contains("unknown HWRM request `HWRM_CREATE_QP`"));
+    assert!(
+        t("{nic: 0, request: HWRM_CREATE_QP, action: no-response}").contains("unknown HWRM request `HWRM_CREATE_QP`")
+    );
     assert!(t("{nic: 0, request: CMDQ_BASE_OPCODE_VER_GET, action: no-response}").contains("unknown RoCE command"));
     assert_eq!(
         t("{nic: 0, request: CREATE_QP, action: error, code: RESOURCS}"),
@@ -89,10 +94,15 @@ fn misspelt_commands_and_statuses_are_named_where_they_are_written() {
     // An HWRM error code where a CREQ status belongs says what does.
     let e = t("{nic: 0, request: CREATE_QP, action: error, code: CMD_NOT_SUPPORTED}");
     assert!(e.starts_with("5:65: faults[0].firmware.code: \"CMD_NOT_SUPPORTED\" is not a CREQ status: RoCE command CREATE_QP is refused with a CREQ status"), "{e}");
-    assert!(e.ends_with("FAIL, RESOURCES, INVALID_CMD, NOT_IMPLEMENTED, INVALID_PARAMETER, HARDWARE_ERROR, INTERNAL_ERROR"), "{e}");
+    assert!(
+        e.ends_with("FAIL, RESOURCES, INVALID_CMD, NOT_IMPLEMENTED, INVALID_PARAMETER, HARDWARE_ERROR, INTERNAL_ERROR"),
+        "{e}"
+    );
     assert!(t("{nic: 0, request: CREATE_QP, action: error, code: SUCCESS}").contains("SUCCESS is not an error"));
     // And a CREQ status where an HWRM error code belongs.
-    assert!(t("{nic: 0, request: VER_GET, action: error, code: RESOURCES}").contains("unknown HWRM error code `RESOURCES`"));
+    assert!(
+        t("{nic: 0, request: VER_GET, action: error, code: RESOURCES}").contains("unknown HWRM error code `RESOURCES`")
+    );
     assert_eq!(
         t("{nic: 0, request: DESTROY_QP, action: no-response, by: 1s}"),
         "5:70: faults[0].firmware.by: `by` goes only with `action: delay` (this fault's action is `no-response`)"
@@ -114,15 +124,18 @@ fn the_model_is_given_the_opcode_the_status_value_and_the_nth() {
     ));
     let plan = fault_plan(&MachinePlan { nics: 2, seed: 0, faults: &s.faults, pcap: None, events: false });
     assert_eq!(plan.firmware.len(), 1);
-    assert_eq!(plan.roce_commands, vec![
-        model::CommandFault { nic: 1, opcode: 0x0e, nth: Some(2), action: model::CommandAction::Error(3) },
-        model::CommandFault {
-            nic: 0,
-            opcode: 0x83,
-            nth: None,
-            action: model::CommandAction::Delay(Duration::from_secs(2))
-        },
-    ]);
+    assert_eq!(
+        plan.roce_commands,
+        vec![
+            model::CommandFault { nic: 1, opcode: 0x0e, nth: Some(2), action: model::CommandAction::Error(3) },
+            model::CommandFault {
+                nic: 0,
+                opcode: 0x83,
+                nth: None,
+                action: model::CommandAction::Delay(Duration::from_secs(2))
+            },
+        ]
+    );
 }
 
 #[test]
@@ -140,10 +153,13 @@ steps:
     let s = load(text);
     let dir = tempfile::tempdir().unwrap();
     let options = RunOptions { transcript: Some(dir.path().to_path_buf()), ..RunOptions::default() };
-    let outcome = run_scenario(&s, &ModelTarget::default(), &options);
+    let outcome = run_scenario(&s, &ModelTarget, &options);
     assert_eq!(outcome.verdict, Verdict::Pass, "{outcome:#?}");
     let transcript = std::fs::read_to_string(dir.path().join("roce-fault-transcript.transcript")).unwrap();
     assert!(transcript.contains("roce fault on CREATE_QP #1: error RESOURCES"), "{transcript}");
     assert!(transcript.contains("roce-completion CREATE_QP"), "{transcript}");
-    assert!(transcript.lines().any(|l| l.contains("roce-completion CREATE_QP") && l.contains("RESOURCES")), "{transcript}");
+    assert!(
+        transcript.lines().any(|l| l.contains("roce-completion CREATE_QP") && l.contains("RESOURCES")),
+        "{transcript}"
+    );
 }

@@ -5,9 +5,9 @@ use std::time::Duration;
 use bnxt_hsi::hwrm::ErrorCode;
 use bnxt_hsi::roce::rcfw::CreqStatus;
 
+use super::firmware_names::{self as names, NameError, Target};
 use super::language::faults::{self as lang, FIRMWARE_ACTIONS as ACTIONS};
 use super::language::{fault_kinds, keys};
-use super::firmware_names::{self as names, NameError, Target};
 use super::opcodes::{RC_OPCODES, opcode_by_name};
 use super::{
     CommandAction, Fault, FaultKind, FirmwareAction, FirmwareFault, MAX_NICS, RoceCommandFault, WireFault,
@@ -151,7 +151,7 @@ fn roce_status(field: &Field<'_>, command: &str) -> Result<CreqStatus, DecodeErr
                 })),
                 None => Err(field.invalid(
                     expected,
-                    &format!(
+                    format!(
                         "RoCE command {command} is refused with a CREQ status (roce_hsi.h CREQ_QP_EVENT_STATUS_*): {}",
                         statuses.join(", ")
                     ),
@@ -220,7 +220,9 @@ fn wire_rule(f: &Field<'_>) -> Result<WireRule, DecodeError> {
     })?;
     let delay = match m.optional("delay") {
         Some(v) if kind != WireFaultKind::Delay => {
-            return Err(v.error(Problem::Conflict(format!("`delay` goes only with `kind: delay` (this rule's kind is `{name}`)"))));
+            return Err(v.error(Problem::Conflict(format!(
+                "`delay` goes only with `kind: delay` (this rule's kind is `{name}`)"
+            ))));
         }
         Some(v) => Some(v.duration()?),
         None => None,

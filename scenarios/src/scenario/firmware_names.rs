@@ -87,12 +87,15 @@ pub fn roce_names() -> impl Iterator<Item = &'static str> {
 
 /// What `written` names.
 pub fn resolve(written: &str) -> Result<Target, NameError> {
-    let close = |name: &str, candidates: Vec<&'static str>| crate::suggest::closest(name, candidates).map(str::to_string);
+    let close =
+        |name: &str, candidates: Vec<&'static str>| crate::suggest::closest(name, candidates).map(str::to_string);
     if let Some(bare) = strip(written, HWRM_PREFIX) {
-        return hwrm(bare).ok_or_else(|| NameError::Unknown { what: HWRM_REQUEST, suggestion: close(bare, hwrm_names().collect()) });
+        return hwrm(bare)
+            .ok_or_else(|| NameError::Unknown { what: HWRM_REQUEST, suggestion: close(bare, hwrm_names().collect()) });
     }
     if let Some(bare) = strip(written, ROCE_PREFIX) {
-        return roce(bare).ok_or_else(|| NameError::Unknown { what: ROCE_COMMAND, suggestion: close(bare, roce_names().collect()) });
+        return roce(bare)
+            .ok_or_else(|| NameError::Unknown { what: ROCE_COMMAND, suggestion: close(bare, roce_names().collect()) });
     }
     match (hwrm(written), roce(written)) {
         (Some(Target::Hwrm { name, .. }), Some(_)) => Err(NameError::Ambiguous { name }),
@@ -151,11 +154,17 @@ mod tests {
         assert_eq!(resolve("CREATE_QPP"), unknown(ROCE_COMMAND, "CREATE_QP"));
         assert_eq!(resolve("DEALOCATE_KEY"), unknown(ROCE_COMMAND, "DEALLOCATE_KEY"));
         // A prefix keeps the search to its own kind.
-        assert_eq!(resolve("HWRM_CREATE_QP").unwrap_err(), NameError::Unknown {
-            what: HWRM_REQUEST,
-            suggestion: crate::suggest::closest("CREATE_QP", hwrm_names()).map(str::to_string)
-        });
-        assert_eq!(resolve("CMDQ_BASE_OPCODE_VER_GET").map_err(|e| matches!(e, NameError::Unknown { what: ROCE_COMMAND, .. })), Err(true));
+        assert_eq!(
+            resolve("HWRM_CREATE_QP").unwrap_err(),
+            NameError::Unknown {
+                what: HWRM_REQUEST,
+                suggestion: crate::suggest::closest("CREATE_QP", hwrm_names()).map(str::to_string)
+            }
+        );
+        assert_eq!(
+            resolve("CMDQ_BASE_OPCODE_VER_GET").map_err(|e| matches!(e, NameError::Unknown { what: ROCE_COMMAND, .. })),
+            Err(true)
+        );
         assert_eq!(resolve("ZZZZ"), Err(NameError::Unknown { what: "HWRM request or RoCE command", suggestion: None }));
     }
 
@@ -164,7 +173,15 @@ mod tests {
         let names: Vec<&str> = error_statuses().map(CreqStatus::name).collect();
         assert_eq!(
             names,
-            ["FAIL", "RESOURCES", "INVALID_CMD", "NOT_IMPLEMENTED", "INVALID_PARAMETER", "HARDWARE_ERROR", "INTERNAL_ERROR"]
+            [
+                "FAIL",
+                "RESOURCES",
+                "INVALID_CMD",
+                "NOT_IMPLEMENTED",
+                "INVALID_PARAMETER",
+                "HARDWARE_ERROR",
+                "INTERNAL_ERROR"
+            ]
         );
         assert_eq!(status_by_name("resources"), Some(CreqStatus::Resources));
         assert_eq!(status_by_name("CREQ_QP_EVENT_STATUS_HARDWARE_ERROR"), Some(CreqStatus::HardwareError));

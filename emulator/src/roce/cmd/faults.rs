@@ -122,7 +122,8 @@ mod tests {
 
     #[test]
     fn occurrences_are_counted_per_opcode_and_only_the_nth_fires() {
-        let mut f = faults(vec![CommandFault { nic: 1, opcode: 0x01, nth: Some(2), action: CommandAction::NoResponse }]);
+        let mut f =
+            faults(vec![CommandFault { nic: 1, opcode: 0x01, nth: Some(2), action: CommandAction::NoResponse }]);
         let mut rec = Recorder::new(1);
         let t = Duration::from_millis(5);
         assert_eq!(f.on_command(t, 0x01, &mut rec), Injected::NONE);
@@ -134,7 +135,10 @@ mod tests {
         let events = drained(&mut rec);
         assert_eq!(events.len(), 1);
         assert_eq!(events[0].at, t);
-        assert_eq!(events[0].kind, EventKind::RoceFaultFired { opcode: 0x01, nth: 2, action: CommandAction::NoResponse });
+        assert_eq!(
+            events[0].kind,
+            EventKind::RoceFaultFired { opcode: 0x01, nth: 2, action: CommandAction::NoResponse }
+        );
     }
 
     #[test]
