@@ -175,16 +175,22 @@ fn a_fault_plan_given_with_faults_changes_the_answer_and_the_hwrm_log_says_so() 
 fn a_bad_fault_plan_file_is_a_bad_command_line() {
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("faults.json");
-    std::fs::write(&plan, r#"{"firmware": [{"nic": 0, "req_type": "VER_GET"}]}"#).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bnxt-model"))
-        .args(["serve", "--mac", "02:00:00:00:00:01", "--socket"])
-        .arg(dir.path().join("nic.sock"))
-        .arg("--faults")
-        .arg(&plan)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("fault plan") && err.contains("faults.json"), "{err}");
-    assert!(!dir.path().join("nic.sock").exists(), "nothing was served");
+    // Not a plan; then a wire plan whose rule names a NIC the server does not have.
+    for (text, says) in [
+        (r#"{"firmware": [{"nic": 0, "req_type": "VER_GET"}]}"#, "fault plan"),
+        (r#"{"firmware": [], "wire": {"rules": [{"nic": 1, "kind": "drop"}]}}"#, "names NIC 1"),
+    ] {
+        std::fs::write(&plan, text).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_bnxt-model"))
+            .args(["serve", "--mac", "02:00:00:00:00:01", "--socket"])
+            .arg(dir.path().join("nic.sock"))
+            .arg("--faults")
+            .arg(&plan)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says) && err.contains("faults.json"), "{err}");
+        assert!(!dir.path().join("nic.sock").exists(), "nothing was served");
+    }
 }

@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use bnxt_model::faults::FaultPlan;
 use bnxt_model::serve::segment::{SegmentOptions, segment};
 use bnxt_model::serve::{ServeOptions, serve};
+use bnxt_model::vfio_user::nic::check_wire_plan;
 use clap::{Args, Parser, Subcommand};
 
 /// The BCM57608 model as a process.
@@ -59,7 +60,8 @@ struct ServeArgs {
     #[arg(long)]
     hwrm_log: Option<PathBuf>,
     /// Faults to inject from the start: a FaultPlan as JSON (`{"firmware": [{"nic": 0,
-    /// "req_type": 29, "nth": null, "action": "no-response"}]}`).
+    /// "req_type": 29, "nth": null, "action": "no-response"}]}`); its `wire` plan applies to the
+    /// frames the NIC sends to the segment.
     #[arg(long)]
     faults: Option<PathBuf>,
     /// Seed of the model's random choices.
@@ -93,7 +95,9 @@ fn parse_mac(s: &str) -> Result<[u8; 6], String> {
 
 fn read_faults(path: &Path) -> Result<FaultPlan, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read fault plan {}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("fault plan {}: {e}", path.display()))
+    let plan: FaultPlan = serde_json::from_str(&text).map_err(|e| format!("fault plan {}: {e}", path.display()))?;
+    check_wire_plan(&plan.wire).map_err(|e| format!("fault plan {}: wire: {e}", path.display()))?;
+    Ok(plan)
 }
 
 fn init_tracing(level: &str) {

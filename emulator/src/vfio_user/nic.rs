@@ -22,9 +22,9 @@ use super::control::{Restart, State, WireFaultCounts};
 use super::dma::DmaTable;
 use super::irqs::IrqTable;
 use super::regions::{self, RegionKind};
+use super::uplink::{Uplink, stage_seed};
 use super::{Refusal, refuse};
 use crate::config_space::{DEVCTL_BCR_FLR, EXP_CAP, EXP_DEVCTL};
-use super::uplink::{Uplink, stage_seed};
 use crate::events::{Event, EventKind};
 use crate::faults::{FaultPlan, WirePlan, WirePlanError};
 use crate::net::switch::PortId;
@@ -188,10 +188,9 @@ impl ServedNic {
         let wire = std::mem::take(&mut faults.wire);
         check_wire_plan(&wire).map_err(|e| refuse(errno::EINVAL, format!("the wire plan: {e}")))?;
         let capture = match (wanted, capture) {
-            (true, Some(fd)) => Some(
-                Capture::new(fd)
-                    .map_err(|e| refuse(errno::EIO, format!("cannot write the capture file: {e}")))?,
-            ),
+            (true, Some(fd)) => {
+                Some(Capture::new(fd).map_err(|e| refuse(errno::EIO, format!("cannot write the capture file: {e}")))?)
+            }
             (false, None) => None,
             (true, None) => return Err(refuse(errno::EINVAL, "a capture was asked for without a file descriptor")),
             (false, Some(_)) => {
@@ -351,9 +350,9 @@ impl ServedNic {
     }
 }
 
-/// Whether `plan` can apply to the frames of one NIC (its probabilities in range, its rules
+/// Whether `plan` can apply to the frames of a served NIC (its probabilities in range, its rules
 /// naming NIC 0 or none).
-fn check_wire_plan(plan: &WirePlan) -> Result<(), WirePlanError> {
+pub fn check_wire_plan(plan: &WirePlan) -> Result<(), WirePlanError> {
     plan.stage(0, &[PortId(0)]).map(|_| ())
 }
 
@@ -432,10 +431,15 @@ mod tests {
             }],
             ..WirePlan::default()
         };
-        let refused = |nic: &mut ServedNic, r: Restart, fd: Option<OwnedFd>| nic.restart(Duration::ZERO, r, fd).unwrap_err();
+        let refused =
+            |nic: &mut ServedNic, r: Restart, fd: Option<OwnedFd>| nic.restart(Duration::ZERO, r, fd).unwrap_err();
         let e = refused(&mut nic, Restart { faults: plan(other_nic), ..Restart::default() }, None);
         assert!(e.reason.contains("names NIC 1") && e.errno == errno::EINVAL, "{e:?}");
-        let e = refused(&mut nic, Restart { faults: plan(WirePlan { drop: 2.0, ..WirePlan::default() }), ..Restart::default() }, None);
+        let e = refused(
+            &mut nic,
+            Restart { faults: plan(WirePlan { drop: 2.0, ..WirePlan::default() }), ..Restart::default() },
+            None,
+        );
         assert!(e.reason.contains("wire plan"), "{e:?}");
         let e = refused(&mut nic, Restart { capture: true, ..Restart::default() }, None);
         assert!(e.reason.contains("without a file descriptor"), "{e:?}");
@@ -452,7 +456,8 @@ mod tests {
     fn frames_from_the_hub_do_not_meet_the_wire_plan_again() {
         let mut nic = ServedNic::new([2, 0, 0, 0, 0, 1], 1, FaultPlan::default()).unwrap();
         nic.attach_segment();
-        let everything_lost = Restart { faults: plan(WirePlan { drop: 1.0, ..WirePlan::default() }), ..Restart::default() };
+        let everything_lost =
+            Restart { faults: plan(WirePlan { drop: 1.0, ..WirePlan::default() }), ..Restart::default() };
         nic.restart(Duration::from_millis(1), everything_lost, None).unwrap();
         let mut frame = vec![0xffu8; 6];
         frame.extend_from_slice(&[2, 0, 0, 0, 0, 9, 0x88, 0xb5]);

@@ -145,8 +145,10 @@ mod tests {
 
     #[test]
     fn rules_drop_duplicate_delay_and_reorder_the_frames_they_name() {
-        let mut plan = WirePlan::default();
-        plan.rules = vec![rule(WireFaultKind::Drop, 1), rule(WireFaultKind::Duplicate, 2)];
+        let mut plan = WirePlan {
+            rules: vec![rule(WireFaultKind::Drop, 1), rule(WireFaultKind::Duplicate, 2)],
+            ..WirePlan::default()
+        };
         plan.rules.push(WireRule { delay: Some(Duration::from_micros(30)), ..rule(WireFaultKind::Delay, 3) });
         plan.rules.push(rule(WireFaultKind::Reorder, 4));
         let mut up = Uplink::new(PortId(0), &plan, 1).unwrap();
@@ -169,8 +171,7 @@ mod tests {
 
     #[test]
     fn a_held_frame_with_no_next_one_goes_when_its_hold_ends() {
-        let mut plan = WirePlan::default();
-        plan.rules = vec![rule(WireFaultKind::Reorder, 1)];
+        let plan = WirePlan { rules: vec![rule(WireFaultKind::Reorder, 1)], ..WirePlan::default() };
         let mut up = Uplink::new(PortId(0), &plan, 1).unwrap();
         let mut out = Vec::new();
         up.outgoing(Duration::ZERO, vec![frame(1)], &mut out);
@@ -184,8 +185,8 @@ mod tests {
 
     #[test]
     fn a_rule_naming_another_nic_is_refused_and_seeds_differ_by_nic() {
-        let mut plan = WirePlan::default();
-        plan.rules = vec![WireRule { nic: Some(1), ..rule(WireFaultKind::Drop, 1) }];
+        let plan =
+            WirePlan { rules: vec![WireRule { nic: Some(1), ..rule(WireFaultKind::Drop, 1) }], ..WirePlan::default() };
         let err = Uplink::new(PortId(0), &plan, 1).unwrap_err();
         assert!(err.to_string().contains("names NIC 1"), "{err}");
         assert_ne!(stage_seed(5, 0), stage_seed(5, 1));

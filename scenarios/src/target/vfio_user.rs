@@ -42,8 +42,8 @@ use bnxt_vfio_user::header::Command;
 use bnxt_vfio_user::linux::PCI_CONFIG_REGION_INDEX;
 
 use super::model::fault_plan;
-use crate::scenario::Capability;
 use super::{Capabilities, ConfigState, Internals, MachinePlan, Session, Target, TargetError};
+use crate::scenario::Capability;
 
 /// The kind name scenarios use in `targets:`.
 pub const KIND: &str = "vfio-user";
