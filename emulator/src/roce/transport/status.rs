@@ -1,5 +1,5 @@
 //! Completion statuses, one enum per side, each value mapping 1:1 to the BCM57608's CQE status
-//! code (/work/ref/hsi roce_hsi.h: `CQ_REQ_STATUS_*` of `struct cq_req` for the send side,
+//! code (roce_hsi.h: `CQ_REQ_STATUS_*` of `struct cq_req` for the send side,
 //! `CQ_RES_RC_STATUS_*` of `struct cq_res_rc` for the receive side; hardware-map.md §5.4), with a
 //! stable kebab-case name for scenarios and reports.
 
