@@ -8,7 +8,8 @@
 //! reliable-connected queue pairs that send, receive and read between regions.
 //!
 //! The driver reaches the device only through the [`pci::PciFunction`] seam, so the same code runs
-//! against the in-process model, a model behind a vfio-user socket, or a real card through VFIO.
+//! against the in-process model or a model behind a vfio-user socket (a VFIO backend for real
+//! cards is not written yet; docs/contract.md says what of the contract is implemented).
 #![deny(missing_docs)]
 
 mod bringup;

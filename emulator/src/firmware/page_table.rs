@@ -117,7 +117,9 @@ pub fn walk_split(
         1 => read_table(mem, root, pages, "page table")?,
         _ => {
             let dirs = read_table(mem, root, pages.div_ceil(per_table), "page directory")?;
-            let mut data = Vec::with_capacity(pages as usize);
+            // Grown table by table: each table is probed before it is read, so what is allocated
+            // never exceeds guest memory that exists (a size alone may claim 2^54 pages).
+            let mut data = Vec::new();
             for (j, dir) in dirs.iter().enumerate() {
                 let n = (pages - j as u64 * per_table).min(per_table);
                 data.extend(read_table(mem, *dir, n, "page table")?);
@@ -140,7 +142,11 @@ fn read_table(mem: &dyn HostMemory, table: u64, n: u64, what: &'static str) -> R
     if !table.is_multiple_of(TABLE_ALIGN) {
         return Err(PageTableError::Unaligned { what, addr: table, align: TABLE_ALIGN });
     }
-    let mut raw = vec![0u8; n as usize * 8];
+    // Probed first: `n` comes from sizes the driver gave, and is allocated for only when the
+    // memory it names is mapped.
+    let len = n.saturating_mul(8);
+    mem.probe(table, len).map_err(|error| PageTableError::Unreachable { what, addr: table, error })?;
+    let mut raw = vec![0u8; len as usize];
     mem.read(table, &mut raw).map_err(|error| PageTableError::Unreachable { what, addr: table, error })?;
     raw.chunks_exact(8)
         .enumerate()
@@ -204,5 +210,19 @@ mod tests {
         let big = TableSpec { root: BASE, level: 1, page_size: 64 << 10 };
         put(&iommu, BASE, &[(BASE + 0x1000) | 1]);
         assert!(matches!(walk(&view, big, 10), Err(PageTableError::Unaligned { what: "data page", .. })));
+    }
+
+    #[test]
+    fn sizes_claiming_more_than_memory_are_refused_before_anything_is_allocated() {
+        // 1 GiB table pages, 4 KiB data pages, level 2: up to 2^54 pages could be named. Only 4
+        // pages are mapped, so the root's claim of 2^23 directory entries is unreachable.
+        let (iommu, _mem) = memory(4);
+        let spec = TableSpec { root: BASE, level: 2, page_size: 4096 };
+        let err = walk_split(&iommu.view(true), spec, 1 << 30, 1 << 62).unwrap_err();
+        assert!(matches!(err, PageTableError::Unreachable { what: "page directory", .. }), "{err:?}");
+        // Level 1: a table of 2^27 entries (1 GiB).
+        let spec = TableSpec { root: BASE, level: 1, page_size: 4096 };
+        let err = walk_split(&iommu.view(true), spec, 1 << 30, 1 << 39).unwrap_err();
+        assert!(matches!(err, PageTableError::Unreachable { what: "page table", .. }), "{err:?}");
     }
 }

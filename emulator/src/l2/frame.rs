@@ -310,6 +310,12 @@ pub enum LsoError {
     /// MSS 0.
     #[error("MSS 0")]
     ZeroMss,
+    /// The TCP header's data offset is below its minimum of 5 words (RFC 9293 §3.1).
+    #[error("TCP data offset {words} words, below the minimum of 5")]
+    TcpDataOffset {
+        /// The data offset field, in 32-bit words.
+        words: u8,
+    },
 }
 
 /// Split a TCP or UDP super-frame into frames of at most `mss` payload bytes (TX `LSO`): each
@@ -323,7 +329,13 @@ pub fn segment(frame: &[u8], hdr_len: usize, mss: usize) -> Result<Vec<Vec<u8>>,
     let p = parse(frame).ok_or(LsoError::NoTransport)?;
     let (proto, l4_off, _) = p.l4(frame.len()).ok_or(LsoError::NoTransport)?;
     let actual = match proto {
-        PROTO_TCP => l4_off + usize::from(frame.get(l4_off + 12).ok_or(LsoError::NoTransport)? >> 4) * 4,
+        PROTO_TCP => {
+            let words = frame.get(l4_off + 12).ok_or(LsoError::NoTransport)? >> 4;
+            if words < 5 {
+                return Err(LsoError::TcpDataOffset { words });
+            }
+            l4_off + usize::from(words) * 4
+        }
         PROTO_UDP => l4_off + 8,
         _ => return Err(LsoError::NoTransport),
     };
@@ -432,5 +444,16 @@ mod tests {
         }
         assert_eq!(joined, payload);
         assert_eq!(segment(&f, 40, 1000), Err(LsoError::HeaderLen { given: 40, actual: 54 }));
+    }
+
+    #[test]
+    fn a_tcp_header_shorter_than_its_minimum_is_refused_not_indexed_past() {
+        // Data offset 0 with a header length to match and a tiny MSS: each segment would be
+        // shorter than a TCP header.
+        let mut f = tcp4(&[7u8; 64], 0x10);
+        f[46] = 0x00;
+        assert_eq!(segment(&f, 34, 1), Err(LsoError::TcpDataOffset { words: 0 }));
+        f[46] = 0x40;
+        assert_eq!(segment(&f, 50, 4), Err(LsoError::TcpDataOffset { words: 4 }));
     }
 }
