@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bnxt_hsi::hwrm::Request;
 
 use crate::error::Error;
-use crate::pci::{Machine, PciError, PciFunction};
+use crate::pci::{Machine, PciError};
 use crate::quarantine;
 use crate::session::Session;
 
@@ -207,12 +207,6 @@ impl Nic {
     /// On a closed NIC.
     pub(crate) fn roce(&self) -> &Arc<crate::roce::Roce> {
         self.session().roce()
-    }
-
-    /// The NIC's PCI function, for the parts of the driver built on the open NIC.
-    #[allow(dead_code)]
-    pub(crate) fn function(&self) -> &Arc<dyn PciFunction> {
-        self.session().function()
     }
 
     fn session(&self) -> &Session {

@@ -77,11 +77,6 @@ impl Session {
         })
     }
 
-    /// The function.
-    pub(crate) fn function(&self) -> &Arc<dyn PciFunction> {
-        &self.function
-    }
-
     /// The RoCE engine.
     pub(crate) fn roce(&self) -> &Arc<Roce> {
         self.roce.as_ref().expect("an open NIC has its RoCE engine")
