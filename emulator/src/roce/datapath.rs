@@ -256,20 +256,7 @@ impl RoceEngine {
                 let (req, res) = became_error.unwrap_or((0, 0));
                 self.pending_qp_error.push((qpn, req, res));
             }
-            let deadline = t.next_deadline();
-            match (self.qp_timer.get(&qpn).copied(), deadline) {
-                (Some(old), Some(new)) if old == new => {}
-                (old, new) => {
-                    if let Some(o) = old {
-                        self.timers.remove(&(o, qpn));
-                        self.qp_timer.remove(&qpn);
-                    }
-                    if let Some(n) = new {
-                        self.timers.insert((n, qpn));
-                        self.qp_timer.insert(qpn, n);
-                    }
-                }
-            }
+            self.timers.set(qpn, t.next_deadline());
         }
         self.counters.dma_errors += dma_errors;
         for d in done.drain(..) {

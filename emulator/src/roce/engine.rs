@@ -32,6 +32,7 @@ use super::cmd::{self, Cmd, CmdCtx, Support};
 use super::counters::RoceCounters;
 use super::nq::{NqSet, Posted};
 use super::state::RoceState;
+use super::timers::QpTimers;
 
 /// What the engine needs from the device for one call.
 pub struct Env<'a> {
@@ -75,8 +76,8 @@ pub struct RoceEngine {
     pub(super) inputs: VecDeque<(Duration, Input)>,
     pub(super) creq_due: BTreeMap<(Duration, u64), CreqEntry>,
     pub(super) seq: u64,
-    pub(super) timers: BTreeSet<(Duration, u32)>,
-    pub(super) qp_timer: BTreeMap<u32, Duration>,
+    /// The QPs' transport deadlines.
+    pub(super) timers: QpTimers,
     pub(super) frames: Vec<WireFrame>,
     /// Buffers the transport builds frames in (see [`RoceEngine::frame_pool`]).
     pub(super) pool: FramePool,
@@ -105,8 +106,7 @@ impl RoceEngine {
             inputs: VecDeque::new(),
             creq_due: BTreeMap::new(),
             seq: 0,
-            timers: BTreeSet::new(),
-            qp_timer: BTreeMap::new(),
+            timers: QpTimers::default(),
             frames: Vec::new(),
             pool: FramePool::new(),
             loopback: VecDeque::new(),
@@ -127,7 +127,6 @@ impl RoceEngine {
         self.inputs.clear();
         self.creq_due.clear();
         self.timers.clear();
-        self.qp_timer.clear();
         self.frames.clear();
         self.loopback.clear();
     }
@@ -149,7 +148,7 @@ impl RoceEngine {
             self.inputs.front().map(|(t, _)| *t),
             self.creq_due.keys().next().map(|(t, _)| *t),
             self.loopback.front().map(|(t, _)| *t),
-            self.timers.first().map(|(t, _)| *t),
+            self.timers.next(),
         ]
         .into_iter()
         .flatten()
@@ -246,12 +245,7 @@ impl RoceEngine {
             self.receive_wire(at, &frame, env);
             self.pool.give(frame.into_vec());
         }
-        while let Some(&(t, qpn)) = self.timers.first() {
-            if t > now {
-                break;
-            }
-            self.timers.pop_first();
-            self.qp_timer.remove(&qpn);
+        while let Some(qpn) = self.timers.pop_due(now) {
             if let Some(tr) = self.st.qps.get_mut(&qpn).and_then(|q| q.transport.as_mut()) {
                 tr.on_timer(now);
             }

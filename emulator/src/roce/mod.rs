@@ -23,6 +23,7 @@ pub mod nq;
 pub mod pages;
 pub mod qp;
 pub mod state;
+mod timers;
 pub mod transport;
 pub mod wqe;
 
