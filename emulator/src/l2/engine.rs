@@ -230,7 +230,9 @@ impl L2Engine {
             None => self.resets_seen = Some(fw.resets),
             _ => {}
         }
-        self.rings.retain(|id, r| fw.rings.get(id).is_some_and(|f| f.serial == r.serial()));
+        if !self.rings.is_empty() {
+            self.rings.retain(|id, r| fw.rings.get(id).is_some_and(|f| f.serial == r.serial()));
+        }
     }
 
     /// The engine's state of ring `id`, started if the firmware has it and the engine does not
@@ -268,6 +270,9 @@ impl L2Engine {
     }
 
     fn run_timers(&mut self, now: Duration, env: &mut Env<'_>) {
+        if self.rings.is_empty() {
+            return;
+        }
         let ids: Vec<u16> = self.rings.keys().copied().collect();
         for id in ids {
             let coal = env.fw.l2.coalescing.get(&id);
