@@ -254,3 +254,35 @@ fn func_reset_and_flr_drop_every_roce_object_and_the_channel() {
     rig.world.config_write(0, 0x68, &v.to_le_bytes());
     assert!(rig.world.device(0).roce().state().init.is_none(), "FLR");
 }
+
+#[test]
+fn a_tlv_encapsulated_command_is_answered_with_its_inner_opcode_and_cookie() {
+    // MODIFY_ROCE_CC as bnxt_re sends it on P7 (qplib_sp.c bnxt_qplib_modify_cc): a 16-byte
+    // roce_tlv header (cmd_discr CMD_DISCR_TLV_ENCAP, flags REQUIRED|MORE, tlv_type
+    // ROCE_SP_COMMAND, length 56, total_size 19 slots), the command, then extension TLVs.
+    let mut rig = Rig::new(1);
+    let mut f = Func::bring_up(&mut rig, 0, 64, 64);
+    f.initialize(&mut rig);
+    let mut cmd = vec![0u8; 19 * 16];
+    cmd[0..2].copy_from_slice(&0x8000u16.to_le_bytes());
+    cmd[3] = 0x03;
+    cmd[4..6].copy_from_slice(&3u16.to_le_bytes());
+    cmd[6..8].copy_from_slice(&56u16.to_le_bytes());
+    cmd[8] = 19;
+    cmd[16] = 0x8c; // MODIFY_ROCE_CC
+    cmd[17] = 19;
+    cmd[20..22].copy_from_slice(&0x1234u16.to_le_bytes());
+    f.submit(&mut rig, &cmd);
+    let c = f.wait(&mut rig, 0x1234);
+    assert_eq!((c.event, c.status), (0x8c, 4), "answered as MODIFY_ROCE_CC, NOT_IMPLEMENTED");
+    assert_eq!(rig.world.nic_state(0).roce.unimplemented_commands.get(&0x8c), Some(&1));
+    // The channel took all 19 slots: the next plain command is read where it was put.
+    f.ok(&mut rig, CmdqQueryVersion::new_zeroed());
+    // A TLV header whose total_size leaves no room for a command is refused, not misread.
+    let mut short = vec![0u8; 16];
+    short[0..2].copy_from_slice(&0x8000u16.to_le_bytes());
+    short[8] = 1;
+    f.submit(&mut rig, &short);
+    f.ok(&mut rig, CmdqQueryVersion::new_zeroed());
+    assert!(last_refusal(&mut rig).is_some_and(|r| r.contains("TLV")), "{:?}", last_refusal(&mut rig));
+}

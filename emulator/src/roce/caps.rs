@@ -21,9 +21,10 @@ pub const LOOPBACK_LATENCY: Duration = Duration::from_micros(1);
 /// producer register carries a 16-bit free-running index (bnxt_re `cmdq_hwq->prod & 0xFFFF`),
 /// which only wraps cleanly for power-of-two depths; bnxt_re uses 8192.
 pub const MAX_CMDQ_SLOTS: u32 = 8192;
-/// Longest command in 16-byte slots the firmware takes (MODIFY_QP, the longest bnxt_re sends,
-/// is 9; TLV-wrapped commands are not modelled).
-pub const MAX_CMD_SLOTS: u8 = 16;
+/// Longest command in 16-byte slots the firmware takes: MODIFY_QP, the longest plain command
+/// bnxt_re sends, is 9; its TLV-encapsulated MODIFY_ROCE_CC with every extension is 19
+/// (qplib_tlv.h `bnxt_qplib_tlv_modify_cc_req`: 16 + 56 + 8 + 96 + 32 + 48 + 48 bytes).
+pub const MAX_CMD_SLOTS: u8 = 32;
 
 /// QUERY_FUNC `max_mr_size`: 1 TiB.
 pub const MAX_MR_SIZE: u64 = 1 << 40;

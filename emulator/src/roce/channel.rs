@@ -7,7 +7,10 @@
 //! to 0x60c and 1 to the trigger at 0x700. The first producer write after starting the channel
 //! carries bit 31 (`FIRMWARE_FIRST_FLAG`): the firmware then (re)reads `cmdq_init` and resets its
 //! consumer to 0. On each trigger the firmware reads every command between its consumer and the
-//! producer (`cmd_size` slots each, from the command's own header) by DMA.
+//! producer (`cmd_size` slots each, from the command's own header) by DMA. A command may come
+//! TLV-encapsulated (its first 16 bits `CMD_DISCR_TLV_ENCAP`): a 16-byte `roce_tlv` header giving
+//! the whole size in slots, then the command itself, then extension TLVs; the firmware answers
+//! it with the inner command's opcode and cookie.
 //!
 //! The model takes the channel only if `cmdq_init` is sound: a power-of-two size up to
 //! [`MAX_CMDQ_SLOTS`] (the 16-bit producer wraps cleanly only then), level 0 (one contiguous
@@ -20,7 +23,10 @@
 //! a fault's `nth` counts commands since the model was made.
 
 use bnxt_hsi::roce::layouts::{CmdqBase, CmdqInit};
-use bnxt_hsi::roce::rcfw::{CMDQ_INIT_SIZE_SHIFT, CMDQ_PROD_MASK, CMDQE_BYTES, FIRMWARE_FIRST_FLAG};
+use bnxt_hsi::roce::rcfw::{
+    CMD_DISCR_TLV_ENCAP, CMDQ_INIT_SIZE_SHIFT, CMDQ_PROD_MASK, CMDQE_BYTES, FIRMWARE_FIRST_FLAG, TLV_HEADER_BYTES,
+    TLV_TOTAL_SIZE_BYTE,
+};
 use std::sync::Arc;
 
 use zerocopy::FromBytes;
@@ -85,8 +91,11 @@ pub struct RawCommand {
     pub cookie: u16,
     /// Slots it occupied.
     pub slots: u8,
-    /// Every byte of it (`slots` × 16), or why it could not be taken whole.
+    /// Every byte of it (`slots` × 16; without the TLV header when encapsulated), or why it
+    /// could not be taken whole.
     pub bytes: Result<Vec<u8>, String>,
+    /// Whether it came TLV-encapsulated.
+    pub encapsulated: bool,
 }
 
 /// The firmware's side of the CMDQ.
@@ -151,10 +160,16 @@ impl Channel {
             let slot = u32::from(self.cons) % cfg.depth;
             let mut head = [0u8; CMDQE_BYTES];
             read_slot(cfg, mem, slot, &mut head)?;
-            let base = CmdqBase::read_from_bytes(&head).expect("16-byte header");
-            let size = base.cmd_size;
+            let encapsulated = u16::from_le_bytes([head[0], head[1]]) == CMD_DISCR_TLV_ENCAP;
+            let size = if encapsulated {
+                head[TLV_TOTAL_SIZE_BYTE]
+            } else {
+                CmdqBase::ref_from_bytes(&head).expect("16 bytes").cmd_size
+            };
             let (slots, bytes) = if size == 0 {
                 (1, Err("cmd_size 0".to_string()))
+            } else if encapsulated && size < 2 {
+                (1, Err(format!("TLV total_size {size} slot leaves no room for the command it carries")))
             } else if size > MAX_CMD_SLOTS {
                 let n = left.min(u32::from(size)) as u8;
                 (n, Err(format!("cmd_size {size} slots exceeds the {MAX_CMD_SLOTS} the firmware takes")))
@@ -170,9 +185,19 @@ impl Channel {
                     read_slot(cfg, mem, s, &mut b)?;
                     bytes[at..at + CMDQE_BYTES].copy_from_slice(&b);
                 }
+                if encapsulated {
+                    bytes.drain(..TLV_HEADER_BYTES);
+                }
                 (size, Ok(bytes))
             };
-            out.push(RawCommand { opcode: base.opcode, cookie: base.cookie.get(), slots, bytes });
+            // The opcode and cookie are the inner command's when encapsulated (and readable);
+            // an unreadable one is answered with what its first slot holds.
+            let base_bytes: &[u8] = match (&bytes, encapsulated) {
+                (Ok(b), true) => &b[..CMDQE_BYTES],
+                _ => &head,
+            };
+            let base = CmdqBase::ref_from_bytes(base_bytes).expect("16-byte header");
+            out.push(RawCommand { opcode: base.opcode, cookie: base.cookie.get(), slots, bytes, encapsulated });
             self.cons = self.cons.wrapping_add(u16::from(slots));
             left -= u32::from(slots);
         }

@@ -278,7 +278,10 @@ impl RoceEngine {
         let cx_limits = env.fw.context.limits();
         for raw in cmds {
             self.counters.commands += 1;
-            let summary = raw.bytes.as_ref().map(|b| cmd::summary(raw.opcode, b)).unwrap_or_default();
+            let mut summary = raw.bytes.as_ref().map(|b| cmd::summary(raw.opcode, b)).unwrap_or_default();
+            if raw.encapsulated {
+                summary.insert_str(0, "tlv ");
+            }
             env.rec.record(
                 now,
                 EventKind::RoceCommand { opcode: raw.opcode, cookie: raw.cookie, slots: raw.slots, summary },

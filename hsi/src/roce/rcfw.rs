@@ -23,6 +23,18 @@ pub const CMDQ_INIT_SIZE_SHIFT: u32 = 2;
 /// firmware echoes the cookie as is.
 pub const COOKIE_BLOCKING: u16 = 0x8000;
 
+/// First 16 bits of a TLV-encapsulated command (bnxt_hsi.h `tlv.cmd_discr`, `CMD_DISCR_TLV_ENCAP`):
+/// the command starts with a 16-byte `roce_tlv` header (bnxt_re qplib_tlv.h: the 8-byte `tlv`,
+/// then `total_size` in 16-byte slots at byte 8, then 7 unused bytes), and its `cmdq_base`
+/// follows at [`TLV_HEADER_BYTES`] (qplib_tlv.h `GET_TLV_DATA`, `__get_cmdq_base_opcode`).
+/// bnxt_re sends MODIFY_ROCE_CC this way on P7 (qplib_sp.c `bnxt_qplib_modify_cc`).
+pub const CMD_DISCR_TLV_ENCAP: u16 = 0x8000;
+/// Bytes of the `roce_tlv` header before an encapsulated command (qplib_tlv.h `TLV_BYTES`).
+pub const TLV_HEADER_BYTES: usize = 16;
+/// Byte of `roce_tlv` holding the command's whole size in 16-byte slots, the header included
+/// (qplib_tlv.h `roce_tlv.total_size`; `bnxt_qplib_get_cmd_slots`).
+pub const TLV_TOTAL_SIZE_BYTE: usize = 8;
+
 /// `creq_base.type`: command completion or QP/CQ error (`CREQ_BASE_TYPE_QP_EVENT`).
 pub const CREQ_TYPE_QP_EVENT: u8 = 0x38;
 /// `creq_base.type`: function event (`CREQ_BASE_TYPE_FUNC_EVENT`).
