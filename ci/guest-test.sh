@@ -19,7 +19,8 @@
 #   --record-fixtures  copy each kernel's HWRM request logs, the requests answered CMD_NOT_SUPPORTED
 #                      and bnxt_re's kernel messages to fixtures/guest/<kernel suite>/
 # Env: BNXT_VM_CACHE (see ci/fetch-vm.sh); BNXT_MODEL (the model binary; default: built with
-#      `cargo build --release -p bnxt-model` as target/release/bnxt-model); BNXT_MODEL_ARGS (more
+#      `cargo build --release -p bnxt-model` as target/release/bnxt-model, under CARGO_TARGET_DIR when
+#      set); BNXT_MODEL_ARGS (more
 #      words for every `serve`); TIMEOUT (s per guest, default 300); VFIO_USER_MSG_TIMEOUT (ms);
 #      RE_WAIT (s the guest gives `modprobe bnxt_re`, default 120: bnxt_re's probe of both
 #      functions, including its firmware timeouts, fits; the guest's power-off would wait for it
@@ -68,7 +69,7 @@ if [ $no_model = 0 ]; then
   if [ -n "${BNXT_MODEL:-}" ]; then model=$BNXT_MODEL
   else
     (cd "$BNXT_REPO" && cargo build --release -q -p bnxt-model) || die "building bnxt-model failed"
-    model=$BNXT_REPO/target/release/bnxt-model
+    model=${CARGO_TARGET_DIR:-$BNXT_REPO/target}/release/bnxt-model
   fi
   [ -x "$model" ] || die "no model binary at $model"
 fi
