@@ -19,15 +19,15 @@ pub mod error;
 mod fw_health;
 mod hwrm;
 pub mod pci;
-mod quarantine;
 pub mod qp;
+mod quarantine;
 pub mod region;
 mod roce;
 mod session;
-pub mod trace;
-pub mod vfio_user;
 #[cfg(test)]
 mod testing;
+pub mod trace;
+pub mod vfio_user;
 mod wait;
 
 pub use error::Error;

@@ -68,13 +68,25 @@ fn main() {
         }));
     }
     if args.want("message") {
-        figures.push(Figure::new("1 MiB message: build, switch, parse, copy", mib as f64, message(&path, &src, &mut dst2, false)));
+        figures.push(Figure::new(
+            "1 MiB message: build, switch, parse, copy",
+            mib as f64,
+            message(&path, &src, &mut dst2, false),
+        ));
     }
     if args.want("message") || args.want("at-once") {
-        figures.push(Figure::new("  the same, each frame received at once", mib as f64, message(&path, &src, &mut dst3, true)));
+        figures.push(Figure::new(
+            "  the same, each frame received at once",
+            mib as f64,
+            message(&path, &src, &mut dst3, true),
+        ));
     }
     if args.want("floor") {
-        figures.push(Figure::new("floor: copy in, ICRC, ICRC, copy out", mib as f64, floor(&frame, &src, &mut dst4, 2)));
+        figures.push(Figure::new(
+            "floor: copy in, ICRC, ICRC, copy out",
+            mib as f64,
+            floor(&frame, &src, &mut dst4, 2),
+        ));
         figures.push(Figure::new("floor: copy in, ICRC, copy out", mib as f64, floor(&frame, &src, &mut dst5, 1)));
         figures.push(Figure::new("  copy in and CRC interleaved by 1 KiB", mib as f64, interleaved(&src, &mut dst6)));
     }

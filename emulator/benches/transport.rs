@@ -35,16 +35,9 @@ struct Regions(Vec<Vec<u8>>);
 
 impl Regions {
     fn get(&mut self, key: u32, addr: u64, len: usize) -> Result<&mut [u8], AccessError> {
-        let r = self
-            .0
-            .get_mut(key as usize)
-            .ok_or(AccessError::InvalidKey { key })?;
+        let r = self.0.get_mut(key as usize).ok_or(AccessError::InvalidKey { key })?;
         let at = addr as usize;
-        r.get_mut(at..at + len).ok_or(AccessError::OutOfBounds {
-            key,
-            addr,
-            len: len as u64,
-        })
+        r.get_mut(at..at + len).ok_or(AccessError::OutOfBounds { key, addr, len: len as u64 })
     }
 }
 
@@ -55,17 +48,10 @@ impl Memory for Regions {
         Ok(())
     }
     fn scatter(&mut self, sge: &Sge, offset: u32, src: &[u8]) -> Result<(), AccessError> {
-        self.get(sge.lkey, sge.addr + u64::from(offset), src.len())?
-            .copy_from_slice(src);
+        self.get(sge.lkey, sge.addr + u64::from(offset), src.len())?.copy_from_slice(src);
         Ok(())
     }
-    fn check_remote(
-        &mut self,
-        rkey: u32,
-        va: u64,
-        len: u32,
-        _: RemoteAccess,
-    ) -> Result<(), AccessError> {
+    fn check_remote(&mut self, rkey: u32, va: u64, len: u32, _: RemoteAccess) -> Result<(), AccessError> {
         self.get(rkey, va, len as usize).map(|_| ())
     }
     fn remote_read(&mut self, rkey: u32, va: u64, dst: &mut [u8]) -> Result<(), AccessError> {
@@ -99,10 +85,7 @@ struct Segment {
 
 impl Segment {
     fn new(region: usize, sealed: bool) -> Segment {
-        let mut sw = Switch::new(LinkTiming {
-            latency: Duration::ZERO,
-            bits_per_second: 0,
-        });
+        let mut sw = Switch::new(LinkTiming { latency: Duration::ZERO, bits_per_second: 0 });
         let macs = [MacAddr([2, 0, 0, 0, 0, 1]), MacAddr([2, 0, 0, 0, 0, 2])];
         let qpns = [0x11, 0x22];
         let nics = (0..2)
@@ -123,21 +106,10 @@ impl Segment {
                     access: RemoteAccess::ALL,
                 };
                 let src: Vec<u8> = (0..region).map(|j| (j * 13 + i) as u8).collect();
-                Nic {
-                    port: sw.add_port(),
-                    qp: RcQp::new(attrs).unwrap(),
-                    mem: Regions(vec![src, vec![0; region]]),
-                }
+                Nic { port: sw.add_port(), qp: RcQp::new(attrs).unwrap(), mem: Regions(vec![src, vec![0; region]]) }
             })
             .collect();
-        let mut seg = Segment {
-            sw,
-            nics,
-            pool: Vec::new(),
-            deliveries: Vec::new(),
-            now: Duration::ZERO,
-            sealed,
-        };
+        let mut seg = Segment { sw, nics, pool: Vec::new(), deliveries: Vec::new(), now: Duration::ZERO, sealed };
         // Let the switch learn both MACs.
         for (i, mac) in macs.iter().enumerate() {
             let mut hello = vec![0u8; 60];
@@ -195,11 +167,7 @@ fn send_wqe(id: u64, len: u32) -> SendWqe {
     SendWqe {
         id,
         op: SendOp::Send { imm: None },
-        sges: vec![Sge {
-            addr: 0,
-            lkey: 0,
-            len,
-        }],
+        sges: vec![Sge { addr: 0, lkey: 0, len }],
         length: len,
         signaled: true,
         solicited: false,
@@ -235,10 +203,7 @@ fn big(mib: usize, sealed: bool) -> impl FnMut() {
         seg.complete(mib as u32);
         // Every byte on the first call (a warm-up call), a sample after that.
         let n = if id == 1 { mib } else { 64 };
-        assert!(
-            seg.nics[1].mem.0[1][..n] == seg.nics[0].mem.0[0][..n],
-            "the bytes arrived"
-        );
+        assert!(seg.nics[1].mem.0[1][..n] == seg.nics[0].mem.0[0][..n], "the bytes arrived");
     }
 }
 

@@ -242,7 +242,8 @@ impl HostMemory for IommuView<'_> {
         if !self.bus_master {
             return Err(DmaError::BusMasterOff { kind: "read", addr, len: out.len() });
         }
-        let src = self.iommu.locate(addr, out.len()).ok_or(DmaError::Unmapped { kind: "read", addr, len: out.len() })?;
+        let src =
+            self.iommu.locate(addr, out.len()).ok_or(DmaError::Unmapped { kind: "read", addr, len: out.len() })?;
         // SAFETY: `locate` checked that `out.len()` bytes at `src` lie inside one mapping, whose
         // backing (`DmaBacking` contract) is valid and referenced by no Rust reference; `out` is
         // the model's own buffer, so the two do not overlap.
@@ -263,7 +264,8 @@ impl HostMemory for IommuView<'_> {
         if !self.bus_master {
             return Err(DmaError::BusMasterOff { kind: "write", addr, len: data.len() });
         }
-        let dst = self.iommu.locate(addr, data.len()).ok_or(DmaError::Unmapped { kind: "write", addr, len: data.len() })?;
+        let dst =
+            self.iommu.locate(addr, data.len()).ok_or(DmaError::Unmapped { kind: "write", addr, len: data.len() })?;
         // SAFETY: as in `read`, with source and destination swapped.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
         Ok(())
@@ -343,21 +345,21 @@ mod tests {
             iommu.map(0x10_0000 + i * 4096, mem.clone(), (5 - i as usize) * 4096, 4096).unwrap();
         }
         {
-        let view = iommu.view(true);
-        for round in 0..3 {
-            for i in 0..6u64 {
-                let at = 0x10_0000 + i * 4096 + 8;
-                view.write(at, &[i as u8 + round; 8]).unwrap();
-                let mut out = [0u8; 8];
-                view.read(at, &mut out).unwrap();
-                assert_eq!(out, [i as u8 + round; 8]);
-                // The last 4 bytes of page i and the first 4 of page i + 1: two mappings.
-                let across = 0x10_0000 + i * 4096 + 4092;
-                assert!(matches!(view.read(across, &mut out), Err(DmaError::Unmapped { .. })));
-                assert!(matches!(view.write(across, &[0; 8]), Err(DmaError::Unmapped { .. })));
+            let view = iommu.view(true);
+            for round in 0..3 {
+                for i in 0..6u64 {
+                    let at = 0x10_0000 + i * 4096 + 8;
+                    view.write(at, &[i as u8 + round; 8]).unwrap();
+                    let mut out = [0u8; 8];
+                    view.read(at, &mut out).unwrap();
+                    assert_eq!(out, [i as u8 + round; 8]);
+                    // The last 4 bytes of page i and the first 4 of page i + 1: two mappings.
+                    let across = 0x10_0000 + i * 4096 + 4092;
+                    assert!(matches!(view.read(across, &mut out), Err(DmaError::Unmapped { .. })));
+                    assert!(matches!(view.write(across, &[0; 8]), Err(DmaError::Unmapped { .. })));
+                }
             }
-        }
-        assert!(matches!(view.read(0x10_0000 + 6 * 4096, &mut [0u8; 1]), Err(DmaError::Unmapped { .. })));
+            assert!(matches!(view.read(0x10_0000 + 6 * 4096, &mut [0u8; 1]), Err(DmaError::Unmapped { .. })));
         }
         // Remembered mappings move or go when others are unmapped: every access still finds the
         // mapping that holds it, or none.

@@ -29,10 +29,8 @@ fn unknown_requests_are_not_supported_and_counted_by_type() {
     rig.world.set_strict(true);
     assert!(rig.world.strict_violated());
     let events = rig.world.take_events();
-    let unsupported = events
-        .iter()
-        .filter(|e| matches!(e.kind, bnxt_model::events::EventKind::UnsupportedRequest { .. }))
-        .count();
+    let unsupported =
+        events.iter().filter(|e| matches!(e.kind, bnxt_model::events::EventKind::UnsupportedRequest { .. })).count();
     assert_eq!(unsupported, 3);
 }
 

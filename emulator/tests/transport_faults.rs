@@ -16,13 +16,7 @@ const DST: u32 = 2;
 const SLOT: u64 = 16 << 10;
 
 fn lossy() -> WireFaults {
-    WireFaults {
-        drop: 0.02,
-        duplicate: 0.01,
-        reorder: 0.02,
-        corrupt: 0.01,
-        ..WireFaults::default()
-    }
+    WireFaults { drop: 0.02, duplicate: 0.01, reorder: 0.02, corrupt: 0.01, ..WireFaults::default() }
 }
 
 /// The size of message `i`: mostly small, some around the MTU, some several packets.
@@ -59,9 +53,7 @@ fn exchange(seed: u64, faults: WireFaults, n: u64, sq_psn: u32) -> Outcome {
         a.timeout = 8; // about 1 ms, so that losses cost little virtual time
     });
     let span = (n * SLOT) as usize;
-    f.nodes[0]
-        .mem
-        .add(SRC, 0x1000_0000, span, |i| pattern(seed, i));
+    f.nodes[0].mem.add(SRC, 0x1000_0000, span, |i| pattern(seed, i));
     f.nodes[0].mem.add(DST, 0x5000_0000, span, |_| 0);
     f.nodes[1].mem.add(DST, 0x2000_0000, span, |_| 0);
     f.nodes[1].mem.add(3, 0x3000_0000, span, |_| 0);
@@ -71,14 +63,8 @@ fn exchange(seed: u64, faults: WireFaults, n: u64, sq_psn: u32) -> Outcome {
         let at = i * SLOT;
         f.post_recv(1, 20, recv(i, DST, 0x2000_0000 + at, SLOT as u32));
         let op = match i % 5 {
-            0 => SendOp::Send {
-                imm: Some(i as u32),
-            },
-            1 => SendOp::RdmaWrite {
-                va: 0x3000_0000 + at,
-                rkey: 3,
-                imm: Some(!(i as u32)),
-            },
+            0 => SendOp::Send { imm: Some(i as u32) },
+            1 => SendOp::RdmaWrite { va: 0x3000_0000 + at, rkey: 3, imm: Some(!(i as u32)) },
             _ => SendOp::Send { imm: None },
         };
         f.post_send(
@@ -87,11 +73,7 @@ fn exchange(seed: u64, faults: WireFaults, n: u64, sq_psn: u32) -> Outcome {
             SendWqe {
                 id: i,
                 op,
-                sges: vec![Sge {
-                    addr: 0x1000_0000 + at,
-                    lkey: SRC,
-                    len,
-                }],
+                sges: vec![Sge { addr: 0x1000_0000 + at, lkey: SRC, len }],
                 length: len,
                 signaled: true,
                 solicited: false,
@@ -101,22 +83,14 @@ fn exchange(seed: u64, faults: WireFaults, n: u64, sq_psn: u32) -> Outcome {
             // Read back the message before last (already written, since requests execute in
             // order at the responder) into NIC 0's second region.
             let j = i - 1;
-            let (rkey, va) = if j % 5 == 1 {
-                (3, 0x3000_0000 + j * SLOT)
-            } else {
-                (DST, 0x2000_0000 + j * SLOT)
-            };
+            let (rkey, va) = if j % 5 == 1 { (3, 0x3000_0000 + j * SLOT) } else { (DST, 0x2000_0000 + j * SLOT) };
             f.post_send(
                 0,
                 10,
                 SendWqe {
                     id: 1_000_000 + j,
                     op: SendOp::RdmaRead { va, rkey },
-                    sges: vec![Sge {
-                        addr: 0x5000_0000 + j * SLOT,
-                        lkey: DST,
-                        len: size(j),
-                    }],
+                    sges: vec![Sge { addr: 0x5000_0000 + j * SLOT, lkey: DST, len: size(j) }],
                     length: size(j),
                     signaled: true,
                     solicited: false,
@@ -125,9 +99,7 @@ fn exchange(seed: u64, faults: WireFaults, n: u64, sq_psn: u32) -> Outcome {
             reads.push(j);
         }
     }
-    let done = f.run_until(Duration::from_secs(60), |f| {
-        f.qp(0, 10).sends_outstanding() == 0
-    });
+    let done = f.run_until(Duration::from_secs(60), |f| f.qp(0, 10).sends_outstanding() == 0);
     assert!(done, "seed {seed}: not done by {:?}", f.now);
     // Send completions: every request, in posting order, all ok.
     let s = f.send_completions(0, 10);
@@ -138,26 +110,14 @@ fn exchange(seed: u64, faults: WireFaults, n: u64, sq_psn: u32) -> Outcome {
             want.push(1_000_000 + i - 1);
         }
     }
-    assert_eq!(
-        s.iter().map(|c| c.id).collect::<Vec<_>>(),
-        want,
-        "seed {seed}: send completions in order"
-    );
-    assert!(
-        s.iter().all(|c| c.status == ReqStatus::Ok),
-        "seed {seed}: {:?}",
-        s.iter().find(|c| !c.status.is_ok())
-    );
+    assert_eq!(s.iter().map(|c| c.id).collect::<Vec<_>>(), want, "seed {seed}: send completions in order");
+    assert!(s.iter().all(|c| c.status == ReqStatus::Ok), "seed {seed}: {:?}", s.iter().find(|c| !c.status.is_ok()));
     // Receive completions: exactly one per message, in order, with its length and immediate.
     let r = f.recv_completions(1, 20);
     assert_eq!(r.len() as u64, n, "seed {seed}: receives");
     for (i, c) in r.iter().enumerate() {
         let i = i as u64;
-        assert_eq!(
-            (c.id, c.status, c.bytes),
-            (i, RespStatus::Ok, size(i)),
-            "seed {seed}: receive {i}"
-        );
+        assert_eq!((c.id, c.status, c.bytes), (i, RespStatus::Ok, size(i)), "seed {seed}: receive {i}");
         let (kind, imm) = match i % 5 {
             0 => (RecvKind::Send, Some(i as u32)),
             1 => (RecvKind::RdmaWriteImm, Some(!(i as u32))),
@@ -172,24 +132,13 @@ fn exchange(seed: u64, faults: WireFaults, n: u64, sq_psn: u32) -> Outcome {
         let len = size(i) as usize;
         let key = if i % 5 == 1 { 3 } else { DST };
         let dst = f.nodes[1].mem.bytes(key);
-        assert_bytes(
-            &dst[at..at + len],
-            &src[at..at + len],
-            &format!("seed {seed}: message {i}"),
-        );
-        assert!(
-            dst[at + len..at + SLOT as usize].iter().all(|&b| b == 0),
-            "seed {seed}: message {i} spilled"
-        );
+        assert_bytes(&dst[at..at + len], &src[at..at + len], &format!("seed {seed}: message {i}"));
+        assert!(dst[at + len..at + SLOT as usize].iter().all(|&b| b == 0), "seed {seed}: message {i} spilled");
     }
     for j in reads {
         let at = (j * SLOT) as usize;
         let len = size(j) as usize;
-        assert_bytes(
-            &f.nodes[0].mem.bytes(DST)[at..at + len],
-            &src[at..at + len],
-            &format!("seed {seed}: read {j}"),
-        );
+        assert_bytes(&f.nodes[0].mem.bytes(DST)[at..at + len], &src[at..at + len], &format!("seed {seed}: read {j}"));
     }
     let st = f.qp(0, 10).stats();
     let rs = f.qp(1, 20).stats();
@@ -205,48 +154,25 @@ fn exchange(seed: u64, faults: WireFaults, n: u64, sq_psn: u32) -> Outcome {
         f.nodes[1].drops.icrc,
         f.now
     );
-    Outcome {
-        trace: f.trace_hash(),
-        frames: f.frames_sent,
-        retransmitted: st.retransmitted,
-    }
+    Outcome { trace: f.trace_hash(), frames: f.frames_sent, retransmitted: st.retransmitted }
 }
 
 #[test]
 fn thousands_of_messages_survive_loss_duplication_reordering_and_corruption() {
     for seed in [1, 7, 42] {
         let out = exchange(seed, lossy(), 2000, 0);
-        assert!(
-            out.retransmitted > 0,
-            "seed {seed}: the faults should have cost retransmissions"
-        );
+        assert!(out.retransmitted > 0, "seed {seed}: the faults should have cost retransmissions");
     }
 }
 
 #[test]
 fn each_fault_alone_is_recovered_from() {
     let one = |w: WireFaults| exchange(3, w, 500, 77);
-    one(WireFaults {
-        drop: 0.1,
-        ..WireFaults::default()
-    });
-    one(WireFaults {
-        duplicate: 0.2,
-        ..WireFaults::default()
-    });
-    one(WireFaults {
-        reorder: 0.2,
-        ..WireFaults::default()
-    });
-    one(WireFaults {
-        corrupt: 0.1,
-        ..WireFaults::default()
-    });
-    one(WireFaults {
-        delay: 0.05,
-        delay_by: Duration::from_millis(3),
-        ..WireFaults::default()
-    });
+    one(WireFaults { drop: 0.1, ..WireFaults::default() });
+    one(WireFaults { duplicate: 0.2, ..WireFaults::default() });
+    one(WireFaults { reorder: 0.2, ..WireFaults::default() });
+    one(WireFaults { corrupt: 0.1, ..WireFaults::default() });
+    one(WireFaults { delay: 0.05, delay_by: Duration::from_millis(3), ..WireFaults::default() });
 }
 
 #[test]

@@ -5,9 +5,7 @@ mod transport_support;
 
 use std::time::Duration;
 
-use bnxt_model::roce::transport::{
-    Mtu, QpState, RecvKind, RecvWqe, ReqStatus, RespStatus, SendOp, SendWqe, Sge,
-};
+use bnxt_model::roce::transport::{Mtu, QpState, RecvKind, RecvWqe, ReqStatus, RespStatus, SendOp, SendWqe, Sge};
 use transport_support::{Fabric, assert_bytes, pattern, recv, send};
 
 const SRC: u32 = 1;
@@ -19,13 +17,9 @@ const LIMIT: Duration = Duration::from_secs(5);
 fn pair() -> Fabric {
     let mut f = Fabric::new(2, None);
     f.connect(0, 10, 1, 20, |_, _| {});
-    f.nodes[0]
-        .mem
-        .add(SRC, 0x10_0000, 2 << 20, |i| pattern(1, i));
+    f.nodes[0].mem.add(SRC, 0x10_0000, 2 << 20, |i| pattern(1, i));
     f.nodes[0].mem.add(DST, 0x90_0000, 2 << 20, |_| 0);
-    f.nodes[1]
-        .mem
-        .add(SRC, 0x20_0000, 2 << 20, |i| pattern(2, i));
+    f.nodes[1].mem.add(SRC, 0x20_0000, 2 << 20, |i| pattern(2, i));
     f.nodes[1].mem.add(DST, 0xa0_0000, 2 << 20, |_| 0);
     f
 }
@@ -36,10 +30,7 @@ fn sends_of_awkward_sizes_land_whole() {
         let mut f = pair();
         f.post_recv(1, 20, recv(77, DST, 0xa0_0000 + 4096, (1 << 20) + 8192));
         f.post_send(0, 10, send(5, SRC, 0x10_0000 + 3, len));
-        assert!(
-            f.run_until(LIMIT, |f| f.qp(0, 10).sends_outstanding() == 0),
-            "{len}: not completed"
-        );
+        assert!(f.run_until(LIMIT, |f| f.qp(0, 10).sends_outstanding() == 0), "{len}: not completed");
         let s = f.send_completions(0, 10);
         assert_eq!(s.len(), 1);
         assert_eq!((s[0].id, s[0].status, s[0].bytes), (5, ReqStatus::Ok, len));
@@ -51,22 +42,13 @@ fn sends_of_awkward_sizes_land_whole() {
         );
         let src = &f.nodes[0].mem.bytes(SRC)[3..3 + len as usize];
         let dst = f.nodes[1].mem.bytes(DST);
-        assert_bytes(
-            &dst[4096..4096 + len as usize],
-            src,
-            &format!("send of {len}"),
-        );
+        assert_bytes(&dst[4096..4096 + len as usize], src, &format!("send of {len}"));
         assert!(
-            dst[..4096].iter().all(|&b| b == 0)
-                && dst[4096 + len as usize..].iter().all(|&b| b == 0),
+            dst[..4096].iter().all(|&b| b == 0) && dst[4096 + len as usize..].iter().all(|&b| b == 0),
             "{len}: spill"
         );
         let packets = u64::from(Mtu::Mtu4096.packets(len));
-        assert_eq!(
-            f.qp(0, 10).stats().requests_sent,
-            packets,
-            "{len}: one packet per MTU, none resent"
-        );
+        assert_eq!(f.qp(0, 10).stats().requests_sent, packets, "{len}: one packet per MTU, none resent");
         assert_eq!(f.qp(0, 10).stats().retransmitted, 0);
     }
 }
@@ -80,9 +62,7 @@ fn many_small_messages_complete_in_order() {
     }
     for i in 0..n {
         let mut w = send(i, SRC, 0x10_0000 + i * 64, 64);
-        w.op = SendOp::Send {
-            imm: Some(i as u32),
-        };
+        w.op = SendOp::Send { imm: Some(i as u32) };
         w.signaled = i % 3 == 0 || i == n - 1;
         f.post_send(0, 10, w);
     }
@@ -95,21 +75,11 @@ fn many_small_messages_complete_in_order() {
     let r = f.recv_completions(1, 20);
     assert_eq!(r.len() as u64, n);
     for (i, c) in r.iter().enumerate() {
-        assert_eq!(
-            (c.id, c.status, c.bytes, c.imm),
-            (1000 + i as u64, RespStatus::Ok, 64, Some(i as u32))
-        );
+        assert_eq!((c.id, c.status, c.bytes, c.imm), (1000 + i as u64, RespStatus::Ok, 64, Some(i as u32)));
     }
-    assert_eq!(
-        &f.nodes[1].mem.bytes(DST)[..(n * 64) as usize],
-        &f.nodes[0].mem.bytes(SRC)[..(n * 64) as usize]
-    );
+    assert_eq!(&f.nodes[1].mem.bytes(DST)[..(n * 64) as usize], &f.nodes[0].mem.bytes(SRC)[..(n * 64) as usize]);
     let st = f.qp(1, 20).stats();
-    assert!(
-        st.acks_sent <= n,
-        "at most one ACK a message (AckReq on each last packet): {}",
-        st.acks_sent
-    );
+    assert!(st.acks_sent <= n, "at most one ACK a message (AckReq on each last packet): {}", st.acks_sent);
     assert_eq!((st.duplicates, st.out_of_sequence), (0, 0));
 }
 
@@ -121,49 +91,23 @@ fn reads_across_mtu_and_sge_boundaries() {
         let a = len / 3;
         let b = len / 2;
         let sges = vec![
-            Sge {
-                addr: 0x90_0000 + 1,
-                lkey: DST,
-                len: a,
-            },
-            Sge {
-                addr: 0x90_0000 + 100_000,
-                lkey: DST,
-                len: 0,
-            },
-            Sge {
-                addr: 0x90_0000 + 400_000,
-                lkey: DST,
-                len: b,
-            },
-            Sge {
-                addr: 0x90_0000 + 1_000_000,
-                lkey: DST,
-                len: len - a - b,
-            },
+            Sge { addr: 0x90_0000 + 1, lkey: DST, len: a },
+            Sge { addr: 0x90_0000 + 100_000, lkey: DST, len: 0 },
+            Sge { addr: 0x90_0000 + 400_000, lkey: DST, len: b },
+            Sge { addr: 0x90_0000 + 1_000_000, lkey: DST, len: len - a - b },
         ];
         let w = SendWqe {
             id: 9,
-            op: SendOp::RdmaRead {
-                va: 0x20_0000 + 17,
-                rkey: SRC,
-            },
+            op: SendOp::RdmaRead { va: 0x20_0000 + 17, rkey: SRC },
             sges: sges.clone(),
             length: len,
             signaled: true,
             solicited: false,
         };
         f.post_send(0, 10, w);
-        assert!(
-            f.run_until(LIMIT, |f| f.qp(0, 10).sends_outstanding() == 0),
-            "{len}"
-        );
+        assert!(f.run_until(LIMIT, |f| f.qp(0, 10).sends_outstanding() == 0), "{len}");
         let s = f.send_completions(0, 10);
-        assert_eq!(
-            (s[0].id, s[0].status, s[0].bytes),
-            (9, ReqStatus::Ok, len),
-            "{len}"
-        );
+        assert_eq!((s[0].id, s[0].status, s[0].bytes), (9, ReqStatus::Ok, len), "{len}");
         let remote = &f.nodes[1].mem.bytes(SRC)[17..17 + len as usize];
         let local = f.nodes[0].mem.bytes(DST);
         let mut got = Vec::new();
@@ -172,14 +116,8 @@ fn reads_across_mtu_and_sge_boundaries() {
             got.extend_from_slice(&local[at..at + s.len as usize]);
         }
         assert_bytes(&got, remote, &format!("read of {len}"));
-        assert_eq!(
-            f.qp(1, 20).stats().read_responses_sent,
-            u64::from(Mtu::Mtu4096.packets(len))
-        );
-        assert!(
-            f.recv_completions(1, 20).is_empty(),
-            "a READ takes no receive"
-        );
+        assert_eq!(f.qp(1, 20).stats().read_responses_sent, u64::from(Mtu::Mtu4096.packets(len)));
+        assert!(f.recv_completions(1, 20).is_empty(), "a READ takes no receive");
     }
 }
 
@@ -189,22 +127,10 @@ fn writes_land_where_the_reth_says_and_write_with_immediate_takes_a_receive() {
     let len = 2 * 4096 + 300;
     let write = |id, imm| SendWqe {
         id,
-        op: SendOp::RdmaWrite {
-            va: 0xa0_0000 + 5000,
-            rkey: DST,
-            imm,
-        },
+        op: SendOp::RdmaWrite { va: 0xa0_0000 + 5000, rkey: DST, imm },
         sges: vec![
-            Sge {
-                addr: 0x10_0000,
-                lkey: SRC,
-                len: 100,
-            },
-            Sge {
-                addr: 0x10_0000 + 7000,
-                lkey: SRC,
-                len: len - 100,
-            },
+            Sge { addr: 0x10_0000, lkey: SRC, len: 100 },
+            Sge { addr: 0x10_0000 + 7000, lkey: SRC, len: len - 100 },
         ],
         length: len,
         signaled: true,
@@ -212,17 +138,11 @@ fn writes_land_where_the_reth_says_and_write_with_immediate_takes_a_receive() {
     };
     f.post_send(0, 10, write(1, None));
     assert!(f.run_until(LIMIT, |f| f.qp(0, 10).sends_outstanding() == 0));
-    assert!(
-        f.recv_completions(1, 20).is_empty(),
-        "a WRITE takes no receive"
-    );
+    assert!(f.recv_completions(1, 20).is_empty(), "a WRITE takes no receive");
     let src = f.nodes[0].mem.bytes(SRC);
     let mut want = src[..100].to_vec();
     want.extend_from_slice(&src[7000..7000 + len as usize - 100]);
-    assert_eq!(
-        &f.nodes[1].mem.bytes(DST)[5000..5000 + len as usize],
-        &want[..]
-    );
+    assert_eq!(&f.nodes[1].mem.bytes(DST)[5000..5000 + len as usize], &want[..]);
 
     f.post_recv(1, 20, recv(55, DST, 0xa0_0000, 16));
     f.post_send(0, 10, write(2, Some(0xfeed)));
@@ -234,10 +154,7 @@ fn writes_land_where_the_reth_says_and_write_with_immediate_takes_a_receive() {
         (55, RecvKind::RdmaWriteImm, len, Some(0xfeed), true)
     );
     let s = f.send_completions(0, 10);
-    assert_eq!(
-        s.iter().map(|c| (c.id, c.status)).collect::<Vec<_>>(),
-        vec![(1, ReqStatus::Ok), (2, ReqStatus::Ok)]
-    );
+    assert_eq!(s.iter().map(|c| (c.id, c.status)).collect::<Vec<_>>(), vec![(1, ReqStatus::Ok), (2, ReqStatus::Ok)]);
 }
 
 #[test]
@@ -254,23 +171,15 @@ fn smaller_mtus_segment_accordingly_and_both_directions_run_at_once() {
         f.post_send(0, 10, send(i, SRC, i * 1000, 999));
         f.post_send(1, 20, send(i, SRC, i * 1000, 1000));
     }
-    assert!(f.run_until(LIMIT, |f| f.qp(0, 10).sends_outstanding()
-        + f.qp(1, 20).sends_outstanding()
-        == 0));
+    assert!(f.run_until(LIMIT, |f| f.qp(0, 10).sends_outstanding() + f.qp(1, 20).sends_outstanding() == 0));
     assert_eq!(f.qp(0, 10).stats().requests_sent, 20 * 4);
     for (n, len) in [(0usize, 1000usize), (1, 999)] {
         let r = f.recv_completions(n, if n == 0 { 10 } else { 20 });
         assert_eq!(r.len(), 20);
-        assert!(
-            r.iter()
-                .all(|c| c.bytes as usize == len && c.status == RespStatus::Ok)
-        );
+        assert!(r.iter().all(|c| c.bytes as usize == len && c.status == RespStatus::Ok));
         for i in 0..20 {
             let got = &f.nodes[n].mem.bytes(DST)[i * 1000..i * 1000 + len];
-            assert_eq!(
-                got,
-                &f.nodes[1 - n].mem.bytes(SRC)[i * 1000..i * 1000 + len]
-            );
+            assert_eq!(got, &f.nodes[1 - n].mem.bytes(SRC)[i * 1000..i * 1000 + len]);
         }
     }
     assert_eq!(f.qp(0, 10).state(), QpState::ReadyToSend);
@@ -282,21 +191,9 @@ fn a_receive_spread_over_sges_fills_them_in_order() {
     let r = RecvWqe {
         id: 3,
         sges: vec![
-            Sge {
-                addr: 0xa0_0000 + 10,
-                lkey: DST,
-                len: 5000,
-            },
-            Sge {
-                addr: 0xa0_0000 + 900_000,
-                lkey: DST,
-                len: 10,
-            },
-            Sge {
-                addr: 0xa0_0000 + 20_000,
-                lkey: DST,
-                len: 20_000,
-            },
+            Sge { addr: 0xa0_0000 + 10, lkey: DST, len: 5000 },
+            Sge { addr: 0xa0_0000 + 900_000, lkey: DST, len: 10 },
+            Sge { addr: 0xa0_0000 + 20_000, lkey: DST, len: 20_000 },
         ],
     };
     f.post_recv(1, 20, r);

@@ -10,9 +10,9 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::Hasher;
 use std::time::Duration;
 
+use bnxt_model::net::RoceFrame;
 use bnxt_model::net::fault::WireFaults;
 use bnxt_model::net::switch::WireDelivery;
-use bnxt_model::net::RoceFrame;
 use bnxt_model::roce::transport::{RecvCompletion, SendCompletion, SendOp, SendWqe, Sge, TransportStats};
 use transport_support::{Fabric, pattern, recv, send};
 

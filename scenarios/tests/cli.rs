@@ -33,7 +33,10 @@ fn a_failing_run_exits_1_and_prints_the_replay_command() {
     assert!(out.contains("FAIL  fails  (2 steps, "), "{out}");
     assert!(out.contains(&format!("step 2 ({}:7): config: {{nic: a, bus_master: off}}", file.display())), "{out}");
     assert!(out.contains("expected: bus_master off\n        got:      bus_master on\n"), "{out}");
-    assert!(out.contains(&format!("replay: bnxt-rig run {} --target model --seed 3 --strict", file.display())), "{out}");
+    assert!(
+        out.contains(&format!("replay: bnxt-rig run {} --target model --seed 3 --strict", file.display())),
+        "{out}"
+    );
     assert!(out.contains("scenarios: 1 passed, 1 failed, 0 skipped"), "{out}");
 }
 
@@ -61,7 +64,10 @@ fn check_and_list_read_the_whole_suite_ignoring_non_scenario_files() {
     assert_eq!(code, 0);
     let lines: Vec<&str> = out.lines().collect();
     assert!(lines[0].starts_with("NAME") && lines[0].contains("TARGETS") && lines[0].contains("NICS"), "{out}");
-    assert!(lines[1..].iter().all(|l| l.contains("FUNC_RESET") && l.contains("model") && l.contains("timeouts")), "{out}");
+    assert!(
+        lines[1..].iter().all(|l| l.contains("FUNC_RESET") && l.contains("model") && l.contains("timeouts")),
+        "{out}"
+    );
     assert!(lines.len() >= 3, "{out}");
 }
 

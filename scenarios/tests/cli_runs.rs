@@ -42,7 +42,12 @@ fn timeouts_are_their_own_verdict_on_the_virtual_clock() {
     let (code, out, _) = rig_in(dir.path(), &["run", "."]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("TIMEOUT  scenario-timeout  (2 steps, 3s virtual"), "{out}");
-    assert!(out.contains("step 2 (./t1.yaml:7): wait: 2s\n        the timeout of the scenario (3s on the virtual clock) passed"), "{out}");
+    assert!(
+        out.contains(
+            "step 2 (./t1.yaml:7): wait: 2s\n        the timeout of the scenario (3s on the virtual clock) passed"
+        ),
+        "{out}"
+    );
     // The step's bound stops the repeat exactly at it, in iteration 6.
     assert!(out.contains("TIMEOUT  step-timeout  (1 steps, 5.5s virtual"), "{out}");
     assert!(out.contains("step 1.1 (./t2.yaml:8): wait: 1s, iteration 6 of 10\n        the timeout of the step 1 (5.5s on the virtual clock) passed"), "{out}");
@@ -56,7 +61,11 @@ fn junit_and_json_reports_count_every_verdict() {
     write(dir.path(), "a.yaml", FAILS);
     write(dir.path(), "b.yaml", PASSES);
     write(dir.path(), "c.yaml", TIMEOUTS);
-    write(dir.path(), "d.yaml", "name: skipped\nabout: x.\nnics: 1\nskip: {reason: not today}\nsteps:\n  - count: {equals: 1}\n");
+    write(
+        dir.path(),
+        "d.yaml",
+        "name: skipped\nabout: x.\nnics: 1\nskip: {reason: not today}\nsteps:\n  - count: {equals: 1}\n",
+    );
     let (code, out, err) = rig_in(dir.path(), &["run", ".", "--junit", "out/junit.xml", "--json", "out/report.json"]);
     assert_eq!(code, 1, "{out}{err}");
     let xml = std::fs::read_to_string(dir.path().join("out/junit.xml")).unwrap();
@@ -64,12 +73,20 @@ fn junit_and_json_reports_count_every_verdict() {
     assert_eq!((report.tests, report.failures, report.errors), (4, 1, 1), "{xml}");
     let suite = &report.test_suites[0];
     assert_eq!((suite.tests, suite.failures, suite.errors), (4, 1, 1), "{xml}");
-    assert_eq!(suite.test_cases.iter().filter(|c| matches!(c.status, quick_junit::TestCaseStatus::Skipped { .. })).count(), 1);
+    assert_eq!(
+        suite.test_cases.iter().filter(|c| matches!(c.status, quick_junit::TestCaseStatus::Skipped { .. })).count(),
+        1
+    );
     assert!(xml.contains(r#"<skipped message="skipped: not today"/>"#), "{xml}");
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/report.json")).unwrap()).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/report.json")).unwrap()).unwrap();
     let tally = &json["tally"];
-    assert_eq!((tally["passed"].as_u64(), tally["failed"].as_u64(), tally["skipped"].as_u64(), tally["timed_out"].as_u64()), (Some(1), Some(1), Some(1), Some(1)));
-    let verdicts: Vec<&str> = json["scenarios"].as_array().unwrap().iter().map(|s| s["verdict"]["verdict"].as_str().unwrap()).collect();
+    assert_eq!(
+        (tally["passed"].as_u64(), tally["failed"].as_u64(), tally["skipped"].as_u64(), tally["timed_out"].as_u64()),
+        (Some(1), Some(1), Some(1), Some(1))
+    );
+    let verdicts: Vec<&str> =
+        json["scenarios"].as_array().unwrap().iter().map(|s| s["verdict"]["verdict"].as_str().unwrap()).collect();
     assert_eq!(verdicts, ["fail", "pass", "timeout", "skip"]);
 }
 
@@ -80,7 +97,9 @@ fn the_printed_replay_command_and_replay_reproduce_a_failure() {
     write(dir.path(), "passes.yaml", PASSES);
     let (code, out, _) = rig_in(dir.path(), &["run", ".", "--strict", "--record", "run.json"]);
     assert_eq!(code, 1);
-    let failure = |out: &str| out.lines().skip_while(|l| !l.starts_with("FAIL")).take(4).map(|l| l.to_string()).collect::<Vec<_>>();
+    let failure = |out: &str| {
+        out.lines().skip_while(|l| !l.starts_with("FAIL")).take(4).map(|l| l.to_string()).collect::<Vec<_>>()
+    };
     let first = failure(&out);
     let replay = out.lines().find_map(|l| l.trim().strip_prefix("replay: ")).expect("a replay line").to_string();
     assert_eq!(replay, "bnxt-rig run ./fails.yaml --target model --seed 3 --strict");
@@ -118,7 +137,8 @@ fn transcripts_follow_the_seed_exactly() {
     let file = file.to_str().unwrap();
     let transcript = |run: &str, seed: &str| {
         let out_dir = dir.path().join(run);
-        let (code, out, _) = rig_in(dir.path(), &["run", file, "--seed", seed, "--transcript", out_dir.to_str().unwrap()]);
+        let (code, out, _) =
+            rig_in(dir.path(), &["run", file, "--seed", seed, "--transcript", out_dir.to_str().unwrap()]);
         assert_eq!(code, 0, "{out}");
         assert!(out.contains("wrote: ") && out.contains("lossy.svg"), "{out}");
         std::fs::read(out_dir.join("lossy.transcript")).unwrap()
@@ -127,10 +147,16 @@ fn transcripts_follow_the_seed_exactly() {
     assert!(a == b, "the same seed gives the same transcript, byte for byte");
     assert!(a != c, "another seed gives another");
     let text = String::from_utf8(a).unwrap();
-    for kind in ["wire-fault drop", "wire-fault duplicate", "wire-fault reorder", "wire-fault corrupt", "pkt-drop ICRC"] {
+    for kind in ["wire-fault drop", "wire-fault duplicate", "wire-fault reorder", "wire-fault corrupt", "pkt-drop ICRC"]
+    {
         assert!(text.contains(kind), "the wire did `{kind}`");
     }
-    for line in ["drv0   hwrm-request VER_GET seq=0", "nic1   pkt-in", "step   8.5 (4/4) line 22: compare", "drv1   doorbell RQ"] {
+    for line in [
+        "drv0   hwrm-request VER_GET seq=0",
+        "nic1   pkt-in",
+        "step   8.5 (4/4) line 22: compare",
+        "drv1   doorbell RQ",
+    ] {
         assert!(text.contains(line), "{line}");
     }
     // diff: the same runs agree; another seed's differs where the wire differed.
@@ -156,7 +182,12 @@ fn jobs_run_scenarios_side_by_side_with_the_same_verdicts() {
     let (code, one, _) = rig_in(&repo(), &["run", suite.to_str().unwrap(), "--record", "/dev/null"]);
     let (code2, four, _) = rig_in(&repo(), &["run", suite.to_str().unwrap(), "--jobs", "4", "--record", "/dev/null"]);
     assert_eq!((code, code2), (0, 0));
-    let verdicts = |out: &str| out.lines().filter(|l| l.starts_with("PASS") || l.starts_with("FAIL")).map(|l| l.split("  (").next().unwrap().to_string()).collect::<Vec<_>>();
+    let verdicts = |out: &str| {
+        out.lines()
+            .filter(|l| l.starts_with("PASS") || l.starts_with("FAIL"))
+            .map(|l| l.split("  (").next().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(verdicts(&one), verdicts(&four), "the same scenarios, verdicts and order");
     assert!(four.contains(" wall with 4 jobs;"), "{four}");
 }

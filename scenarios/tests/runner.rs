@@ -66,7 +66,8 @@ fn a_wrong_expectation_fails_at_its_step_with_what_was_expected_and_what_happene
 
 #[test]
 fn an_open_expected_to_fail_that_succeeds_fails_the_scenario() {
-    let o = run_on_model("name: t\nabout: x.\nnics: 1\nsteps:\n  - open: {nic: 0, as: a}\n    expect: {error: VER_GET}\n");
+    let o =
+        run_on_model("name: t\nabout: x.\nnics: 1\nsteps:\n  - open: {nic: 0, as: a}\n    expect: {error: VER_GET}\n");
     let f = failure(&o);
     assert_eq!(f.expected, "open fails with an error matching /VER_GET/");
     assert_eq!(f.got, "it succeeded");
@@ -100,7 +101,9 @@ fn timing_expectations_use_the_target_clock() {
     assert_eq!(f.expected, "takes at most 200ms");
     let took = parse_duration(f.got.strip_prefix("took ").unwrap()).unwrap();
     assert!(took >= Duration::from_millis(300), "{}", f.got);
-    let o = run_on_model("name: t\nabout: x.\nnics: 1\nsteps:\n  - wait: 40s\n    expect: {takes_at_least: 40s, takes_at_most: 40s}\n");
+    let o = run_on_model(
+        "name: t\nabout: x.\nnics: 1\nsteps:\n  - wait: 40s\n    expect: {takes_at_least: 40s, takes_at_most: 40s}\n",
+    );
     assert_eq!(o.verdict, Verdict::Pass, "{o:#?}");
     assert_eq!(o.target_time, Duration::from_secs(40));
     // A repeat is timed as a whole.
@@ -125,7 +128,9 @@ fn identity_limits_count_and_inspect_check_against_the_model() {
         "name: t\nabout: x.\nnics: 2\nsteps:\n  - count: {equals: 2}\n  - open: {nic: 1, as: b}\n  - identity: {nic: b, name: \"BNXT:1\", bus: \"0000:02:00.0\"}\n  - limits: {nic: b}\n  - inspect: {nic: b, driver_registered: on}\n  - close: b\n  - inspect: {nic: 1, dma_mappings: 0, driver_registered: off}\n",
     );
     assert_eq!(o.verdict, Verdict::Pass, "{o:#?}");
-    let o = run_on_model("name: t\nabout: x.\nnics: 2\nsteps:\n  - open: {nic: 1, as: b}\n  - identity: {nic: b, name: BNXT, mac: \"02:00:00:00:00:01\"}\n");
+    let o = run_on_model(
+        "name: t\nabout: x.\nnics: 2\nsteps:\n  - open: {nic: 1, as: b}\n  - identity: {nic: b, name: BNXT, mac: \"02:00:00:00:00:01\"}\n",
+    );
     let f = failure(&o);
     assert!(f.expected.starts_with("name BNXT, mac 02:00:00:00:00:01"), "{}", f.expected);
     assert!(f.got.starts_with("name BNXT:1, mac "), "{}", f.got);
@@ -251,7 +256,10 @@ fn scenarios_a_target_cannot_run_are_skipped_with_the_reason() {
             "name: t\nabout: x.\nnics: 1\nsteps:\n  - open: {nic: 0, as: a}\n  - qp: {on: a, as: q}\n",
             "needs roce, which the fake target lacks",
         ),
-        ("name: t\nabout: x.\nnics: 1\nskip: {reason: waits for the firmware's fix}\nsteps:\n  - count: {equals: 1}\n", "skipped: waits for the firmware's fix"),
+        (
+            "name: t\nabout: x.\nnics: 1\nskip: {reason: waits for the firmware's fix}\nsteps:\n  - count: {equals: 1}\n",
+            "skipped: waits for the firmware's fix",
+        ),
         ("name: t\nabout: x.\nnics: 2\nsteps:\n  - count: {equals: 2}\n", "needs 2 NICs; the fake target has 1"),
     ];
     for (text, reason) in cases {
@@ -268,7 +276,11 @@ fn scenarios_a_target_cannot_run_are_skipped_with_the_reason() {
 #[test]
 fn a_panic_in_a_step_fails_the_scenario_with_its_message() {
     let fake = Fake { panic_in_take: true, ..Fake::default() };
-    let o = run_scenario(&scenario("name: t\nabout: x.\nnics: 1\nsteps:\n  - wait: 1s\n  - open: {nic: 0, as: a}\n  - close: a\n"), &fake, &RunOptions::default());
+    let o = run_scenario(
+        &scenario("name: t\nabout: x.\nnics: 1\nsteps:\n  - wait: 1s\n  - open: {nic: 0, as: a}\n  - close: a\n"),
+        &fake,
+        &RunOptions::default(),
+    );
     let f = failure(&o);
     assert_eq!(f.step.as_ref().unwrap().number, "2");
     assert!(f.got.starts_with("panicked at "), "{}", f.got);
@@ -279,7 +291,11 @@ fn a_panic_in_a_step_fails_the_scenario_with_its_message() {
 
 #[test]
 fn an_error_from_the_machine_is_an_ordinary_failure() {
-    let o = run_scenario(&scenario("name: t\nabout: x.\nnics: 1\nsteps:\n  - open: {nic: 0, as: a}\n"), &Fake::default(), &RunOptions::default());
+    let o = run_scenario(
+        &scenario("name: t\nabout: x.\nnics: 1\nsteps:\n  - open: {nic: 0, as: a}\n"),
+        &Fake::default(),
+        &RunOptions::default(),
+    );
     assert!(failure(&o).got.contains("a stand-in machine has no functions"), "{:?}", o.verdict);
 }
 

@@ -60,9 +60,10 @@ fn every_bad_fixture_is_rejected_with_the_message_it_names() {
     assert!(files.len() >= 20, "{files:?}");
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
-        let expect = text.lines().next().and_then(|l| l.strip_prefix("# expect: ")).unwrap_or_else(|| {
-            panic!("{} does not start with `# expect: LINE:COL: FIELD: MESSAGE`", file.display())
-        });
+        let expect =
+            text.lines().next().and_then(|l| l.strip_prefix("# expect: ")).unwrap_or_else(|| {
+                panic!("{} does not start with `# expect: LINE:COL: FIELD: MESSAGE`", file.display())
+            });
         let errors = load_str(&file, &text).expect_err(&format!("{} loaded", file.display()));
         let first = errors[0].to_string();
         let want = format!("{}:{expect}", file.display());
@@ -137,7 +138,31 @@ fn mutate(text: &str, rng: &mut Rng) -> String {
         return "{".to_string();
     }
     let at = rng.below(chars.len());
-    const NOISE: &[&str] = &["{", "}", "[", "]", ":", "- ", "\t", "&a ", "*a", "!!binary ", "'", "\"", "#", "? ", "|", ">", "~", "\u{0}", "${x}", "999999999999999999999", "-1", "1.5", "\n  "];
+    const NOISE: &[&str] = &[
+        "{",
+        "}",
+        "[",
+        "]",
+        ":",
+        "- ",
+        "\t",
+        "&a ",
+        "*a",
+        "!!binary ",
+        "'",
+        "\"",
+        "#",
+        "? ",
+        "|",
+        ">",
+        "~",
+        "\u{0}",
+        "${x}",
+        "999999999999999999999",
+        "-1",
+        "1.5",
+        "\n  ",
+    ];
     match rng.below(7) {
         0 => chars.iter().enumerate().filter(|(i, _)| *i != at).map(|(_, c)| c).collect(),
         1 => chars[..at].iter().chain(&chars[at..at + 1]).chain(&chars[at..]).collect(),
@@ -215,7 +240,8 @@ fn hostile_yaml_is_refused_without_crashing() {
         String::new(),
         "~".into(),
         "name: x\nabout: y\nnics: 1\nsteps:\n  - open: {nic: -1, as: a}\n".into(),
-        "name: x\nabout: y\nnics: 1\nsteps:\n  - open: {nic: 0, as: a}\n    expect: {error: \"(?:a{1000}){1000}\"}\n".into(),
+        "name: x\nabout: y\nnics: 1\nsteps:\n  - open: {nic: 0, as: a}\n    expect: {error: \"(?:a{1000}){1000}\"}\n"
+            .into(),
     ];
     for input in inputs {
         let result = load_str(Path::new("hostile.yaml"), &input);

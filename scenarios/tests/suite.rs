@@ -60,7 +60,9 @@ fn main() -> ExitCode {
                         let _ = writeln!(std::io::stdout(), "skipped: {reason}");
                         Ok(())
                     }
-                    Verdict::Fail(_) | Verdict::Timeout(_) => Err(Failed::from(String::from_utf8_lossy(&report).into_owned())),
+                    Verdict::Fail(_) | Verdict::Timeout(_) => {
+                        Err(Failed::from(String::from_utf8_lossy(&report).into_owned()))
+                    }
                 }
             }));
         }

@@ -135,7 +135,12 @@ impl Channel {
 
         let resp_len = self.await_response::<R>(seq_id, timeout, start).inspect_err(|e| {
             let outcome = Outcome::of_error(e);
-            trace::emit(|| TraceEvent::HwrmAnswer { bus: self.function.bus().to_string(), request: R::NAME, seq_id, outcome });
+            trace::emit(|| TraceEvent::HwrmAnswer {
+                bus: self.function.bus().to_string(),
+                request: R::NAME,
+                seq_id,
+                outcome,
+            });
         })?;
         let mut bytes = vec![0u8; size_of::<R::Response>()];
         let n = resp_len.min(bytes.len());
@@ -146,10 +151,20 @@ impl Channel {
             let code = ErrorCode::from_value(code);
             tracing::warn!(nic = %self.nic, request = R::NAME, %code, "HWRM request refused");
             let outcome = Outcome::Refused(code.to_string());
-            trace::emit(|| TraceEvent::HwrmAnswer { bus: self.function.bus().to_string(), request: R::NAME, seq_id, outcome });
+            trace::emit(|| TraceEvent::HwrmAnswer {
+                bus: self.function.bus().to_string(),
+                request: R::NAME,
+                seq_id,
+                outcome,
+            });
             return Err(Error::Refused { nic: self.nic.clone(), request: R::NAME.to_string(), code });
         }
-        trace::emit(|| TraceEvent::HwrmAnswer { bus: self.function.bus().to_string(), request: R::NAME, seq_id, outcome: Outcome::Ok });
+        trace::emit(|| TraceEvent::HwrmAnswer {
+            bus: self.function.bus().to_string(),
+            request: R::NAME,
+            seq_id,
+            outcome: Outcome::Ok,
+        });
         Ok(resp)
     }
 

@@ -241,7 +241,10 @@ impl FakeFunction {
     }
 
     /// Answer RoCE commands with `firmware` from now on.
-    pub(crate) fn set_roce_firmware(&self, firmware: impl FnMut(&roce_fw::RoceCmd) -> roce_fw::RoceReply + Send + 'static) {
+    pub(crate) fn set_roce_firmware(
+        &self,
+        firmware: impl FnMut(&roce_fw::RoceCmd) -> roce_fw::RoceReply + Send + 'static,
+    ) {
         lock(&self.state).rcfw.firmware = Box::new(firmware);
     }
 

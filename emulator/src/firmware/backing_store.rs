@@ -86,8 +86,10 @@ pub fn cfg_v2(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     let Some(caps) = ctx_caps(ty) else {
         return Err(Reject::invalid(format!("context type 0x{ty:x} is not one FUNC_BACKING_STORE_QCAPS_V2 offers")));
     };
-    let fail = |reason: String| Reject::invalid(format!("{} instance {}: {reason}", caps.ty.name(), req.instance.get()))
-        .cmd_err(fail_code(caps.ty));
+    let fail = |reason: String| {
+        Reject::invalid(format!("{} instance {}: {reason}", caps.ty.name(), req.instance.get()))
+            .cmd_err(fail_code(caps.ty))
+    };
     let region = check(&req, caps).map_err(fail)?;
     let bytes_needed = region.bytes();
     let spec = TableSpec { root: req.page_dir.get(), level: region.level, page_size: region.page_size };

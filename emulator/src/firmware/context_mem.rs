@@ -154,7 +154,16 @@ mod tests {
     use super::*;
 
     fn region(ty: CtxType, num_entries: u32, splits: Vec<u32>) -> ContextRegion {
-        ContextRegion { ty, instance: 0, num_entries, entry_size: 128, page_size: 4096, level: 1, pages: vec![0x1000, 0x5000], splits }
+        ContextRegion {
+            ty,
+            instance: 0,
+            num_entries,
+            entry_size: 128,
+            page_size: 4096,
+            level: 1,
+            pages: vec![0x1000, 0x5000],
+            splits,
+        }
     }
 
     #[test]

@@ -6,8 +6,8 @@ use bnxt_hsi::hwrm::layouts::*;
 
 use super::response::Outcome;
 use super::{
-    Ctx, backing_store, coalescing, driver_reg, func, func_cfg, fw_time, l2_filter, port, port_cfg, port_stats, queue, rings, stats,
-    ver, vnic,
+    Ctx, backing_store, coalescing, driver_reg, func, func_cfg, fw_time, l2_filter, port, port_cfg, port_stats, queue,
+    rings, stats, ver, vnic,
 };
 
 const VER_GET: u16 = <HwrmVerGetInput as Request>::REQ_TYPE;

@@ -18,8 +18,8 @@
 
 pub mod async_events;
 pub mod backing_store;
-pub mod coalescing;
 pub mod caps;
+pub mod coalescing;
 pub mod context_mem;
 pub mod dispatch;
 pub mod driver_reg;
@@ -235,7 +235,9 @@ impl Firmware {
             }
         }
         let (response, reason) = match request {
-            Err(reject) => (response::failure(reject.code.value(), reject.cmd_err, req_type, header.seq_id), reject.reason),
+            Err(reject) => {
+                (response::failure(reject.code.value(), reject.cmd_err, req_type, header.seq_id), reject.reason)
+            }
             Ok(bytes) => self.handle(now, req_type, header.seq_id, &bytes, mem, rec),
         };
         self.queue_response(due, header, response, reason);
@@ -302,7 +304,11 @@ impl Firmware {
         let (body, valid) = response.bytes.split_at(response.bytes.len() - 1);
         let written = match resp_addr.checked_add(body.len() as u64) {
             Some(valid_addr) => mem.write(resp_addr, body).and_then(|()| mem.write(valid_addr, valid)),
-            None => Err(crate::host_memory::DmaError::Unmapped { kind: "write", addr: resp_addr, len: response.bytes.len() }),
+            None => Err(crate::host_memory::DmaError::Unmapped {
+                kind: "write",
+                addr: resp_addr,
+                len: response.bytes.len(),
+            }),
         };
         match written {
             Ok(()) => {

@@ -6,7 +6,9 @@
 //! `active_lanes`, `support_speeds2` and `auto_link_speeds2`. The model's port links at
 //! 400 Gb/s over four PAM4-112 lanes with RS544 FEC, autonegotiating among the PAM4 speeds.
 
-use bnxt_hsi::hwrm::layouts::{HwrmPortPhyQcapsInput, HwrmPortPhyQcapsOutput, HwrmPortPhyQcfgInput, HwrmPortPhyQcfgOutput};
+use bnxt_hsi::hwrm::layouts::{
+    HwrmPortPhyQcapsInput, HwrmPortPhyQcapsOutput, HwrmPortPhyQcfgInput, HwrmPortPhyQcfgOutput,
+};
 
 use super::identity::PORT_ID;
 use super::response::{Outcome, Reject, name_field, parse, reply};

@@ -9,11 +9,11 @@
 //! enables name (statistics context, NQ, completion ring) and the per-type maxima FUNC_QCAPS
 //! reports. Refusals carry the HSI's `RING_ALLOC_CMD_ERR_CODE_*` where one fits.
 
+use bnxt_hsi::hwrm::ErrorCode;
 use bnxt_hsi::hwrm::layouts::{
     HwrmRingAllocCmdErr as AllocErr, HwrmRingAllocInput, HwrmRingAllocOutput, HwrmRingFreeCmdErr as FreeErr,
     HwrmRingFreeInput, HwrmRingFreeOutput,
 };
-use bnxt_hsi::hwrm::ErrorCode;
 
 use super::Ctx;
 use super::caps::{MAX_CMPL_RINGS, MAX_NQS, MAX_RX_RINGS, MAX_TX_RINGS};
@@ -58,14 +58,19 @@ pub fn ring_alloc(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
         other => ctx.state.ring_count(other),
     };
     if used >= max_rings(ty) {
-        return Err(Reject::new(ErrorCode::ResourceAllocError, format!("all {} {} rings are in use", max_rings(ty), ty.name()))
-            .cmd_err(AllocErr::CODE_NO_RESOURCE_FOR_PF));
+        return Err(Reject::new(
+            ErrorCode::ResourceAllocError,
+            format!("all {} {} rings are in use", max_rings(ty), ty.name()),
+        )
+        .cmd_err(AllocErr::CODE_NO_RESOURCE_FOR_PF));
     }
     let enables = req.enables.get();
     let stat_ctx_id = if enables & R::ENABLES_STAT_CTX_ID_VALID != 0 {
         let id = req.stat_ctx_id.get();
         if !ctx.state.stat_ctxs.contains_key(&id) {
-            return Err(Reject::invalid(format!("stat_ctx_id {id} is not allocated")).cmd_err(AllocErr::CODE_BAD_STAT_XID));
+            return Err(
+                Reject::invalid(format!("stat_ctx_id {id} is not allocated")).cmd_err(AllocErr::CODE_BAD_STAT_XID)
+            );
         }
         Some(id)
     } else if matches!(ty, RingType::Tx | RingType::Rx | RingType::RxAgg)
@@ -100,21 +105,23 @@ pub fn ring_alloc(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     let logical_id = req.logical_id.get();
     if ty == RingType::Nq {
         if logical_id >= MSIX_VECTORS {
-            return Err(Reject::invalid(format!("NQ logical_id {logical_id} is not an MSI-X vector (0..{MSIX_VECTORS})")));
+            return Err(Reject::invalid(format!(
+                "NQ logical_id {logical_id} is not an MSI-X vector (0..{MSIX_VECTORS})"
+            )));
         }
         if !matches!(req.int_mode, R::INT_MODE_LEGACY | R::INT_MODE_MSIX | R::INT_MODE_POLL) {
             return Err(Reject::invalid(format!("int_mode {} is not defined", req.int_mode)));
         }
     }
     let (pages, page_size) = ring_pages(&req, ctx)?;
-    let id = ctx
-        .state
-        .free_ring_id()
-        .ok_or_else(|| Reject::new(ErrorCode::ResourceAllocError, "no ring id left").cmd_err(AllocErr::CODE_RESMGR_ALLOC_FAIL))?;
+    let id = ctx.state.free_ring_id().ok_or_else(|| {
+        Reject::new(ErrorCode::ResourceAllocError, "no ring id left").cmd_err(AllocErr::CODE_RESMGR_ALLOC_FAIL)
+    })?;
     let serial = ctx.state.next_ring_serial;
     ctx.state.next_ring_serial += 1;
     let cq_handle = req.cq_handle.get();
-    let ring = Ring { ty, length, logical_id, pages, page_size, nq_ring_id, cmpl_ring_id, stat_ctx_id, cq_handle, serial };
+    let ring =
+        Ring { ty, length, logical_id, pages, page_size, nq_ring_id, cmpl_ring_id, stat_ctx_id, cq_handle, serial };
     ctx.state.rings.insert(id, ring);
     reply::<HwrmRingAllocOutput>(|o| {
         o.ring_id = id.into();

@@ -147,7 +147,9 @@ impl FwState {
     /// The lowest ring id not in use (ids are shared by every ring type; 0xffff is
     /// `INVALID_HW_RING_ID` and never handed out).
     pub fn free_ring_id(&self) -> Option<u16> {
-        lowest_free(self.rings.keys().map(|&k| u32::from(k))).and_then(|id| u16::try_from(id).ok()).filter(|&id| id != u16::MAX)
+        lowest_free(self.rings.keys().map(|&k| u32::from(k)))
+            .and_then(|id| u16::try_from(id).ok())
+            .filter(|&id| id != u16::MAX)
     }
 
     /// The lowest statistics context id not in use.

@@ -36,13 +36,18 @@ pub fn stat_ctx_alloc(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
         Reject::invalid(format!("stats memory of {len} bytes: {e}")).cmd_err(AllocErr::CODE_INVALID_DMA_ADDR)
     })?;
     if ctx.state.stat_ctxs.len() >= MAX_STAT_CTX.into() {
-        return Err(Reject::new(ErrorCode::ResourceAllocError, format!("all {MAX_STAT_CTX} statistics contexts are in use"))
-            .cmd_err(AllocErr::CODE_RES_POOL_EXHAUSTED));
+        return Err(Reject::new(
+            ErrorCode::ResourceAllocError,
+            format!("all {MAX_STAT_CTX} statistics contexts are in use"),
+        )
+        .cmd_err(AllocErr::CODE_RES_POOL_EXHAUSTED));
     }
     let id = ctx.state.free_stat_id().ok_or_else(|| {
-        Reject::new(ErrorCode::ResourceAllocError, "no statistics context id left").cmd_err(AllocErr::CODE_RES_POOL_EXHAUSTED)
+        Reject::new(ErrorCode::ResourceAllocError, "no statistics context id left")
+            .cmd_err(AllocErr::CODE_RES_POOL_EXHAUSTED)
     })?;
-    let stat = StatCtx { dma_addr: addr, dma_len: len, period_ms: req.update_period_ms.get(), flags: req.stat_ctx_flags };
+    let stat =
+        StatCtx { dma_addr: addr, dma_len: len, period_ms: req.update_period_ms.get(), flags: req.stat_ctx_flags };
     ctx.state.stat_ctxs.insert(id, stat);
     reply::<HwrmStatCtxAllocOutput>(|o| o.stat_ctx_id = id.into())
 }

@@ -89,7 +89,11 @@ pub fn is_short(window: &[u8; WINDOW_LEN]) -> bool {
 }
 
 /// Take the request a trigger submitted.
-pub fn take(window: &[u8; WINDOW_LEN], mem: &dyn HostMemory, max_ext_req_len: usize) -> Result<Submission, SubmitError> {
+pub fn take(
+    window: &[u8; WINDOW_LEN],
+    mem: &dyn HostMemory,
+    max_ext_req_len: usize,
+) -> Result<Submission, SubmitError> {
     if !is_short(window) {
         return Ok(Submission { header: Header::parse(window), form: SubmitForm::Direct, bytes: window.to_vec() });
     }
@@ -110,8 +114,11 @@ pub fn take(window: &[u8; WINDOW_LEN], mem: &dyn HostMemory, max_ext_req_len: us
         return Err(SubmitError::Refused { header, reject: Reject::invalid(reason) });
     }
     if header.req_type != short.req_type.get() {
-        let reason =
-            format!("short input names req_type 0x{:x} but the request is 0x{:x}", short.req_type.get(), header.req_type);
+        let reason = format!(
+            "short input names req_type 0x{:x} but the request is 0x{:x}",
+            short.req_type.get(),
+            header.req_type
+        );
         return Err(SubmitError::Refused { header, reject: Reject::invalid(reason) });
     }
     Ok(Submission { header, form: SubmitForm::Short, bytes })

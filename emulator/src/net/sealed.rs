@@ -17,8 +17,8 @@
 //! What it saves: one of the two CRC passes per payload byte (see `docs/performance.md`).
 
 use super::error::WireError;
-use super::roce::{IPV4_OFFSET, Outer, RoceFrame};
 use super::icrc;
+use super::roce::{IPV4_OFFSET, Outer, RoceFrame};
 
 /// A frame built in this process, its ICRC computed over exactly these bytes, which cannot change.
 #[derive(Debug, Clone, PartialEq, Eq)]

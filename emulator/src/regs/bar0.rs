@@ -82,7 +82,9 @@ impl Bar0 {
             return loud.read(BAR, offset, "unaligned register");
         }
         match offset {
-            o if in_range(o, HWRM_REQ_WINDOW, HWRM_REQ_WINDOW_LEN) => dword(&self.window, (o - HWRM_REQ_WINDOW) as usize),
+            o if in_range(o, HWRM_REQ_WINDOW, HWRM_REQ_WINDOW_LEN) => {
+                dword(&self.window, (o - HWRM_REQ_WINDOW) as usize)
+            }
             o if in_range(o, GRC_WINDOW_BASE, 4 * GRC_WINDOW_COUNT) => {
                 self.grc_base[((o - GRC_WINDOW_BASE) / 4) as usize]
             }

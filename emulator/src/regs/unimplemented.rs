@@ -44,7 +44,14 @@ impl Unimplemented {
         *n += 1;
         self.total += 1;
         if *n == 1 {
-            tracing::warn!(bar, offset = format_args!("0x{offset:x}"), ?access, value, what, "unimplemented register access");
+            tracing::warn!(
+                bar,
+                offset = format_args!("0x{offset:x}"),
+                ?access,
+                value,
+                what,
+                "unimplemented register access"
+            );
         }
         rec.record(now, EventKind::UnimplementedAccess { bar, offset, access, value, what });
     }

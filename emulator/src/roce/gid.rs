@@ -91,8 +91,7 @@ impl GidTable {
         if self.accepted == Some((own, mac, ip)) {
             return true;
         }
-        let ours = (mac == own || self.has_mac(&mac))
-            && self.contains_gid(&bnxt_hsi::roce::gid::ipv4_mapped_gid(ip));
+        let ours = (mac == own || self.has_mac(&mac)) && self.contains_gid(&bnxt_hsi::roce::gid::ipv4_mapped_gid(ip));
         if ours {
             self.accepted = Some((own, mac, ip));
         }

@@ -127,7 +127,11 @@ fn read_slots(ring: &PageList, mem: &dyn HostMemory, depth: u32, slot: u32, out:
 const STACK_SLOTS: usize = 16;
 
 /// `n` slots of zeroes to read WQE data into: `stack` when they fit, `heap` otherwise.
-fn slot_buffer<'a>(stack: &'a mut [u8; STACK_SLOTS * SLOT_BYTES as usize], heap: &'a mut Vec<u8>, n: u32) -> &'a mut [u8] {
+fn slot_buffer<'a>(
+    stack: &'a mut [u8; STACK_SLOTS * SLOT_BYTES as usize],
+    heap: &'a mut Vec<u8>,
+    n: u32,
+) -> &'a mut [u8] {
     let len = (u64::from(n) * SLOT_BYTES) as usize;
     if len <= stack.len() {
         &mut stack[..len]

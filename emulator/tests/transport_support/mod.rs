@@ -11,8 +11,8 @@ use bnxt_model::net::fault::{FaultStage, WireFaults};
 use bnxt_model::net::switch::{LinkTiming, PortId, Switch};
 use bnxt_model::net::{DropCounters, MacAddr, Path, RoceFrame};
 use bnxt_model::roce::transport::{
-    AccessError, Limits, Memory, Mtu, QpAttrs, RcQp, RecvCompletion, RecvWqe, RemoteAccess,
-    SendCompletion, SendOp, SendWqe, Sge,
+    AccessError, Limits, Memory, Mtu, QpAttrs, RcQp, RecvCompletion, RecvWqe, RemoteAccess, SendCompletion, SendOp,
+    SendWqe, Sge,
 };
 
 /// A region: bytes at a virtual address, with its rights. Its lkey and rkey are the same key.
@@ -33,15 +33,7 @@ impl TestMem {
     /// Add a region of `len` bytes at `va` with every right, filled by `fill(offset)`.
     pub fn add(&mut self, key: u32, va: u64, len: usize, fill: impl Fn(usize) -> u8) {
         let bytes = (0..len).map(fill).collect();
-        self.regions.insert(
-            key,
-            Region {
-                va,
-                bytes,
-                local_write: true,
-                remote: RemoteAccess::ALL,
-            },
-        );
+        self.regions.insert(key, Region { va, bytes, local_write: true, remote: RemoteAccess::ALL });
     }
 
     /// The bytes of region `key`.
@@ -50,23 +42,9 @@ impl TestMem {
     }
 
     fn span(&mut self, key: u32, addr: u64, len: usize) -> Result<&mut Region, AccessError> {
-        let r = self
-            .regions
-            .get_mut(&key)
-            .ok_or(AccessError::InvalidKey { key })?;
-        let inside = addr >= r.va
-            && addr
-                .checked_add(len as u64)
-                .is_some_and(|end| end <= r.va + r.bytes.len() as u64);
-        if inside {
-            Ok(r)
-        } else {
-            Err(AccessError::OutOfBounds {
-                key,
-                addr,
-                len: len as u64,
-            })
-        }
+        let r = self.regions.get_mut(&key).ok_or(AccessError::InvalidKey { key })?;
+        let inside = addr >= r.va && addr.checked_add(len as u64).is_some_and(|end| end <= r.va + r.bytes.len() as u64);
+        if inside { Ok(r) } else { Err(AccessError::OutOfBounds { key, addr, len: len as u64 }) }
     }
 
     fn slice(&mut self, key: u32, addr: u64, len: usize) -> Result<&mut [u8], AccessError> {
@@ -86,29 +64,16 @@ impl Memory for TestMem {
     fn scatter(&mut self, sge: &Sge, offset: u32, src: &[u8]) -> Result<(), AccessError> {
         let key = sge.lkey;
         if !self.span(key, sge.addr, 0)?.local_write {
-            return Err(AccessError::NotAllowed {
-                key,
-                what: "local write",
-            });
+            return Err(AccessError::NotAllowed { key, what: "local write" });
         }
-        self.slice(key, sge.addr + u64::from(offset), src.len())?
-            .copy_from_slice(src);
+        self.slice(key, sge.addr + u64::from(offset), src.len())?.copy_from_slice(src);
         Ok(())
     }
 
-    fn check_remote(
-        &mut self,
-        rkey: u32,
-        va: u64,
-        len: u32,
-        access: RemoteAccess,
-    ) -> Result<(), AccessError> {
+    fn check_remote(&mut self, rkey: u32, va: u64, len: u32, access: RemoteAccess) -> Result<(), AccessError> {
         let r = self.span(rkey, va, len as usize)?;
         if (access.read && !r.remote.read) || (access.write && !r.remote.write) {
-            return Err(AccessError::NotAllowed {
-                key: rkey,
-                what: "remote access",
-            });
+            return Err(AccessError::NotAllowed { key: rkey, what: "remote access" });
         }
         Ok(())
     }
@@ -202,9 +167,7 @@ impl Fabric {
             hello[..6].copy_from_slice(&MacAddr::BROADCAST.0);
             hello[6..12].copy_from_slice(&fab.nodes[i].mac.0);
             hello[12..14].copy_from_slice(&[0x88, 0xb5]);
-            fab.sw
-                .send(Duration::ZERO, fab.nodes[i].port, hello)
-                .unwrap();
+            fab.sw.send(Duration::ZERO, fab.nodes[i].port, hello).unwrap();
         }
         fab.now = Duration::from_micros(10);
         fab.sw.poll(fab.now);
@@ -216,14 +179,7 @@ impl Fabric {
 
     /// Connect node `a`'s QP `qa` and node `b`'s QP `qb`, letting `tweak` change each side's
     /// attributes (called with the side's node index) before the QPs are made.
-    pub fn connect(
-        &mut self,
-        a: usize,
-        qa: u32,
-        b: usize,
-        qb: u32,
-        tweak: impl Fn(usize, &mut QpAttrs),
-    ) {
+    pub fn connect(&mut self, a: usize, qa: u32, b: usize, qb: u32, tweak: impl Fn(usize, &mut QpAttrs)) {
         self.connect_with_limits(a, qa, b, qb, Limits::default(), tweak)
     }
 
@@ -241,12 +197,8 @@ impl Fabric {
         let mut bt = attrs(self, b, qb, a, qa);
         tweak(a, &mut at);
         tweak(b, &mut bt);
-        self.nodes[a]
-            .qps
-            .insert(qa, RcQp::with_limits(at, limits).unwrap());
-        self.nodes[b]
-            .qps
-            .insert(qb, RcQp::with_limits(bt, limits).unwrap());
+        self.nodes[a].qps.insert(qa, RcQp::with_limits(at, limits).unwrap());
+        self.nodes[b].qps.insert(qb, RcQp::with_limits(bt, limits).unwrap());
     }
 
     /// The QP `qpn` of node `n`.
@@ -327,21 +279,13 @@ impl Fabric {
 
     /// When anything next has to happen.
     pub fn next_event(&self) -> Option<Duration> {
-        let qps = self
-            .nodes
-            .iter()
-            .flat_map(|n| n.qps.values())
-            .filter_map(|q| q.next_deadline());
+        let qps = self.nodes.iter().flat_map(|n| n.qps.values()).filter_map(|q| q.next_deadline());
         qps.chain(self.sw.next_deadline()).min()
     }
 
     /// Run until `done` holds (true), or until nothing is left to happen or virtual time passes
     /// `limit` (false).
-    pub fn run_until(
-        &mut self,
-        limit: Duration,
-        mut done: impl FnMut(&mut Fabric) -> bool,
-    ) -> bool {
+    pub fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&mut Fabric) -> bool) -> bool {
         loop {
             if done(self) {
                 return true;
@@ -372,11 +316,7 @@ pub fn send(id: u64, key: u32, addr: u64, len: u32) -> SendWqe {
     SendWqe {
         id,
         op: SendOp::Send { imm: None },
-        sges: vec![Sge {
-            addr,
-            lkey: key,
-            len,
-        }],
+        sges: vec![Sge { addr, lkey: key, len }],
         length: len,
         signaled: true,
         solicited: false,
@@ -385,21 +325,12 @@ pub fn send(id: u64, key: u32, addr: u64, len: u32) -> SendWqe {
 
 /// A receive of up to `len` bytes at `addr` of region `key`, id `id`.
 pub fn recv(id: u64, key: u32, addr: u64, len: u32) -> RecvWqe {
-    RecvWqe {
-        id,
-        sges: vec![Sge {
-            addr,
-            lkey: key,
-            len,
-        }],
-    }
+    RecvWqe { id, sges: vec![Sge { addr, lkey: key, len }] }
 }
 
 /// A byte pattern that differs for every (message, offset).
 pub fn pattern(msg: u64, i: usize) -> u8 {
-    (msg.wrapping_mul(131)
-        .wrapping_add(i as u64 * 7 + (i as u64 >> 8) * 13)
-        % 251) as u8
+    (msg.wrapping_mul(131).wrapping_add(i as u64 * 7 + (i as u64 >> 8) * 13) % 251) as u8
 }
 
 /// Assert two byte strings are equal, naming the first difference (not printing megabytes).
@@ -407,11 +338,6 @@ pub fn pattern(msg: u64, i: usize) -> u8 {
 pub fn assert_bytes(got: &[u8], want: &[u8], what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: length");
     if let Some(i) = got.iter().zip(want).position(|(a, b)| a != b) {
-        panic!(
-            "{what}: first difference at byte {i} of {}: {} != {}",
-            got.len(),
-            got[i],
-            want[i]
-        );
+        panic!("{what}: first difference at byte {i} of {}: {} != {}", got.len(), got[i], want[i]);
     }
 }

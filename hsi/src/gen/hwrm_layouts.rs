@@ -7684,4 +7684,3 @@ impl HwrmCfaL2SetRxMaskCmdErr {
     pub const CODE_INVALID_VNIC_ID: u8 = 0x3;
     pub const CODE_INVALID_ACTION: u8 = 0x4;
 }
-

@@ -4044,4 +4044,3 @@ impl CreqQueryRoceStatsResp {
     pub const V: u8 = 0x1;
     pub const EVENT_QUERY_ROCE_STATS: u8 = 0x8e;
 }
-

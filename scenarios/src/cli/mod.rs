@@ -75,7 +75,12 @@ pub struct SelectArgs {
 
 impl SelectArgs {
     fn selection(&self) -> Selection {
-        Selection { filter: self.filter.clone(), exact: self.exact, tags: self.tag.clone(), skip_tags: self.skip_tag.clone() }
+        Selection {
+            filter: self.filter.clone(),
+            exact: self.exact,
+            tags: self.tag.clone(),
+            skip_tags: self.skip_tag.clone(),
+        }
     }
 }
 

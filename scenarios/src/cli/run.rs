@@ -78,7 +78,12 @@ pub fn replay(args: &ReplayArgs, verbose: bool) -> ExitCode {
     }
     drop(err);
     let only = args.failed.then(|| {
-        record.scenarios.iter().filter(|s| s.verdict == "FAIL" || s.verdict == "TIMEOUT").map(|s| s.name.clone()).collect()
+        record
+            .scenarios
+            .iter()
+            .filter(|s| s.verdict == "FAIL" || s.verdict == "TIMEOUT")
+            .map(|s| s.name.clone())
+            .collect()
     });
     let plan = Plan {
         paths: record.paths.clone(),
@@ -96,7 +101,13 @@ pub fn replay(args: &ReplayArgs, verbose: bool) -> ExitCode {
         only,
     };
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "replaying {} scenario(s) of the run in {} on {}", plan.only.as_ref().map_or(record.scenarios.len(), Vec::len), record.cwd.display(), record.target);
+    let _ = writeln!(
+        out,
+        "replaying {} scenario(s) of the run in {} on {}",
+        plan.only.as_ref().map_or(record.scenarios.len(), Vec::len),
+        record.cwd.display(),
+        record.target
+    );
     drop(out);
     execute(&plan, verbose)
 }

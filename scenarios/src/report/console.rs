@@ -144,7 +144,12 @@ impl<W: Write> Console<W> {
         let deselected = if deselected > 0 { format!("; {deselected} not selected") } else { String::new() };
         let clock = if self.virtual_time { "virtual" } else { "on the target's clock" };
         let jobs = if jobs > 1 { format!(" with {jobs} jobs") } else { String::new() };
-        writeln!(self.out, "time: {} wall{jobs}; {} {clock}{deselected}", wall(total), format_duration(tally.target_time))
+        writeln!(
+            self.out,
+            "time: {} wall{jobs}; {} {clock}{deselected}",
+            wall(total),
+            format_duration(tally.target_time)
+        )
     }
 }
 
@@ -187,7 +192,12 @@ mod tests {
     #[test]
     fn a_failure_names_its_step_line_expectation_outcome_and_replay() {
         let failure = Failure {
-            step: Some(FailedStep { number: "5.2".into(), line: 12, text: "close: b".into(), iterations: vec![(3, 10)] }),
+            step: Some(FailedStep {
+                number: "5.2".into(),
+                line: 12,
+                text: "close: b".into(),
+                iterations: vec![(3, 10)],
+            }),
             expected: "relaxed_ordering on".into(),
             got: "relaxed_ordering off".into(),
         };
@@ -203,7 +213,10 @@ mod tests {
         assert!(text.contains("step 5.2 (scenarios/nic/my x.yaml:12): close: b, iteration 3 of 10\n"), "{text}");
         assert!(text.contains("expected: relaxed_ordering on\n"), "{text}");
         assert!(text.contains("got:      relaxed_ordering off\n"), "{text}");
-        assert!(text.contains("replay: bnxt-rig run 'scenarios/nic/my x.yaml' --target model --seed 7 --strict\n"), "{text}");
+        assert!(
+            text.contains("replay: bnxt-rig run 'scenarios/nic/my x.yaml' --target model --seed 7 --strict\n"),
+            "{text}"
+        );
         assert!(text.contains("note: NIC 0: something\n"), "{text}");
         assert!(text.contains("\nscenarios: 1 passed, 1 failed, 2 skipped\nfailed: 1 FAIL, 0 TIMEOUT\n"), "{text}");
         assert!(text.contains("time: 40ms wall; 2.5s virtual\n"), "{text}");

@@ -31,7 +31,13 @@ pub struct JsonReport<'a> {
 }
 
 /// Write the JSON report of `outcomes` to `path`.
-pub fn write(path: &Path, target: &str, tally: Tally, wall_time: Duration, outcomes: &[ScenarioOutcome]) -> std::io::Result<()> {
+pub fn write(
+    path: &Path,
+    target: &str,
+    tally: Tally,
+    wall_time: Duration,
+    outcomes: &[ScenarioOutcome],
+) -> std::io::Result<()> {
     let report = JsonReport { version: 1, target, tally, wall_time, scenarios: outcomes };
     let mut text = serde_json::to_string_pretty(&report).map_err(std::io::Error::other)?;
     text.push('\n');

@@ -93,7 +93,12 @@ mod tests {
 
     #[test]
     fn every_verdict_has_its_element() {
-        let timeout = TimedOut { whose: "scenario".into(), limit: Duration::from_secs(1), clock: TimeoutClock::Virtual, step: None };
+        let timeout = TimedOut {
+            whose: "scenario".into(),
+            limit: Duration::from_secs(1),
+            clock: TimeoutClock::Virtual,
+            step: None,
+        };
         let outcomes = [
             outcome("p", Verdict::Pass),
             outcome("f", Verdict::Fail(Failure { step: None, expected: "on".into(), got: "off".into() })),
@@ -101,7 +106,10 @@ mod tests {
             outcome("t", Verdict::Timeout(timeout)),
         ];
         let xml = to_xml("model", Duration::from_secs(1), &outcomes);
-        assert!(xml.contains(r#"tests="4""#) && xml.contains(r#"failures="1""#) && xml.contains(r#"errors="1""#), "{xml}");
+        assert!(
+            xml.contains(r#"tests="4""#) && xml.contains(r#"failures="1""#) && xml.contains(r#"errors="1""#),
+            "{xml}"
+        );
         assert!(xml.contains(r#"skipped="1""#), "{xml}");
         assert!(xml.contains(r#"<failure message="expected on; got off" type="fail">"#), "{xml}");
         assert!(xml.contains(r#"type="timeout""#), "{xml}");

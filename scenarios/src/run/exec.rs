@@ -124,7 +124,15 @@ impl<'s> Exec<'s> {
                 Ok(note) => (true, note.clone()),
                 Err(_) => (false, None),
             };
-            records.push(StepRecord { number, line: step.at.line, text: step.action.to_string(), started, took, ok, note });
+            records.push(StepRecord {
+                number,
+                line: step.at.line,
+                text: step.action.to_string(),
+                started,
+                took,
+                ok,
+                note,
+            });
             result?;
         }
         Ok(())
@@ -176,14 +184,21 @@ impl<'s> Exec<'s> {
 
     /// The step being run, as a failure report names it.
     fn failed_step(&self, step: &Step) -> FailedStep {
-        FailedStep { number: self.number(), line: step.at.line, text: step.action.to_string(), iterations: self.iterations.clone() }
+        FailedStep {
+            number: self.number(),
+            line: step.at.line,
+            text: step.action.to_string(),
+            iterations: self.iterations.clone(),
+        }
     }
 
     /// What a passed limit means for the verdict.
     fn timed_out(&self, step: &Step, expiry: Expiry) -> TimedOut {
         let target_clock = if self.virtual_time { TimeoutClock::Virtual } else { TimeoutClock::Target };
         let (whose, limit, clock) = match expiry {
-            Expiry::Target(Limit { whose: Whose::Scenario, length, .. }) => ("scenario".to_string(), length, target_clock),
+            Expiry::Target(Limit { whose: Whose::Scenario, length, .. }) => {
+                ("scenario".to_string(), length, target_clock)
+            }
             Expiry::Target(Limit { whose: Whose::Step(n), length, .. }) => (format!("step {n}"), length, target_clock),
             Expiry::Wall(length) => ("wall-limit".to_string(), length, TimeoutClock::Wall),
         };
@@ -243,7 +258,10 @@ impl<'s> Exec<'s> {
             match catch_interrupt(|| self.act(step)) {
                 Ok(Ok(note)) => match &step.expect.misuse {
                     Some(pattern) => {
-                        let m = Mismatch::new(format!("the driver refuses it as misuse (a panic matching /{}/)", pattern.text), "it ran");
+                        let m = Mismatch::new(
+                            format!("the driver refuses it as misuse (a panic matching /{}/)", pattern.text),
+                            "it ran",
+                        );
                         return Err(fail(self, m));
                     }
                     None => note,
@@ -253,7 +271,10 @@ impl<'s> Exec<'s> {
                 Err(Interrupt::Panic { at, message }) => match &step.expect.misuse {
                     Some(pattern) if pattern.regex.is_match(&message) => Some(format!("refused as misuse: {message}")),
                     Some(pattern) => {
-                        let m = Mismatch::new(format!("a panic matching /{}/", pattern.text), format!("a panic: {message}"));
+                        let m = Mismatch::new(
+                            format!("a panic matching /{}/", pattern.text),
+                            format!("a panic: {message}"),
+                        );
                         return Err(fail(self, m));
                     }
                     None => {
@@ -267,13 +288,19 @@ impl<'s> Exec<'s> {
         if let Some(least) = step.expect.takes_at_least
             && took < least
         {
-            let m = Mismatch::new(format!("takes at least {}", format_duration(least)), format!("took {}", format_duration(took)));
+            let m = Mismatch::new(
+                format!("takes at least {}", format_duration(least)),
+                format!("took {}", format_duration(took)),
+            );
             return Err(fail(self, m));
         }
         if let Some(most) = step.expect.takes_at_most
             && took > most
         {
-            let m = Mismatch::new(format!("takes at most {}", format_duration(most)), format!("took {}", format_duration(took)));
+            let m = Mismatch::new(
+                format!("takes at most {}", format_duration(most)),
+                format!("took {}", format_duration(took)),
+            );
             return Err(fail(self, m));
         }
         Ok(note)
@@ -288,7 +315,10 @@ impl<'s> Exec<'s> {
             Action::Close { alias } => self.close(&alias.name),
             Action::Config { nic, relaxed_ordering, bus_master, memory } => {
                 let index = self.index(nic)?;
-                let state = self.session.config_state(index).map_err(|e| Mismatch::new("the config space can be read", e.to_string()))?;
+                let state = self
+                    .session
+                    .config_state(index)
+                    .map_err(|e| Mismatch::new("the config space can be read", e.to_string()))?;
                 let mut checks = Checks::default();
                 checks.switch("relaxed_ordering", *relaxed_ordering, state.relaxed_ordering);
                 checks.switch("bus_master", *bus_master, state.bus_master);
@@ -299,7 +329,11 @@ impl<'s> Exec<'s> {
             Action::Limits { nic, qps, regions } => {
                 let limits = self.open_nic(&nic.name)?.limits();
                 let mut checks = Checks::default();
-                checks.check((1..=MAX_QPS).contains(&limits.qps), format!("from 1 to {MAX_QPS} queue pairs"), format!("qps {}", limits.qps));
+                checks.check(
+                    (1..=MAX_QPS).contains(&limits.qps),
+                    format!("from 1 to {MAX_QPS} queue pairs"),
+                    format!("qps {}", limits.qps),
+                );
                 checks.check(
                     (1..=MAX_REGIONS).contains(&limits.regions),
                     format!("from 1 to {MAX_REGIONS} regions"),
@@ -314,7 +348,8 @@ impl<'s> Exec<'s> {
                 checks.done().map(|_| Some(format!("{} queue pairs, {} regions", limits.qps, limits.regions)))
             }
             Action::Count(check) => {
-                let n = bnxt::count(self.machine).map_err(|e| Mismatch::new("the machine's NICs can be listed", e.to_string()))?;
+                let n = bnxt::count(self.machine)
+                    .map_err(|e| Mismatch::new("the machine's NICs can be listed", e.to_string()))?;
                 let (ok, expected) = match check {
                     CountCheck::Equals(want) => (n == *want, format!("{want} NICs")),
                     CountCheck::AtLeast(want) => (n >= *want, format!("at least {want} NICs")),
@@ -327,10 +362,17 @@ impl<'s> Exec<'s> {
             }
             Action::Inspect { nic, dma_mappings, driver_registered } => {
                 let index = self.index(nic)?;
-                let state = self.session.internals(index).map_err(|e| Mismatch::new("the NIC's inner state can be seen", e.to_string()))?;
+                let state = self
+                    .session
+                    .internals(index)
+                    .map_err(|e| Mismatch::new("the NIC's inner state can be seen", e.to_string()))?;
                 let mut checks = Checks::default();
                 if let Some(n) = dma_mappings {
-                    checks.check(state.dma_mappings == *n, format!("dma_mappings {n}"), format!("dma_mappings {}", state.dma_mappings));
+                    checks.check(
+                        state.dma_mappings == *n,
+                        format!("dma_mappings {n}"),
+                        format!("dma_mappings {}", state.dma_mappings),
+                    );
                 }
                 if let Some(r) = driver_registered {
                     checks.check(
@@ -365,14 +407,18 @@ impl<'s> Exec<'s> {
                 if pattern.regex.is_match(&message) {
                     Ok(Some(format!("failed as expected: {message}")))
                 } else {
-                    Err(Mismatch::new(format!("open fails with an error matching /{}/", pattern.text), format!("error: {message}")))
+                    Err(Mismatch::new(
+                        format!("open fails with an error matching /{}/", pattern.text),
+                        format!("error: {message}"),
+                    ))
                 }
             }
         }
     }
 
     fn close(&mut self, alias: &str) -> Result<Option<String>, Mismatch> {
-        let held = self.held.get_mut(alias).ok_or_else(|| Mismatch::new(format!("`{alias}` names a NIC"), "it names none"))?;
+        let held =
+            self.held.get_mut(alias).ok_or_else(|| Mismatch::new(format!("`{alias}` names a NIC"), "it names none"))?;
         let second = !held.open;
         held.nic.close();
         held.open = false;
@@ -393,16 +439,19 @@ impl<'s> Exec<'s> {
     fn index(&self, nic: &NicRef) -> Result<usize, Mismatch> {
         match nic {
             NicRef::Index { nic, .. } => Ok(*nic),
-            NicRef::Alias(a) => {
-                self.indices.get(&a.name).copied().ok_or_else(|| Mismatch::new(format!("`{}` names a NIC", a.name), "it names none"))
-            }
+            NicRef::Alias(a) => self
+                .indices
+                .get(&a.name)
+                .copied()
+                .ok_or_else(|| Mismatch::new(format!("`{}` names a NIC", a.name), "it names none")),
         }
     }
 
     fn identity(&self, check: &IdentityCheck) -> Result<Option<String>, Mismatch> {
         let nic = self.open_nic(&check.nic.name)?;
         let index = self.indices.get(&check.nic.name).copied().unwrap_or_default();
-        let buses = bnxt::buses(self.machine).map_err(|e| Mismatch::new("the machine's NICs can be listed", e.to_string()))?;
+        let buses =
+            bnxt::buses(self.machine).map_err(|e| Mismatch::new("the machine's NICs can be listed", e.to_string()))?;
         let (name, bus, id) = (nic.name().to_string(), nic.bus().to_string(), nic.identity());
         let mut checks = Checks::default();
 
@@ -410,11 +459,17 @@ impl<'s> Exec<'s> {
         let contract_name = bnxt::name_of(index);
         checks.check(name == contract_name, format!("name {contract_name} (NIC {index})"), format!("name {name}"));
         match buses.get(index) {
-            Some(listed) => checks.check(&bus == listed, format!("bus {listed} (NIC {index} of buses())"), format!("bus {bus}")),
+            Some(listed) => {
+                checks.check(&bus == listed, format!("bus {listed} (NIC {index} of buses())"), format!("bus {bus}"))
+            }
             None => checks.check(false, format!("NIC {index} in buses()"), format!("{} buses", buses.len())),
         }
         let from_mac = Ipv4Addr::new(10, id.mac[3], id.mac[4], id.mac[5]);
-        checks.check(id.ipv4 == from_mac, format!("ipv4 {from_mac} (10. and the MAC's last three bytes)"), format!("ipv4 {}", id.ipv4));
+        checks.check(
+            id.ipv4 == from_mac,
+            format!("ipv4 {from_mac} (10. and the MAC's last three bytes)"),
+            format!("ipv4 {}", id.ipv4),
+        );
         let mapped = from_mac.to_ipv6_mapped().octets();
         checks.check(id.gid == mapped, format!("gid {}", format_gid(&mapped)), format!("gid {}", format_gid(&id.gid)));
         let unicast = id.mac != [0; 6] && id.mac[0] & 1 == 0;
@@ -438,8 +493,16 @@ impl<'s> Exec<'s> {
         }
         for other in &check.differs_from {
             let theirs = self.open_nic(&other.name)?.identity();
-            checks.check(theirs.mac != id.mac, format!("a MAC other than {}'s", other.name), format!("mac {}", format_mac(&id.mac)));
-            checks.check(theirs.ipv4 != id.ipv4, format!("an IPv4 other than {}'s", other.name), format!("ipv4 {}", id.ipv4));
+            checks.check(
+                theirs.mac != id.mac,
+                format!("a MAC other than {}'s", other.name),
+                format!("mac {}", format_mac(&id.mac)),
+            );
+            checks.check(
+                theirs.ipv4 != id.ipv4,
+                format!("an IPv4 other than {}'s", other.name),
+                format!("ipv4 {}", id.ipv4),
+            );
         }
         checks.done().map(|_| Some(format!("{name} {bus} mac {} ipv4 {}", format_mac(&id.mac), id.ipv4)))
     }

@@ -69,7 +69,8 @@ pub fn skip_reason(scenario: &Scenario, target: &dyn Target) -> Option<String> {
     {
         return Some(format!("runs only on: {}", kinds.join(", ")));
     }
-    let lacking: Vec<&str> = scenario.needs().into_iter().filter(|c| !target.supports(*c)).map(Capability::name).collect();
+    let lacking: Vec<&str> =
+        scenario.needs().into_iter().filter(|c| !target.supports(*c)).map(Capability::name).collect();
     if !lacking.is_empty() {
         return Some(format!("needs {}, which the {} target lacks", lacking.join(", "), target.name()));
     }
@@ -132,7 +133,13 @@ pub fn run_scenario(scenario: &Scenario, target: &dyn Target, options: &RunOptio
     if options.pcap.is_some() && pcap.is_none() {
         outcome.notes.push(format!("no pcap: the {} target cannot capture frames", target.name()));
     }
-    let plan = MachinePlan { nics: scenario.nics, seed, faults: &scenario.faults, pcap: pcap.as_deref(), events: options.transcript.is_some() };
+    let plan = MachinePlan {
+        nics: scenario.nics,
+        seed,
+        faults: &scenario.faults,
+        pcap: pcap.as_deref(),
+        events: options.transcript.is_some(),
+    };
     let session = match catch(|| target.start(&plan)) {
         Ok(Ok(session)) => session,
         Ok(Err(e)) => return fail_to_start(outcome, e.to_string(), wall),
@@ -156,7 +163,11 @@ pub fn run_scenario(scenario: &Scenario, target: &dyn Target, options: &RunOptio
         let closed = exec.close_all();
         // Dropping the driver's values runs its code too.
         let dropped = catch(move || drop(exec)).map_err(|panic| {
-            Box::new(exec::Stop::Failed(Failure { step: None, expected: "the closed NICs are dropped".into(), got: panic }))
+            Box::new(exec::Stop::Failed(Failure {
+                step: None,
+                expected: "the closed NICs are dropped".into(),
+                got: panic,
+            }))
         });
         ran.and(closed).and(dropped)
     });
@@ -234,7 +245,8 @@ fn write_transcript(
 }
 
 fn fail_to_start(mut outcome: ScenarioOutcome, why: String, wall: Instant) -> ScenarioOutcome {
-    outcome.verdict = Verdict::Fail(Failure { step: None, expected: "the target builds the scenario's machine".into(), got: why });
+    outcome.verdict =
+        Verdict::Fail(Failure { step: None, expected: "the target builds the scenario's machine".into(), got: why });
     outcome.wall_time = wall.elapsed();
     outcome
 }

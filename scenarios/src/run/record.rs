@@ -111,7 +111,8 @@ impl RunRecord {
 
     /// Write the record into `dir` under a new name and as [`LATEST`]; the new file's path.
     pub fn write_into(&self, dir: &Path) -> Result<PathBuf, RecordError> {
-        let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+        let stamp =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
         let path = dir.join(format!("run-{stamp}-{}.json", std::process::id()));
         self.write(&path)?;
         self.write(&dir.join(LATEST))?;
@@ -122,17 +123,24 @@ impl RunRecord {
     pub fn read(run: &str) -> Result<RunRecord, RecordError> {
         let path = if run == "latest" { default_dir().join(LATEST) } else { PathBuf::from(run) };
         let text = std::fs::read_to_string(&path).map_err(|source| RecordError::Io { path: path.clone(), source })?;
-        let record: RunRecord =
-            serde_json::from_str(&text).map_err(|e| RecordError::Format { path: path.clone(), reason: e.to_string() })?;
+        let record: RunRecord = serde_json::from_str(&text)
+            .map_err(|e| RecordError::Format { path: path.clone(), reason: e.to_string() })?;
         if record.version != VERSION {
-            return Err(RecordError::Format { path, reason: format!("version {} (this is version {VERSION})", record.version) });
+            return Err(RecordError::Format {
+                path,
+                reason: format!("version {} (this is version {VERSION})", record.version),
+            });
         }
         Ok(record)
     }
 
     /// The files whose bytes changed (or went) since the run, relative to the record's folder.
     pub fn changed_files(&self) -> Vec<PathBuf> {
-        self.files.iter().filter(|f| checksum(&self.cwd.join(&f.path)) != Some(f.crc32)).map(|f| f.path.clone()).collect()
+        self.files
+            .iter()
+            .filter(|f| checksum(&self.cwd.join(&f.path)) != Some(f.crc32))
+            .map(|f| f.path.clone())
+            .collect()
     }
 }
 
@@ -168,6 +176,11 @@ mod tests {
         std::fs::write(&file, "name: b\n").unwrap();
         assert_eq!(back.changed_files(), vec![PathBuf::from("a.yaml")]);
         std::fs::write(dir.path().join("bad.json"), "{}").unwrap();
-        assert!(RunRecord::read(dir.path().join("bad.json").to_str().unwrap()).unwrap_err().to_string().contains("not a bnxt-rig run record"));
+        assert!(
+            RunRecord::read(dir.path().join("bad.json").to_str().unwrap())
+                .unwrap_err()
+                .to_string()
+                .contains("not a bnxt-rig run record")
+        );
     }
 }

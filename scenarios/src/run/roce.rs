@@ -25,7 +25,9 @@ impl Exec<'_> {
         // A step that may fail: its error must match what `expect` says, if it says.
         let outcome = |what: &str, r: Result<Option<String>, bnxt::Error>| match (r, expected_error) {
             (Ok(note), None) => Ok(note),
-            (Ok(_), Some(p)) => Err(Mismatch::new(format!("{what} fails with an error matching /{}/", p.text), "it succeeded")),
+            (Ok(_), Some(p)) => {
+                Err(Mismatch::new(format!("{what} fails with an error matching /{}/", p.text), "it succeeded"))
+            }
             (Err(e), None) => Err(Mismatch::new(format!("{what} succeeds"), format!("error: {e}"))),
             (Err(e), Some(p)) if p.regex.is_match(&e.to_string()) => Ok(Some(format!("failed as expected: {e}"))),
             (Err(e), Some(p)) => {
@@ -45,7 +47,9 @@ impl Exec<'_> {
                 });
                 outcome("the region", made)
             }
-            Action::Deregister { region } => outcome("deregistering", self.region(&region.name)?.deregister().map(|()| None)),
+            Action::Deregister { region } => {
+                outcome("deregistering", self.region(&region.name)?.deregister().map(|()| None))
+            }
             Action::Qp { nic, name } => {
                 let made = Qp::make(self.open_nic(&nic.name)?).map(|qp| {
                     let note = format!("queue pair {}", qp.endpoint().qpn);
@@ -66,7 +70,8 @@ impl Exec<'_> {
             Action::Receive(t) => self.post(t, |qp, region, at, len| qp.receive(region, at, len)),
             Action::Read { into, from, from_at } => {
                 let (at, from_at, len) = (into.at as usize, *from_at as usize, into.bytes as usize);
-                let region = self.objects.regions.get(&into.region.name).ok_or_else(|| gone("region", &into.region.name))?;
+                let region =
+                    self.objects.regions.get(&into.region.name).ok_or_else(|| gone("region", &into.region.name))?;
                 let source = self.objects.regions.get(&from.name).ok_or_else(|| gone("region", &from.name))?;
                 let qp = self.objects.qps.get_mut(&into.qp.name).ok_or_else(|| gone("queue pair", &into.qp.name))?;
                 qp.read(region, at, source, from_at, len);
@@ -103,10 +108,14 @@ impl Exec<'_> {
                 let mut checks = Checks::default();
                 let side = side_name(*side);
                 match check {
-                    CountCheck::Equals(n) => checks.check(room == *n, format!("room {n} on the {side} ring"), format!("room {room}")),
-                    CountCheck::AtLeast(n) => {
-                        checks.check(room >= *n, format!("room at least {n} on the {side} ring"), format!("room {room}"))
+                    CountCheck::Equals(n) => {
+                        checks.check(room == *n, format!("room {n} on the {side} ring"), format!("room {room}"))
                     }
+                    CountCheck::AtLeast(n) => checks.check(
+                        room >= *n,
+                        format!("room at least {n} on the {side} ring"),
+                        format!("room {room}"),
+                    ),
                 }
                 checks.done().map(|_| Some(format!("room {room}")))
             }
@@ -123,7 +132,11 @@ impl Exec<'_> {
         self.objects.qps.get_mut(name).ok_or_else(|| gone("queue pair", name))
     }
 
-    fn post(&mut self, t: &Transfer, post: impl FnOnce(&mut Qp, &Region, usize, usize)) -> Result<Option<String>, Mismatch> {
+    fn post(
+        &mut self,
+        t: &Transfer,
+        post: impl FnOnce(&mut Qp, &Region, usize, usize),
+    ) -> Result<Option<String>, Mismatch> {
         let region = self.objects.regions.get(&t.region.name).ok_or_else(|| gone("region", &t.region.name))?;
         let qp = self.objects.qps.get_mut(&t.qp.name).ok_or_else(|| gone("queue pair", &t.qp.name))?;
         post(qp, region, t.at as usize, t.bytes as usize);
@@ -139,18 +152,30 @@ impl Exec<'_> {
             let qpn = qp.endpoint().qpn;
             let Some(done) = qp.wait(c.side, c.within) else {
                 return Err(Mismatch::new(
-                    format!("a completion on `{}`'s {side} ring within {}{which}", c.qp.name, format_duration(c.within)),
+                    format!(
+                        "a completion on `{}`'s {side} ring within {}{which}",
+                        c.qp.name,
+                        format_duration(c.within)
+                    ),
                     "none came",
                 ));
             };
             let now = self.now();
             self.recorder.note(now, format!("completion qp={qpn} {side} {} bytes={}", done.status, done.bytes));
             let mut checks = Checks::default();
-            checks.check(done.status == c.status, format!("status {}{which}", c.status), format!("status {}", done.status));
+            checks.check(
+                done.status == c.status,
+                format!("status {}{which}", c.status),
+                format!("status {}", done.status),
+            );
             if let Some(bytes) = c.bytes
                 && done.status == Status::Ok
             {
-                checks.check(done.bytes == bytes, format!("{} bytes{which}", format_size(bytes)), format!("{} bytes", done.bytes));
+                checks.check(
+                    done.bytes == bytes,
+                    format!("{} bytes{which}", format_size(bytes)),
+                    format!("{} bytes", done.bytes),
+                );
             }
             checks.done()?;
             last = Some(done);

@@ -44,21 +44,24 @@ pub fn run_all(
         while next < scenarios.len() && running.len() < jobs {
             let (scenario, shared, opts, tx) = (scenarios[next].clone(), target.clone(), options.clone(), tx.clone());
             let i = next;
-            let spawned = std::thread::Builder::new().name(format!("scenario {}", scenario.name)).stack_size(STACK).spawn(move || {
-                let outcome = match catch(|| run_scenario(&scenario, &*shared, &opts)) {
-                    Ok(outcome) => outcome,
-                    Err(panic) => {
-                        let mut o = blank_outcome(&scenario, &*shared, &opts);
-                        o.verdict = Verdict::Fail(super::outcome::Failure {
-                            step: None,
-                            expected: "the runner runs the scenario".into(),
-                            got: panic,
-                        });
-                        o
-                    }
-                };
-                let _ = tx.send((i, outcome));
-            });
+            let spawned = std::thread::Builder::new()
+                .name(format!("scenario {}", scenario.name))
+                .stack_size(STACK)
+                .spawn(move || {
+                    let outcome = match catch(|| run_scenario(&scenario, &*shared, &opts)) {
+                        Ok(outcome) => outcome,
+                        Err(panic) => {
+                            let mut o = blank_outcome(&scenario, &*shared, &opts);
+                            o.verdict = Verdict::Fail(super::outcome::Failure {
+                                step: None,
+                                expected: "the runner runs the scenario".into(),
+                                got: panic,
+                            });
+                            o
+                        }
+                    };
+                    let _ = tx.send((i, outcome));
+                });
             match spawned {
                 Ok(thread) => {
                     running.insert(i, Running { started: Instant::now(), thread });
@@ -75,7 +78,8 @@ pub fn run_all(
             }
             next += 1;
         }
-        let wait = running.values().map(|r| hard_limit.saturating_sub(r.started.elapsed())).min().unwrap_or(Duration::ZERO);
+        let wait =
+            running.values().map(|r| hard_limit.saturating_sub(r.started.elapsed())).min().unwrap_or(Duration::ZERO);
         match rx.recv_timeout(wait.max(Duration::from_millis(1))) {
             Ok((i, outcome)) => {
                 if running.remove(&i).is_some() {
@@ -115,7 +119,12 @@ pub fn run_all(
                             "the scenario reached no clock for {} past its wall-time limit; its thread was left running",
                             crate::scenario::values::format_duration(GRACE)
                         ));
-                        Verdict::Timeout(TimedOut { whose: "wall-limit".into(), limit: options.wall_limit, clock: TimeoutClock::Wall, step: None })
+                        Verdict::Timeout(TimedOut {
+                            whose: "wall-limit".into(),
+                            limit: options.wall_limit,
+                            clock: TimeoutClock::Wall,
+                            step: None,
+                        })
                     };
                     finished.insert(i, o);
                 }

@@ -19,7 +19,9 @@ impl Selection {
     /// Whether `scenario` is chosen.
     pub fn chooses(&self, scenario: &Scenario) -> bool {
         let has = |t: &String| scenario.tags.contains(t);
-        self.filter.as_ref().is_none_or(|f| if self.exact { scenario.name == *f } else { scenario.name.contains(f.as_str()) })
+        self.filter
+            .as_ref()
+            .is_none_or(|f| if self.exact { scenario.name == *f } else { scenario.name.contains(f.as_str()) })
             && (self.tags.is_empty() || self.tags.iter().any(has))
             && !self.skip_tags.iter().any(has)
     }

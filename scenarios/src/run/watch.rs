@@ -293,7 +293,8 @@ mod tests {
         let watch = Watch::new(Duration::from_secs(60));
         let clock = WatchedClock::new(&inner as &dyn Clock, watch.clone());
         let scenario = Limit { whose: Whose::Scenario, length: Duration::from_secs(5), until: Duration::from_secs(5) };
-        let step = Limit { whose: Whose::Step("2".into()), length: Duration::from_secs(1), until: Duration::from_secs(2) };
+        let step =
+            Limit { whose: Whose::Step("2".into()), length: Duration::from_secs(1), until: Duration::from_secs(2) };
         watch.push(scenario);
         watch.push(step.clone());
         clock.sleep(Duration::from_millis(1500));

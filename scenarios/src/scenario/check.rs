@@ -155,10 +155,14 @@ impl Checker {
     fn alias_problem(&mut self, alias: &Alias, state: Option<AliasState>, names: &Names) {
         let problem = match state {
             None => match names.objects.get(&alias.name) {
-                Some(o) => Problem::WrongKind { name: alias.name.clone(), expected: "a NIC".into(), is: o.kind.what().into() },
+                Some(o) => {
+                    Problem::WrongKind { name: alias.name.clone(), expected: "a NIC".into(), is: o.kind.what().into() }
+                }
                 None => Problem::UndefinedAlias { alias: alias.name.clone() },
             },
-            Some(AliasState::Closed { line, .. }) => Problem::AliasClosed { alias: alias.name.clone(), closed_at: line },
+            Some(AliasState::Closed { line, .. }) => {
+                Problem::AliasClosed { alias: alias.name.clone(), closed_at: line }
+            }
             Some(AliasState::NeverOpened { line, .. }) => Problem::AliasNeverOpened { alias: alias.name.clone(), line },
             Some(AliasState::Open { .. }) => return,
         };
@@ -267,9 +271,11 @@ impl Checker {
     fn step(&mut self, step: &Step, names: &mut Names) {
         if step.expect.error.is_some() && !step.action.is_fallible() {
             let at = step.expect.at.unwrap_or(step.at);
-            self.push(at, &format!("{}.expect.error", step.path), Problem::ExpectErrorOnInfallible {
-                step: step.action.keyword().into(),
-            });
+            self.push(
+                at,
+                &format!("{}.expect.error", step.path),
+                Problem::ExpectErrorOnInfallible { step: step.action.keyword().into() },
+            );
         }
         let line = step.at.line;
         let made = step.expect.error.is_none() && step.expect.misuse.is_none();
@@ -338,14 +344,16 @@ impl Checker {
             Action::Region { nic, name, bytes, .. } => {
                 let open = self.open_alias(nic, names);
                 if self.fresh_name(name, names) && open && made {
-                    let object = Object { nic: nic.name.clone(), line, kind: ObjectKind::Region { bytes: *bytes }, gone: None };
+                    let object =
+                        Object { nic: nic.name.clone(), line, kind: ObjectKind::Region { bytes: *bytes }, gone: None };
                     names.objects.insert(name.name.clone(), object);
                 }
             }
             Action::Qp { nic, name } => {
                 let open = self.open_alias(nic, names);
                 if self.fresh_name(name, names) && open && made {
-                    let object = Object { nic: nic.name.clone(), line, kind: ObjectKind::Qp { peer: None }, gone: None };
+                    let object =
+                        Object { nic: nic.name.clone(), line, kind: ObjectKind::Qp { peer: None }, gone: None };
                     names.objects.insert(name.name.clone(), object);
                 }
             }
@@ -375,7 +383,8 @@ impl Checker {
                     if let Some(Object { kind: ObjectKind::Qp { peer: Some(other) }, .. }) = o
                         && step.expect.misuse.is_none()
                     {
-                        let problem = Problem::Conflict(format!("`{}` is already connected (to `{other}`)", alias.name));
+                        let problem =
+                            Problem::Conflict(format!("`{}` is already connected (to `{other}`)", alias.name));
                         self.push(alias.at, &alias.path, problem);
                     }
                 }
@@ -448,7 +457,8 @@ mod tests {
 
     #[test]
     fn a_close_inside_a_repeat_closes_for_the_next_pass() {
-        let found = problems("  - open: {nic: 0, as: a}\n  - repeat: {times: 2, steps: [identity: {nic: a}, close: a]}\n");
+        let found =
+            problems("  - open: {nic: 0, as: a}\n  - repeat: {times: 2, steps: [identity: {nic: a}, close: a]}\n");
         assert!(matches!(&found[..], [Problem::AliasClosed { alias, closed_at: 6 }] if alias == "a"), "{found:?}");
     }
 
@@ -462,7 +472,10 @@ mod tests {
 
     #[test]
     fn reopening_a_closed_alias_is_fine() {
-        assert_eq!(problems("  - open: {nic: 0, as: a}\n  - close: a\n  - open: {nic: 1, as: a}\n  - identity: {nic: a}\n"), vec![]);
+        assert_eq!(
+            problems("  - open: {nic: 0, as: a}\n  - close: a\n  - open: {nic: 1, as: a}\n  - identity: {nic: a}\n"),
+            vec![]
+        );
     }
 
     #[test]

@@ -42,7 +42,9 @@ pub fn decode(file: &Path, root: &Node) -> Result<Scenario, DecodeError> {
                 kinds.push(kind.to_string());
             }
             if kinds.is_empty() {
-                return Err(f.error(Problem::Empty { what: "the list of targets (leave `targets` out to run everywhere)".into() }));
+                return Err(f.error(Problem::Empty {
+                    what: "the list of targets (leave `targets` out to run everywhere)".into(),
+                }));
             }
             Some(kinds)
         }
@@ -96,8 +98,12 @@ pub fn decode(file: &Path, root: &Node) -> Result<Scenario, DecodeError> {
     if let Some(f) = top.optional("faults") {
         for item in f.list("a list of faults")? {
             let fault = fault(&item)?;
-            if matches!(fault.kind, FaultKind::Wire(_)) && faults.iter().any(|f: &super::Fault| matches!(f.kind, FaultKind::Wire(_))) {
-                return Err(item.error(Problem::Conflict("one `wire` entry says everything the wire does (put its rules together)".into())));
+            if matches!(fault.kind, FaultKind::Wire(_))
+                && faults.iter().any(|f: &super::Fault| matches!(f.kind, FaultKind::Wire(_)))
+            {
+                return Err(item.error(Problem::Conflict(
+                    "one `wire` entry says everything the wire does (put its rules together)".into(),
+                )));
             }
             faults.push(fault);
         }

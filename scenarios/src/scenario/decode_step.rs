@@ -7,7 +7,8 @@ use regex::RegexBuilder;
 use super::language::{self, keys, steps as lang};
 use super::values::{MAX_SIZE, check_word, parse_gid, parse_ipv4, parse_mac};
 use super::{
-    Action, Alias, CompleteCheck, CountCheck, ErrorPattern, Expect, Fill, IdentityCheck, MAX_NICS, NicRef, Step, Transfer,
+    Action, Alias, CompleteCheck, CountCheck, ErrorPattern, Expect, Fill, IdentityCheck, MAX_NICS, NicRef, Step,
+    Transfer,
 };
 use crate::suggest::closest;
 use crate::yaml::{DecodeError, Field, MapReader, Problem, Value};
@@ -36,7 +37,9 @@ fn step(item: &Field<'_>) -> Result<Step, DecodeError> {
     let m = item.map(language::step_keys())?;
     let mut keywords = m.keys().filter(|k| !language::STEP_EXTRAS.contains(k));
     let Some(keyword) = keywords.next() else {
-        return Err(m.error(Problem::NoStep { valid: language::step_keywords().iter().map(|s| s.to_string()).collect() }));
+        return Err(
+            m.error(Problem::NoStep { valid: language::step_keywords().iter().map(|s| s.to_string()).collect() })
+        );
     };
     if let Some(second) = keywords.next() {
         return Err(m.error(Problem::Conflict(format!(
@@ -90,9 +93,12 @@ fn config(f: &Field<'_>) -> Result<Action, DecodeError> {
     let m = f.map(keys::<lang::Config>())?;
     let nic = nic_ref(&m.required("nic")?)?;
     let switch = |key: &str| m.optional(key).map(|v| v.switch()).transpose();
-    let (relaxed_ordering, bus_master, memory) = (switch("relaxed_ordering")?, switch("bus_master")?, switch("memory")?);
+    let (relaxed_ordering, bus_master, memory) =
+        (switch("relaxed_ordering")?, switch("bus_master")?, switch("memory")?);
     if relaxed_ordering.is_none() && bus_master.is_none() && memory.is_none() {
-        return Err(m.error(Problem::Conflict("`config` checks nothing: give relaxed_ordering, bus_master or memory".into())));
+        return Err(
+            m.error(Problem::Conflict("`config` checks nothing: give relaxed_ordering, bus_master or memory".into()))
+        );
     }
     Ok(Action::Config { nic, relaxed_ordering, bus_master, memory })
 }
@@ -100,7 +106,8 @@ fn config(f: &Field<'_>) -> Result<Action, DecodeError> {
 fn identity(f: &Field<'_>) -> Result<Action, DecodeError> {
     let m = f.map(keys::<lang::Identity>())?;
     let nic = alias(&m.required("nic")?)?;
-    let text = |key: &str, expected: &str| m.optional(key).map(|v| v.string(expected).map(|s| (v.clone(), s))).transpose();
+    let text =
+        |key: &str, expected: &str| m.optional(key).map(|v| v.string(expected).map(|s| (v.clone(), s))).transpose();
     let name = text("name", "a NIC name, as BNXT:1")?.map(|(_, s)| s.to_string());
     let bus = text("bus", "a bus address, as 0000:01:00.0")?.map(|(_, s)| s.to_string());
     let mac = match text("mac", "a MAC address, as 02:00:00:00:00:01")? {
@@ -128,7 +135,8 @@ fn identity(f: &Field<'_>) -> Result<Action, DecodeError> {
 fn limits(f: &Field<'_>) -> Result<Action, DecodeError> {
     let m = f.map(keys::<lang::Limits>())?;
     let nic = alias(&m.required("nic")?)?;
-    let count = |key: &str| m.optional(key).map(|v| v.int("a count", 0, u64::from(u32::MAX)).map(|n| n as u32)).transpose();
+    let count =
+        |key: &str| m.optional(key).map(|v| v.int("a count", 0, u64::from(u32::MAX)).map(|n| n as u32)).transpose();
     Ok(Action::Limits { nic, qps: count("qps")?, regions: count("regions")? })
 }
 
@@ -158,11 +166,15 @@ fn repeat(f: &Field<'_>) -> Result<Action, DecodeError> {
 fn inspect(f: &Field<'_>) -> Result<Action, DecodeError> {
     let m = f.map(keys::<lang::Inspect>())?;
     let nic = nic_ref(&m.required("nic")?)?;
-    let dma_mappings =
-        m.optional("dma_mappings").map(|v| v.int("a number of DMA mappings", 0, u64::from(u32::MAX)).map(|n| n as usize)).transpose()?;
+    let dma_mappings = m
+        .optional("dma_mappings")
+        .map(|v| v.int("a number of DMA mappings", 0, u64::from(u32::MAX)).map(|n| n as usize))
+        .transpose()?;
     let driver_registered = m.optional("driver_registered").map(|v| v.switch()).transpose()?;
     if dma_mappings.is_none() && driver_registered.is_none() {
-        return Err(m.error(Problem::Conflict("`inspect` checks nothing: give dma_mappings or driver_registered".into())));
+        return Err(
+            m.error(Problem::Conflict("`inspect` checks nothing: give dma_mappings or driver_registered".into()))
+        );
     }
     Ok(Action::Inspect { nic, dma_mappings, driver_registered })
 }
@@ -245,7 +257,9 @@ fn complete(f: &Field<'_>) -> Result<Action, DecodeError> {
     };
     let bytes = m.optional("bytes").map(|v| v.size(0, MAX_MESSAGE)).transpose()?;
     let within = m.optional("within").map(|v| v.duration()).transpose()?.unwrap_or(DEFAULT_WITHIN);
-    let count = m.optional("count").map(|v| v.int("how many completions", 1, MAX_COMPLETE_COUNT)).transpose()?.unwrap_or(1) as u32;
+    let count =
+        m.optional("count").map(|v| v.int("how many completions", 1, MAX_COMPLETE_COUNT)).transpose()?.unwrap_or(1)
+            as u32;
     Ok(Action::Complete(CompleteCheck { qp, side, status, bytes, within, count }))
 }
 
@@ -279,8 +293,10 @@ fn pattern(e: &Field<'_>, expected: &str) -> Result<ErrorPattern, DecodeError> {
 
 fn expect(f: &Field<'_>) -> Result<Expect, DecodeError> {
     let m = f.map(keys::<lang::Expect>())?;
-    let error = m.optional("error").map(|e| pattern(&e, "a regular expression the error message must match")).transpose()?;
-    let misuse = m.optional("misuse").map(|e| pattern(&e, "a regular expression the panic's message must match")).transpose()?;
+    let error =
+        m.optional("error").map(|e| pattern(&e, "a regular expression the error message must match")).transpose()?;
+    let misuse =
+        m.optional("misuse").map(|e| pattern(&e, "a regular expression the panic's message must match")).transpose()?;
     if let (Some(_), Some(_)) = (&error, &misuse) {
         return Err(m.error(Problem::Conflict("a step fails one way: give `error` or `misuse`, not both".into())));
     }
@@ -347,7 +363,10 @@ mod tests {
         assert!(matches!(all[0].action, Action::Count(CountCheck::AtLeast(1))));
         let Action::Identity(id) = &all[2].action else { panic!() };
         assert_eq!((id.mac, id.ipv4.map(|a| a.octets())), (Some([2, 0, 0, 0, 0, 1]), Some([10, 0, 0, 1])));
-        assert!(matches!(&all[5].action, Action::Inspect { nic: NicRef::Index { nic: 1, .. }, driver_registered: Some(true), .. }));
+        assert!(matches!(
+            &all[5].action,
+            Action::Inspect { nic: NicRef::Index { nic: 1, .. }, driver_registered: Some(true), .. }
+        ));
         assert!(matches!(all[6].action, Action::Wait(d) if d == Duration::from_micros(250)));
         assert_eq!(all[7].path, "steps[7]");
         let Action::Repeat { steps: inner, .. } = &all[7].action else { panic!() };
@@ -361,13 +380,23 @@ mod tests {
         assert!(steps("  - count: {equals: 1, at_least: 1}\n").unwrap_err().contains("not both"));
         assert!(steps("  - count: {}\n").unwrap_err().contains("missing key `equals`"));
         assert!(steps("  - wait: 1s\n    expect: {}\n").unwrap_err().contains("`expect` says nothing"));
-        assert!(steps("  - wait: 1s\n    expect: {takes_at_least: 2s, takes_at_most: 1s}\n").unwrap_err().contains("more than"));
+        assert!(
+            steps("  - wait: 1s\n    expect: {takes_at_least: 2s, takes_at_most: 1s}\n")
+                .unwrap_err()
+                .contains("more than")
+        );
         assert!(steps("  - expect: {takes_at_least: 1s}\n").unwrap_err().contains("a step needs one of: open, close"));
         assert!(steps("  []\n").unwrap_err().ends_with("steps: the list of steps is empty"));
-        assert!(steps("  open: {nic: 0, as: a}\n").unwrap_err().contains("steps: expected a list of steps, found a mapping"));
+        assert!(
+            steps("  open: {nic: 0, as: a}\n")
+                .unwrap_err()
+                .contains("steps: expected a list of steps, found a mapping")
+        );
         assert!(steps("  - open: {nic: 0, as: 7}\n").unwrap_err().contains("expected an alias"));
         assert!(steps("  - open: {nic: 0, as: \"a b\"}\n").unwrap_err().contains("is not an alias"));
-        assert!(steps("  - config: {nic: [0], bus_master: on}\n").unwrap_err().contains("expected a NIC index or an alias"));
+        assert!(
+            steps("  - config: {nic: [0], bus_master: on}\n").unwrap_err().contains("expected a NIC index or an alias")
+        );
         assert!(steps("  - identity: {nic: a, mac: 02:00}\n").unwrap_err().contains("six bytes"));
     }
 }

@@ -75,7 +75,9 @@ impl fmt::Display for Action {
             Action::Count(CountCheck::Equals(n)) => Flow::new().with("equals", n).to_string(),
             Action::Count(CountCheck::AtLeast(n)) => Flow::new().with("at_least", n).to_string(),
             Action::Wait(d) => format_duration(*d),
-            Action::Repeat { times, steps } => Flow::new().with("times", times).with("steps", format!("[{} steps]", steps.len())).to_string(),
+            Action::Repeat { times, steps } => {
+                Flow::new().with("times", times).with("steps", format!("[{} steps]", steps.len())).to_string()
+            }
             Action::Inspect { nic, dma_mappings, driver_registered } => Flow::new()
                 .with("nic", nic)
                 .maybe("dma_mappings", *dma_mappings, |n| n.to_string())
@@ -129,7 +131,11 @@ impl fmt::Display for Action {
 }
 
 fn transfer(t: &Transfer) -> Flow {
-    Flow::new().with("qp", &t.qp.name).with("region", &t.region.name).with("at", format_size(t.at)).with("bytes", format_size(t.bytes))
+    Flow::new()
+        .with("qp", &t.qp.name)
+        .with("region", &t.region.name)
+        .with("at", format_size(t.at))
+        .with("bytes", format_size(t.bytes))
 }
 
 /// A ring's name in the language.

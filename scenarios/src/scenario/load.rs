@@ -5,10 +5,10 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use super::Scenario;
 use super::check::check;
 use super::decode::decode;
 use super::matrix::expand;
-use super::Scenario;
 use crate::yaml::{self, DecodeError, Pos, Problem};
 
 /// The largest scenario file read.
@@ -112,7 +112,10 @@ pub fn load_paths(paths: &[PathBuf]) -> Suite {
                     error: DecodeError {
                         at: name_position(&file),
                         field: "name".into(),
-                        problem: Problem::DuplicateName { name: scenario.name.clone(), other: other.display().to_string() },
+                        problem: Problem::DuplicateName {
+                            name: scenario.name.clone(),
+                            other: other.display().to_string(),
+                        },
                     },
                 })));
                 continue;
@@ -186,9 +189,8 @@ pub fn load_file(path: &Path) -> Result<Vec<Scenario>, Vec<LoadError>> {
 /// Load the scenarios of `text` (one, or a matrix's variants), naming `path` in errors.
 pub fn load_str(path: &Path, text: &str) -> Result<Vec<Scenario>, Vec<ScenarioError>> {
     let wrap = |error: DecodeError| ScenarioError { file: path.to_path_buf(), error };
-    let root = yaml::node::parse(text).map_err(|e| {
-        vec![wrap(DecodeError { at: e.at, field: String::new(), problem: Problem::Syntax(e.message) })]
-    })?;
+    let root = yaml::node::parse(text)
+        .map_err(|e| vec![wrap(DecodeError { at: e.at, field: String::new(), problem: Problem::Syntax(e.message) })])?;
     let variants = expand(&root).map_err(|e| vec![wrap(e)])?;
     let mut scenarios = Vec::new();
     let mut problems = Vec::new();

@@ -47,7 +47,11 @@ pub fn expand(root: &Node) -> Result<Vec<Variant>, DecodeError> {
             check_word(&var.key).map_err(|r| DecodeError {
                 at: var.key_at,
                 field: path.clone(),
-                problem: Problem::Invalid { value: format!("{:?}", var.key), expected: "a matrix name".into(), reason: r },
+                problem: Problem::Invalid {
+                    value: format!("{:?}", var.key),
+                    expected: "a matrix name".into(),
+                    reason: r,
+                },
             })?;
             let values = Field::root(&var.value, &path);
             let items = values.list("a list of values")?;
@@ -91,7 +95,10 @@ pub fn expand(root: &Node) -> Result<Vec<Variant>, DecodeError> {
 fn combinations(vars: &[(String, Vec<Node>)]) -> Vec<Vec<usize>> {
     let mut all = vec![Vec::new()];
     for (_, values) in vars {
-        all = all.into_iter().flat_map(|prefix| (0..values.len()).map(move |i| [prefix.clone(), vec![i]].concat())).collect();
+        all = all
+            .into_iter()
+            .flat_map(|prefix| (0..values.len()).map(move |i| [prefix.clone(), vec![i]].concat()))
+            .collect();
     }
     all
 }
@@ -110,7 +117,11 @@ fn substitute(node: &Node, path: &str, vars: &[(&str, &Node)]) -> Result<Node, D
     let value = match &node.value {
         Value::Str(text) => return substitute_str(node, text, path, vars),
         Value::Seq(items) => Value::Seq(
-            items.iter().enumerate().map(|(i, item)| substitute(item, &format!("{path}[{i}]"), vars)).collect::<Result<_, _>>()?,
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| substitute(item, &format!("{path}[{i}]"), vars))
+                .collect::<Result<_, _>>()?,
         ),
         Value::Map(entries) => Value::Map(
             entries
@@ -136,7 +147,11 @@ fn substitute_str(node: &Node, text: &str, path: &str, vars: &[(&str, &Node)]) -
     let lookup = |name: &str| {
         vars.iter().find(|(k, _)| *k == name).map(|(_, v)| *v).ok_or_else(|| {
             field.error(Problem::UnknownName {
-                what: if vars.is_empty() { "matrix name (the file has no matrix)".into() } else { "matrix name".into() },
+                what: if vars.is_empty() {
+                    "matrix name (the file has no matrix)".into()
+                } else {
+                    "matrix name".into()
+                },
                 name: name.into(),
                 suggestion: closest(name, vars.iter().map(|(k, _)| *k)).map(str::to_string),
             })
@@ -152,7 +167,9 @@ fn substitute_str(node: &Node, text: &str, path: &str, vars: &[(&str, &Node)]) -
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
-        let end = after.find('}').ok_or_else(|| field.invalid("text with ${name} references", "a `${` is not closed by `}`"))?;
+        let end = after
+            .find('}')
+            .ok_or_else(|| field.invalid("text with ${name} references", "a `${` is not closed by `}`"))?;
         out.push_str(&scalar_text(lookup(&after[..end])?));
         rest = &after[end + 1..];
     }
@@ -174,7 +191,8 @@ mod tests {
 
     #[test]
     fn every_combination_is_a_variant_with_values_substituted() {
-        let root = parse("name: x-${r}-${n}\nmatrix: {r: [A, B], n: [0, 1, 2]}\nnics: ${n}\nabout: r is ${r}\n").unwrap();
+        let root =
+            parse("name: x-${r}-${n}\nmatrix: {r: [A, B], n: [0, 1, 2]}\nnics: ${n}\nabout: r is ${r}\n").unwrap();
         let variants = expand(&root).unwrap();
         assert_eq!(variants.len(), 6);
         assert_eq!(variants[1].label(), "r=A, n=1");

@@ -441,7 +441,8 @@ pub enum Fill {
 
 impl Fill {
     /// Every fill with its name.
-    pub const ALL: [(Fill, &'static str); 3] = [(Fill::Zero, "zero"), (Fill::Random, "random"), (Fill::Pattern, "pattern")];
+    pub const ALL: [(Fill, &'static str); 3] =
+        [(Fill::Zero, "zero"), (Fill::Random, "random"), (Fill::Pattern, "pattern")];
 
     /// Its name.
     pub fn name(self) -> &'static str {

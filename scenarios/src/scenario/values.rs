@@ -104,7 +104,8 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     let mut numerator: u128 = 0;
     let mut denominator: u128 = 1;
     for digit in fraction.chars() {
-        numerator = numerator * 10 + u128::from(digit.to_digit(10).ok_or("expected a number, as 4096, 64KiB or 1.5MiB")?);
+        numerator =
+            numerator * 10 + u128::from(digit.to_digit(10).ok_or("expected a number, as 4096, 64KiB or 1.5MiB")?);
         denominator *= 10;
         if denominator > 1 << 40 {
             return Err("too many digits after the point".into());
@@ -160,7 +161,9 @@ pub fn parse_ipv4(text: &str) -> Result<Ipv4Addr, String> {
 
 /// Parse a GID written as an IPv6 address (`::ffff:10.0.0.1`).
 pub fn parse_gid(text: &str) -> Result<[u8; 16], String> {
-    text.parse::<Ipv6Addr>().map(|a| a.octets()).map_err(|_| "a GID is written as an IPv6 address, as ::ffff:10.0.0.1".to_string())
+    text.parse::<Ipv6Addr>()
+        .map(|a| a.octets())
+        .map_err(|_| "a GID is written as an IPv6 address, as ::ffff:10.0.0.1".to_string())
 }
 
 /// Write a GID as an IPv6 address.
@@ -237,7 +240,8 @@ mod tests {
         assert_eq!(parse_size("1.5MiB"), Ok(3 << 19));
         assert_eq!(parse_size("1GiB"), Ok(1 << 30));
         assert_eq!(parse_size("64 MiB"), Ok(64 << 20));
-        for (text, back) in [("2MiB", "2MiB"), ("4097", "4097"), ("65536", "64KiB"), ("1536KiB", "1536KiB"), ("0", "0")] {
+        for (text, back) in [("2MiB", "2MiB"), ("4097", "4097"), ("65536", "64KiB"), ("1536KiB", "1536KiB"), ("0", "0")]
+        {
             assert_eq!(format_size(parse_size(text).unwrap()), back);
         }
     }

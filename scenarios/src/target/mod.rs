@@ -169,7 +169,9 @@ pub trait Session {
 pub fn from_spec(spec: &str) -> Result<Box<dyn Target>, TargetError> {
     match spec {
         "model" => Ok(Box::new(model::ModelTarget)),
-        other if other.starts_with("vfio-user:") => Ok(Box::new(vfio_user::VfioUserTarget::from_spec(&other["vfio-user:".len()..])?)),
+        other if other.starts_with("vfio-user:") => {
+            Ok(Box::new(vfio_user::VfioUserTarget::from_spec(&other["vfio-user:".len()..])?))
+        }
         other => {
             let kind = other.split(':').next().unwrap_or(other);
             Err(TargetError::Unknown {

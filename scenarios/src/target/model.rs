@@ -49,10 +49,15 @@ impl Target for ModelTarget {
             world.set_data_path_events(plan.events);
             if let Some(path) = plan.pcap {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir)
-                        .map_err(|e| TargetError::Cannot { target: "model".into(), what: format!("make {}: {e}", dir.display()) })?;
+                    std::fs::create_dir_all(dir).map_err(|e| TargetError::Cannot {
+                        target: "model".into(),
+                        what: format!("make {}: {e}", dir.display()),
+                    })?;
                 }
-                world.set_pcap(path).map_err(|e| TargetError::Cannot { target: "model".into(), what: format!("write {}: {e}", path.display()) })?;
+                world.set_pcap(path).map_err(|e| TargetError::Cannot {
+                    target: "model".into(),
+                    what: format!("write {}: {e}", path.display()),
+                })?;
             }
         }
         let clock = machine.clock();
@@ -171,7 +176,8 @@ impl Session for ModelSession {
         let mut said = Vec::new();
         for nic in 0..self.nics {
             for (req_type, count) in world.nic_state(nic).unsupported_requests {
-                let name = req_name(req_type).map(str::to_string).unwrap_or_else(|| format!("request 0x{req_type:04x}"));
+                let name =
+                    req_name(req_type).map(str::to_string).unwrap_or_else(|| format!("request 0x{req_type:04x}"));
                 said.push(format!("NIC {nic}: the model answered {name} CMD_NOT_SUPPORTED ({count}×)"));
             }
         }

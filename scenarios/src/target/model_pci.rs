@@ -60,11 +60,10 @@ impl Machine for ModelMachine {
     }
 
     fn take(&self, bus: &str) -> Result<Arc<dyn PciFunction>, PciError> {
-        let nic = self
-            .buses
-            .iter()
-            .position(|b| b == bus)
-            .ok_or_else(|| PciError::Take { bus: bus.to_string(), reason: "no such function on this machine".into() })?;
+        let nic = self.buses.iter().position(|b| b == bus).ok_or_else(|| PciError::Take {
+            bus: bus.to_string(),
+            reason: "no such function on this machine".into(),
+        })?;
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         if held[nic] {
             return Err(PciError::Busy { bus: bus.to_string(), holder: "this process".into() });
@@ -228,7 +227,11 @@ impl PciFunction for ModelFunction {
 fn check_config_access(offset: u16, len: usize) -> Result<(), PciError> {
     let aligned = matches!(len, 1 | 2 | 4) && usize::from(offset) % len == 0;
     if !aligned || usize::from(offset) + len > 4096 {
-        return Err(PciError::Config { offset, len, reason: "not a naturally aligned 1, 2 or 4 byte access inside 4 KiB".into() });
+        return Err(PciError::Config {
+            offset,
+            len,
+            reason: "not a naturally aligned 1, 2 or 4 byte access inside 4 KiB".into(),
+        });
     }
     Ok(())
 }

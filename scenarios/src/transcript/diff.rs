@@ -87,7 +87,8 @@ fn has_nic_lines(t: &Transcript) -> bool {
 pub fn diff(a: &Transcript, b: &Transcript, options: DiffOptions) -> DiffReport {
     let nic_lines = options.all || (has_nic_lines(a) && has_nic_lines(b));
     let pick = |t: &Transcript| -> (Vec<Line>, Vec<String>) {
-        let lines: Vec<Line> = t.lines.iter().filter(|l| nic_lines || !matches!(l.source, Source::Nic(_))).cloned().collect();
+        let lines: Vec<Line> =
+            t.lines.iter().filter(|l| nic_lines || !matches!(l.source, Source::Nic(_))).cloned().collect();
         let keys = lines.iter().map(|l| normalise(l, options.exact)).collect();
         (lines, keys)
     };
@@ -193,8 +194,14 @@ mod tests {
 
     #[test]
     fn a_different_event_is_shown_with_its_context() {
-        let a = t(&[(0, Source::Driver(0), "hwrm-request VER_GET seq=0"), (1, Source::Driver(0), "hwrm-request FUNC_RESET seq=1")]);
-        let b = t(&[(0, Source::Driver(0), "hwrm-request VER_GET seq=0"), (1, Source::Driver(0), "hwrm-request FUNC_QCAPS seq=1")]);
+        let a = t(&[
+            (0, Source::Driver(0), "hwrm-request VER_GET seq=0"),
+            (1, Source::Driver(0), "hwrm-request FUNC_RESET seq=1"),
+        ]);
+        let b = t(&[
+            (0, Source::Driver(0), "hwrm-request VER_GET seq=0"),
+            (1, Source::Driver(0), "hwrm-request FUNC_QCAPS seq=1"),
+        ]);
         let r = diff(&a, &b, DiffOptions { context: 1, ..Default::default() });
         assert_eq!((r.removed, r.added), (1, 1));
         assert!(r.text.starts_with("@@ first transcript event 2, second 2 @@\n  "), "{}", r.text);

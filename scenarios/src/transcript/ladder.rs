@@ -79,7 +79,10 @@ struct Frame {
 
 impl Frame {
     fn troubled(&self) -> bool {
-        self.style == Style::Retransmission || !self.faults.is_empty() || !self.refused.is_empty() || self.arrivals.len() != 1
+        self.style == Style::Retransmission
+            || !self.faults.is_empty()
+            || !self.refused.is_empty()
+            || self.arrivals.len() != 1
     }
 }
 
@@ -128,7 +131,8 @@ fn frames(lines: &[Line]) -> (Vec<Frame>, usize) {
                 // another NIC first (a frame between two queue pairs of one NIC goes out and
                 // back); a second arrival of one that has is a duplicate.
                 let candidates = by_key.get(&(p.opcode, p.psn)).map(Vec::as_slice).unwrap_or_default();
-                let open = |f: &&usize| !frames[**f].lost && frames[**f].arrivals.is_empty() && frames[**f].refused.is_empty();
+                let open =
+                    |f: &&usize| !frames[**f].lost && frames[**f].arrivals.is_empty() && frames[**f].refused.is_empty();
                 let pick = candidates
                     .iter()
                     .filter(open)
@@ -142,7 +146,10 @@ fn frames(lines: &[Line]) -> (Vec<Frame>, usize) {
                 }
             }
             PacketKind::Fault(kind) => {
-                let newest = by_key.get(&(p.opcode, p.psn)).and_then(|c| c.iter().rev().find(|f| frames[**f].from == p.nic)).copied();
+                let newest = by_key
+                    .get(&(p.opcode, p.psn))
+                    .and_then(|c| c.iter().rev().find(|f| frames[**f].from == p.nic))
+                    .copied();
                 match newest {
                     Some(f) => {
                         frames[f].faults.push(kind.clone());
@@ -241,7 +248,13 @@ fn label(p: &Packet) -> String {
     }
 }
 
-fn draw(title: &str, nics: usize, frames: &[Frame], (first, last, total): (usize, usize, usize), untied: usize) -> String {
+fn draw(
+    title: &str,
+    nics: usize,
+    frames: &[Frame],
+    (first, last, total): (usize, usize, usize),
+    untied: usize,
+) -> String {
     let width = (LEFT + COLUMN * (nics - 1) as f64 + RIGHT).max(1040.0);
     let height = y_of(frames.len()) + 30.0;
     let mut svg = String::new();
@@ -255,7 +268,11 @@ fn draw(title: &str, nics: usize, frames: &[Frame], (first, last, total): (usize
     let mut shown = if first == 0 && last == total {
         format!("{total} frames, one a row in the order they were sent")
     } else {
-        format!("frames {} to {} of {total} (from just before the first trouble), one a row in the order they were sent", first + 1, last)
+        format!(
+            "frames {} to {} of {total} (from just before the first trouble), one a row in the order they were sent",
+            first + 1,
+            last
+        )
     };
     if untied > 0 {
         shown.push_str(&format!("; {untied} events not tied to a frame"));
@@ -272,7 +289,11 @@ fn draw(title: &str, nics: usize, frames: &[Frame], (first, last, total): (usize
     ];
     let mut lx = 16.0;
     for (colour, what) in legend.into_iter().filter(|(_, what)| naks || *what != "NAK") {
-        let _ = writeln!(svg, r##"<line x1="{lx}" y1="64" x2="{}" y2="64" stroke="{colour}" stroke-width="3"/>"##, lx + 22.0);
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{lx}" y1="64" x2="{}" y2="64" stroke="{colour}" stroke-width="3"/>"##,
+            lx + 22.0
+        );
         let _ = writeln!(svg, r##"<text x="{}" y="68">{what}</text>"##, lx + 28.0);
         lx += 40.0 + 7.3 * what.chars().count() as f64;
     }
@@ -288,10 +309,24 @@ fn draw(title: &str, nics: usize, frames: &[Frame], (first, last, total): (usize
     svg.push_str("</defs>\n");
     for nic in 0..nics {
         let x = x_of(nic);
-        let _ = writeln!(svg, r##"<text x="{x}" y="{}" text-anchor="middle" font-size="14" font-weight="bold">NIC {nic}</text>"##, TOP - 30.0);
-        let _ = writeln!(svg, r##"<line x1="{x}" y1="{}" x2="{x}" y2="{}" stroke="#444" stroke-width="2"/>"##, TOP - 20.0, height - 10.0);
+        let _ = writeln!(
+            svg,
+            r##"<text x="{x}" y="{}" text-anchor="middle" font-size="14" font-weight="bold">NIC {nic}</text>"##,
+            TOP - 30.0
+        );
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{x}" y1="{}" x2="{x}" y2="{}" stroke="#444" stroke-width="2"/>"##,
+            TOP - 20.0,
+            height - 10.0
+        );
     }
-    let _ = writeln!(svg, r##"<text x="{}" y="{}" fill="#666" font-size="11">sent → arrived</text>"##, x_of(nics - 1) + 90.0, TOP - 30.0);
+    let _ = writeln!(
+        svg,
+        r##"<text x="{}" y="{}" fill="#666" font-size="11">sent → arrived</text>"##,
+        x_of(nics - 1) + 90.0,
+        TOP - 30.0
+    );
     let drop = ROW * 0.55;
     for (row, f) in frames.iter().enumerate() {
         let colour = f.style.colour();
@@ -303,7 +338,12 @@ fn draw(title: &str, nics: usize, frames: &[Frame], (first, last, total): (usize
         if f.arrivals.len() > 1 {
             notes.push(format!("arrived {}×", f.arrivals.len()));
         }
-        let to = f.arrivals.first().map(|(_, n)| *n).or(f.refused.first().map(|(_, n, _)| *n)).unwrap_or(if f.from + 1 < nics { f.from + 1 } else { f.from.saturating_sub(1) });
+        let to = f
+            .arrivals
+            .first()
+            .map(|(_, n)| *n)
+            .or(f.refused.first().map(|(_, n, _)| *n))
+            .unwrap_or(if f.from + 1 < nics { f.from + 1 } else { f.from.saturating_sub(1) });
         let (x2, y2) = (x_of(to), y1 + drop);
         let goes_right = x2 >= x1;
         let arrived_at = f.arrivals.first().map(|(t, _)| *t).or(f.refused.first().map(|(t, _, _)| *t));
@@ -324,12 +364,18 @@ fn draw(title: &str, nics: usize, frames: &[Frame], (first, last, total): (usize
                 f.style.name()
             );
         } else if let Some((_, _, why)) = f.refused.first() {
-            let _ = writeln!(svg, r##"<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="{colour}" stroke-width="1.8" stroke-dasharray="3 3"/>"##);
+            let _ = writeln!(
+                svg,
+                r##"<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="{colour}" stroke-width="1.8" stroke-dasharray="3 3"/>"##
+            );
             cross(&mut svg, x2, y2);
             notes.push(format!("dropped on receipt: {}", short_reason(why)));
         } else {
             let (xm, ym) = ((x1 + x2) / 2.0, (y1 + y2) / 2.0);
-            let _ = writeln!(svg, r##"<line x1="{x1}" y1="{y1}" x2="{xm}" y2="{ym}" stroke="{colour}" stroke-width="1.8" stroke-dasharray="3 3"/>"##);
+            let _ = writeln!(
+                svg,
+                r##"<line x1="{x1}" y1="{y1}" x2="{xm}" y2="{ym}" stroke="{colour}" stroke-width="1.8" stroke-dasharray="3 3"/>"##
+            );
             cross(&mut svg, xm, ym);
             if f.faults.is_empty() {
                 notes.push("never arrived".into());
@@ -341,13 +387,29 @@ fn draw(title: &str, nics: usize, frames: &[Frame], (first, last, total): (usize
             text.push_str(&format!("  [{}]", notes.join(", ")));
         }
         let weight = if notes.is_empty() { "normal" } else { "bold" };
-        let fill = if notes.is_empty() { colour } else if f.lost || !f.refused.is_empty() { LOST } else { colour };
-        let _ = writeln!(svg, r##"<text x="{lx}" y="{}" text-anchor="{anchor}" fill="{fill}" font-weight="{weight}">{}</text>"##, y1 - 3.0, escape(&text));
+        let fill = if notes.is_empty() {
+            colour
+        } else if f.lost || !f.refused.is_empty() {
+            LOST
+        } else {
+            colour
+        };
+        let _ = writeln!(
+            svg,
+            r##"<text x="{lx}" y="{}" text-anchor="{anchor}" fill="{fill}" font-weight="{weight}">{}</text>"##,
+            y1 - 3.0,
+            escape(&text)
+        );
         let when = match arrived_at {
             Some(t) => format!("{} → {}", time_label(f.at), time_label(t)),
             None => format!("{} → lost", time_label(f.at)),
         };
-        let _ = writeln!(svg, r##"<text x="{}" y="{}" fill="#666" font-size="11">{when}</text>"##, x_of(nics - 1) + 90.0, y1 + 6.0);
+        let _ = writeln!(
+            svg,
+            r##"<text x="{}" y="{}" fill="#666" font-size="11">{when}</text>"##,
+            x_of(nics - 1) + 90.0,
+            y1 + 6.0
+        );
     }
     svg.push_str("</svg>\n");
     svg
@@ -378,7 +440,18 @@ mod tests {
             packet(502, 0, PacketKind::Received, 0x11, 7),
             packet(600, 0, PacketKind::Sent, 4, 8),
             packet(600, 0, PacketKind::Fault("corrupt".into()), 4, 8),
-            Line { packet: Some(Packet { nic: 1, kind: PacketKind::Dropped("bad ICRC".into()), opcode: None, psn: None, qp: None, len: 0, nak: false }), ..packet(601, 1, PacketKind::Received, 0, 0) },
+            Line {
+                packet: Some(Packet {
+                    nic: 1,
+                    kind: PacketKind::Dropped("bad ICRC".into()),
+                    opcode: None,
+                    psn: None,
+                    qp: None,
+                    len: 0,
+                    nak: false,
+                }),
+                ..packet(601, 1, PacketKind::Received, 0, 0)
+            },
         ];
         let svg = ladder("t", 2, &lines).unwrap();
         assert!(svg.starts_with("<svg "), "{svg}");

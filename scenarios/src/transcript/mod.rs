@@ -110,7 +110,14 @@ pub struct Line {
 
 impl fmt::Display for Line {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:>6}.{:09}  {:<5}  {}", self.at.as_secs(), self.at.subsec_nanos(), self.source.to_string(), self.text)
+        write!(
+            f,
+            "{:>6}.{:09}  {:<5}  {}",
+            self.at.as_secs(),
+            self.at.subsec_nanos(),
+            self.source.to_string(),
+            self.text
+        )
     }
 }
 

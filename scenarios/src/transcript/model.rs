@@ -138,7 +138,8 @@ fn wire_fault(nic: usize, fault: &str) -> (String, Packet) {
     // The time leads; the line has its own.
     let text = fault.split_once(' ').map_or(fault, |(_, rest)| rest);
     let kind = text.split_whitespace().next().unwrap_or("fault").to_string();
-    let mut packet = Packet { nic, kind: PacketKind::Fault(kind), opcode: None, psn: None, qp: None, len: 0, nak: false };
+    let mut packet =
+        Packet { nic, kind: PacketKind::Fault(kind), opcode: None, psn: None, qp: None, len: 0, nak: false };
     if let Some(start) = text.find("(opcode ")
         && let Some(end) = text[start..].find(')')
     {
@@ -163,14 +164,21 @@ mod tests {
     fn a_wire_fault_names_its_frame() {
         let (text, p) = wire_fault(1, "12.5µs drop frame 7 from port 1: chance (opcode 0x04 QP 0x12 PSN 100)");
         assert_eq!(text, "wire-fault drop frame 7 from port 1: chance (opcode 0x04 QP 0x12 PSN 100)");
-        assert_eq!((p.nic, p.kind, p.opcode, p.qp, p.psn), (1, PacketKind::Fault("drop".into()), Some(4), Some(0x12), Some(100)));
+        assert_eq!(
+            (p.nic, p.kind, p.opcode, p.qp, p.psn),
+            (1, PacketKind::Fault("drop".into()), Some(4), Some(0x12), Some(100))
+        );
         let (_, p) = wire_fault(0, "1ms corrupt frame 2 from port 0: rule 0, bit 3 of byte 9");
         assert_eq!((p.kind, p.opcode), (PacketKind::Fault("corrupt".into()), None));
     }
 
     #[test]
     fn frames_become_packets() {
-        let e = Event { at: Duration::from_micros(3), nic: 0, kind: EventKind::FrameSent { qp: 5, opcode: 4, psn: 9, len: 120 } };
+        let e = Event {
+            at: Duration::from_micros(3),
+            nic: 0,
+            kind: EventKind::FrameSent { qp: 5, opcode: 4, psn: 9, len: 120 },
+        };
         let l = line(&e);
         assert_eq!(l.text, "pkt-out qp=5 SEND_ONLY psn=9 120B");
         assert_eq!(l.packet.unwrap().kind, PacketKind::Sent);

@@ -153,13 +153,16 @@ mod tests {
         r.note(Duration::ZERO, "1 line 5: open: {nic: 0, as: a}");
         r.record(TraceEvent::HwrmRequest { bus: "0000:01:00.0".into(), request: "VER_GET", seq_id: 0 });
         let lines: Vec<String> = r.take_lines().iter().map(|l| format!("{} {}", l.source, l.text)).collect();
-        assert_eq!(lines, [
-            "nic0 tick",
-            "step 1 line 5: open: {nic: 0, as: a}",
-            "nic0 tick",
-            "drv0 hwrm-request VER_GET seq=0",
-            "nic0 tick",
-        ]);
+        assert_eq!(
+            lines,
+            [
+                "nic0 tick",
+                "step 1 line 5: open: {nic: 0, as: a}",
+                "nic0 tick",
+                "drv0 hwrm-request VER_GET seq=0",
+                "nic0 tick",
+            ]
+        );
         let quiet = Recorder::new(vec![], Some(Arc::new(Ticking(AtomicU64::new(0)))), false);
         quiet.note(Duration::ZERO, "x");
         assert!(quiet.take_lines().is_empty());

@@ -138,7 +138,9 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
     serde_saphyr::from_str_with_options::<Node>(text, options).map_err(|e| {
         let at = e.location().map(|l| Pos::from_location(&l)).unwrap_or_default();
         let message = match e.without_snippet() {
-            serde_saphyr::Error::MultipleDocuments { .. } => "a scenario file holds one YAML document; a `---` starts another".into(),
+            serde_saphyr::Error::MultipleDocuments { .. } => {
+                "a scenario file holds one YAML document; a `---` starts another".into()
+            }
             other => strip_location(&other.to_string()),
         };
         SyntaxError { at, message }

@@ -256,9 +256,11 @@ impl<'a> Field<'a> {
     /// The value as a list, each item a field (`steps[3]`).
     pub fn list(&self, expected: &str) -> Result<Vec<Field<'a>>, DecodeError> {
         match &self.node.value {
-            Value::Seq(items) => {
-                Ok(items.iter().enumerate().map(|(i, node)| Field { node, path: format!("{}[{i}]", self.path) }).collect())
-            }
+            Value::Seq(items) => Ok(items
+                .iter()
+                .enumerate()
+                .map(|(i, node)| Field { node, path: format!("{}[{i}]", self.path) })
+                .collect()),
             _ => Err(self.wrong_type(expected)),
         }
     }
@@ -267,7 +269,9 @@ impl<'a> Field<'a> {
     pub fn duration(&self) -> Result<Duration, DecodeError> {
         const EXPECTED: &str = "a duration such as 300ms, 2s or 1.5s";
         match &self.node.value {
-            Value::Str(s) => crate::scenario::values::parse_duration(s).map_err(|reason| self.invalid(EXPECTED, reason)),
+            Value::Str(s) => {
+                crate::scenario::values::parse_duration(s).map_err(|reason| self.invalid(EXPECTED, reason))
+            }
             Value::Int(_) | Value::Float(_) => {
                 Err(self.invalid(EXPECTED, "a duration needs a unit (ns, us, ms, s, m or h)"))
             }

@@ -87,10 +87,7 @@ pub struct RemoteAccess {
 
 impl RemoteAccess {
     /// Both reads and writes.
-    pub const ALL: RemoteAccess = RemoteAccess {
-        read: true,
-        write: true,
-    };
+    pub const ALL: RemoteAccess = RemoteAccess { read: true, write: true };
 }
 
 /// The transport attributes of one RC QP.
@@ -161,11 +158,7 @@ impl QpAttrs {
     /// Check every field against its encoding.
     pub fn validate(&self) -> Result<(), AttrError> {
         let check = |field, value: u64, max: u64| {
-            if value > max {
-                Err(AttrError::TooLarge { field, value, max })
-            } else {
-                Ok(())
-            }
+            if value > max { Err(AttrError::TooLarge { field, value, max }) } else { Ok(()) }
         };
         let psn_max = u64::from(super::psn::PSN_MASK);
         check("qpn", self.qpn.into(), psn_max)?;
@@ -202,11 +195,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            max_unacked_psns: 128,
-            ack_req_every: 64,
-            ack_every: 64,
-        }
+        Limits { max_unacked_psns: 128, ack_req_every: 64, ack_every: 64 }
     }
 }
 
@@ -242,11 +231,7 @@ mod tests {
         QpAttrs {
             qpn: 0x11,
             dest_qpn: 0x22,
-            path: Path::between(
-                MacAddr([2, 0, 0, 0, 0, 1]),
-                MacAddr([2, 0, 0, 0, 0, 2]),
-                0x22,
-            ),
+            path: Path::between(MacAddr([2, 0, 0, 0, 0, 1]), MacAddr([2, 0, 0, 0, 0, 2]), 0x22),
             mtu: Mtu::Mtu4096,
             sq_psn: 0,
             rq_psn: 0,
@@ -271,10 +256,7 @@ mod tests {
         assert_eq!(Mtu::from_code(6), None);
         assert_eq!(Mtu::from_bytes(1500), None);
         let m = Mtu::Mtu4096;
-        assert_eq!(
-            [m.packets(0), m.packets(1), m.packets(4096), m.packets(4097)],
-            [1, 1, 1, 2]
-        );
+        assert_eq!([m.packets(0), m.packets(1), m.packets(4096), m.packets(4097)], [1, 1, 1, 2]);
         assert_eq!(m.packets(1 << 20), 256);
     }
 
@@ -283,51 +265,18 @@ mod tests {
         assert_eq!(local_ack_timeout(0), None);
         assert_eq!(local_ack_timeout(1), Some(Duration::from_nanos(8192)));
         // 14 is the common default: 4.096 µs × 16384 = 67.1 ms.
-        assert_eq!(
-            local_ack_timeout(14),
-            Some(Duration::from_nanos(67_108_864))
-        );
-        assert_eq!(
-            local_ack_timeout(31),
-            Some(Duration::from_nanos(4096 << 31))
-        );
+        assert_eq!(local_ack_timeout(14), Some(Duration::from_nanos(67_108_864)));
+        assert_eq!(local_ack_timeout(31), Some(Duration::from_nanos(4096 << 31)));
     }
 
     #[test]
     fn out_of_range_attributes_are_named() {
         assert_eq!(attrs().validate(), Ok(()));
-        let bad = QpAttrs {
-            retry_cnt: 8,
-            ..attrs()
-        };
-        assert_eq!(
-            bad.validate(),
-            Err(AttrError::TooLarge {
-                field: "retry_cnt",
-                value: 8,
-                max: 7
-            })
-        );
-        let bad = QpAttrs {
-            qpn: 1 << 24,
-            ..attrs()
-        };
+        let bad = QpAttrs { retry_cnt: 8, ..attrs() };
+        assert_eq!(bad.validate(), Err(AttrError::TooLarge { field: "retry_cnt", value: 8, max: 7 }));
+        let bad = QpAttrs { qpn: 1 << 24, ..attrs() };
         assert!(bad.validate().unwrap_err().to_string().contains("qpn"));
-        assert!(
-            Limits {
-                ack_every: 0,
-                ..Limits::default()
-            }
-            .validate()
-            .is_err()
-        );
-        assert!(
-            Limits {
-                max_unacked_psns: 1 << 23,
-                ..Limits::default()
-            }
-            .validate()
-            .is_err()
-        );
+        assert!(Limits { ack_every: 0, ..Limits::default() }.validate().is_err());
+        assert!(Limits { max_unacked_psns: 1 << 23, ..Limits::default() }.validate().is_err());
     }
 }

@@ -39,12 +39,7 @@ pub(super) fn read_response_opcode(k: u32, n: u32) -> Opcode {
 
 impl RcQp {
     /// A response packet from the peer's responder.
-    pub(super) fn on_response<M: Memory + ?Sized>(
-        &mut self,
-        now: Duration,
-        frame: &RoceFrame<'_>,
-        mem: &mut M,
-    ) {
+    pub(super) fn on_response<M: Memory + ?Sized>(&mut self, now: Duration, frame: &RoceFrame<'_>, mem: &mut M) {
         let t = &frame.transport;
         let p = self.req.una.unwrap_near(t.bth.psn);
         if p >= self.req.sent_end {
@@ -65,8 +60,7 @@ impl RcQp {
             }
             Syndrome::RnrNak { timer } => {
                 self.acked_through(now, p.minus(1));
-                if self.state == QpState::Error || p != self.req.una || self.req.rnr_until.is_some()
-                {
+                if self.state == QpState::Error || p != self.req.una || self.req.rnr_until.is_some() {
                     self.stats.stale_responses += 1;
                     return;
                 }
@@ -114,12 +108,7 @@ impl RcQp {
         }
         let mut una = self.req.una.max(next);
         if let Some(front) = self.req.sq.front().filter(|f| f.is_read()) {
-            una = una.min(
-                front
-                    .first
-                    .plus(u64::from(front.read_got))
-                    .max(self.req.una),
-            );
+            una = una.min(front.first.plus(u64::from(front.read_got)).max(self.req.una));
         }
         self.req.una = una;
         let progress = una > before;
@@ -140,11 +129,7 @@ impl RcQp {
         if self.req.sq.cursor_psn() < una {
             self.req.sq.seek(una);
         }
-        self.req.retx_at = if una < self.req.sent_end {
-            self.attrs.ack_timeout().map(|t| now + t)
-        } else {
-            None
-        };
+        self.req.retx_at = if una < self.req.sent_end { self.attrs.ack_timeout().map(|t| now + t) } else { None };
     }
 
     /// The oldest request is done: report it if signaled, and drop it.
@@ -166,13 +151,7 @@ impl RcQp {
     }
 
     /// A READ response packet with PSN `p`.
-    fn on_read_response<M: Memory + ?Sized>(
-        &mut self,
-        now: Duration,
-        p: Seq,
-        frame: &RoceFrame<'_>,
-        mem: &mut M,
-    ) {
+    fn on_read_response<M: Memory + ?Sized>(&mut self, now: Duration, p: Seq, frame: &RoceFrame<'_>, mem: &mut M) {
         if p < self.req.una {
             self.stats.stale_responses += 1;
             return;
@@ -199,10 +178,7 @@ impl RcQp {
         if k != u64::from(front.read_got) {
             // A response after a gap (or for a later READ): the missing ones were lost.
             self.stats.stale_responses += 1;
-            self.req.una = self
-                .req
-                .una
-                .max(front.first.plus(u64::from(front.read_got)));
+            self.req.una = self.req.una.max(front.first.plus(u64::from(front.read_got)));
             self.retry(false);
             return;
         }
@@ -210,22 +186,12 @@ impl RcQp {
         let mtu = self.attrs.mtu.bytes();
         let want_len = (front.wqe.length - k * mtu).min(mtu) as usize;
         let t = &frame.transport;
-        let aeth_ok = t
-            .aeth
-            .is_none_or(|a| matches!(a.syndrome, Syndrome::Ack { .. }));
-        if t.bth.opcode != read_response_opcode(k, front.npkts)
-            || frame.payload.len() != want_len
-            || !aeth_ok
-        {
+        let aeth_ok = t.aeth.is_none_or(|a| matches!(a.syndrome, Syndrome::Ack { .. }));
+        if t.bth.opcode != read_response_opcode(k, front.npkts) || frame.payload.len() != want_len || !aeth_ok {
             self.fail_oldest(ReqStatus::BadResponse);
             return;
         }
-        match scatter_sges(
-            mem,
-            &front.wqe.sges,
-            u64::from(k) * u64::from(mtu),
-            frame.payload,
-        ) {
+        match scatter_sges(mem, &front.wqe.sges, u64::from(k) * u64::from(mtu), frame.payload) {
             Ok(true) => {}
             Ok(false) | Err(_) => {
                 self.fail_oldest(ReqStatus::LocalProtection);

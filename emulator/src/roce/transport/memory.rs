@@ -60,13 +60,7 @@ pub trait Memory {
     /// Check that `len` bytes at `va` of the region `rkey` may be accessed remotely as `access`
     /// says (only `read` or only `write` is set). Called once per RDMA READ or WRITE, on its
     /// first packet, for the whole length (rdma_rxe rxe_resp.c `check_rkey`).
-    fn check_remote(
-        &mut self,
-        rkey: u32,
-        va: u64,
-        len: u32,
-        access: RemoteAccess,
-    ) -> Result<(), AccessError>;
+    fn check_remote(&mut self, rkey: u32, va: u64, len: u32, access: RemoteAccess) -> Result<(), AccessError>;
 
     /// Copy `dst.len()` bytes from `va` of the region `rkey` (READ responses). On `Ok` every byte
     /// of `dst` must have been written, as for [`Memory::gather`].
@@ -84,9 +78,7 @@ pub(crate) fn gather_sges<M: Memory + ?Sized>(
     offset: u64,
     dst: &mut [u8],
 ) -> Result<(), AccessError> {
-    walk(sges, offset, dst.len(), |sge, at, range| {
-        mem.gather(sge, at, &mut dst[range])
-    })
+    walk(sges, offset, dst.len(), |sge, at, range| mem.gather(sge, at, &mut dst[range]))
 }
 
 /// Scatter `src` to `offset` bytes into the message the SGE list describes. `Ok(false)` when
@@ -101,9 +93,7 @@ pub(crate) fn scatter_sges<M: Memory + ?Sized>(
     if offset + src.len() as u64 > held {
         return Ok(false);
     }
-    walk(sges, offset, src.len(), |sge, at, range| {
-        mem.scatter(sge, at, &src[range])
-    })?;
+    walk(sges, offset, src.len(), |sge, at, range| mem.scatter(sge, at, &src[range]))?;
     Ok(true)
 }
 
@@ -147,17 +137,9 @@ pub(crate) mod tests {
 
     impl Flat {
         fn buf(&mut self, key: u32, addr: u64, len: usize) -> Result<&mut [u8], AccessError> {
-            let b = self
-                .bufs
-                .get_mut(&key)
-                .ok_or(AccessError::InvalidKey { key })?;
+            let b = self.bufs.get_mut(&key).ok_or(AccessError::InvalidKey { key })?;
             let start = addr as usize;
-            b.get_mut(start..start + len)
-                .ok_or(AccessError::OutOfBounds {
-                    key,
-                    addr,
-                    len: len as u64,
-                })
+            b.get_mut(start..start + len).ok_or(AccessError::OutOfBounds { key, addr, len: len as u64 })
         }
     }
 
@@ -168,17 +150,10 @@ pub(crate) mod tests {
             Ok(())
         }
         fn scatter(&mut self, sge: &Sge, offset: u32, src: &[u8]) -> Result<(), AccessError> {
-            self.buf(sge.lkey, sge.addr + u64::from(offset), src.len())?
-                .copy_from_slice(src);
+            self.buf(sge.lkey, sge.addr + u64::from(offset), src.len())?.copy_from_slice(src);
             Ok(())
         }
-        fn check_remote(
-            &mut self,
-            rkey: u32,
-            va: u64,
-            len: u32,
-            _: RemoteAccess,
-        ) -> Result<(), AccessError> {
+        fn check_remote(&mut self, rkey: u32, va: u64, len: u32, _: RemoteAccess) -> Result<(), AccessError> {
             self.buf(rkey, va, len as usize).map(|_| ())
         }
         fn remote_read(&mut self, rkey: u32, va: u64, dst: &mut [u8]) -> Result<(), AccessError> {
@@ -197,54 +172,17 @@ pub(crate) mod tests {
         let mut m = Flat::default();
         m.bufs.insert(1, (0u8..100).collect());
         m.bufs.insert(2, vec![0; 100]);
-        let src = [
-            Sge {
-                addr: 10,
-                lkey: 1,
-                len: 5,
-            },
-            Sge {
-                addr: 0,
-                lkey: 1,
-                len: 0,
-            },
-            Sge {
-                addr: 50,
-                lkey: 1,
-                len: 7,
-            },
-        ];
+        let src =
+            [Sge { addr: 10, lkey: 1, len: 5 }, Sge { addr: 0, lkey: 1, len: 0 }, Sge { addr: 50, lkey: 1, len: 7 }];
         let mut out = [0u8; 6];
         gather_sges(&mut m, &src, 3, &mut out).unwrap();
         assert_eq!(out, [13, 14, 50, 51, 52, 53]);
-        let dst = [
-            Sge {
-                addr: 90,
-                lkey: 2,
-                len: 2,
-            },
-            Sge {
-                addr: 0,
-                lkey: 2,
-                len: 8,
-            },
-        ];
+        let dst = [Sge { addr: 90, lkey: 2, len: 2 }, Sge { addr: 0, lkey: 2, len: 8 }];
         assert_eq!(scatter_sges(&mut m, &dst, 1, &out), Ok(true));
         assert_eq!(m.bufs[&2][91], 13);
         assert_eq!(&m.bufs[&2][0..5], &[14, 50, 51, 52, 53]);
-        assert_eq!(
-            scatter_sges(&mut m, &dst, 5, &out),
-            Ok(false),
-            "10 bytes of SGEs hold 5 + 6 no more"
-        );
-        let bad = [Sge {
-            addr: 0,
-            lkey: 9,
-            len: 4,
-        }];
-        assert_eq!(
-            gather_sges(&mut m, &bad, 0, &mut out[..4]),
-            Err(AccessError::InvalidKey { key: 9 })
-        );
+        assert_eq!(scatter_sges(&mut m, &dst, 5, &out), Ok(false), "10 bytes of SGEs hold 5 + 6 no more");
+        let bad = [Sge { addr: 0, lkey: 9, len: 4 }];
+        assert_eq!(gather_sges(&mut m, &bad, 0, &mut out[..4]), Err(AccessError::InvalidKey { key: 9 }));
     }
 }

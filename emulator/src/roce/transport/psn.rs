@@ -71,16 +71,8 @@ mod tests {
         assert_eq!(psn_diff(3, 5), -2);
         assert_eq!(psn_diff(0, PSN_MASK), 1, "0 follows 0xffffff");
         assert_eq!(psn_diff(PSN_MASK, 0), -1);
-        assert_eq!(
-            psn_diff(0x7f_ffff, 0),
-            0x7f_ffff,
-            "the last PSN of the later half"
-        );
-        assert_eq!(
-            psn_diff(0x80_0000, 0),
-            -0x80_0000,
-            "2^23 ahead reads as 2^23 behind"
-        );
+        assert_eq!(psn_diff(0x7f_ffff, 0), 0x7f_ffff, "the last PSN of the later half");
+        assert_eq!(psn_diff(0x80_0000, 0), -0x80_0000, "2^23 ahead reads as 2^23 behind");
     }
 
     #[test]

@@ -137,11 +137,7 @@ impl RcQp {
         if failed.is_none() && wqe.op.is_read() && self.attrs.max_rd_atomic == 0 {
             failed = Some(ReqStatus::LocalQpOperation);
         }
-        let npkts = if failed.is_some() {
-            0
-        } else {
-            self.attrs.mtu.packets(wqe.length)
-        };
+        let npkts = if failed.is_some() { 0 } else { self.attrs.mtu.packets(wqe.length) };
         self.req.sq.push(wqe, npkts, failed);
         self.settle();
     }
@@ -157,21 +153,13 @@ impl RcQp {
 
     /// Take in a frame from the wire, parsed and checked (ICRC included) by
     /// [`RoceFrame::parse`]. Frames for another QP or from another peer are counted and dropped.
-    pub fn handle_frame<M: Memory + ?Sized>(
-        &mut self,
-        now: Duration,
-        frame: &RoceFrame<'_>,
-        mem: &mut M,
-    ) {
+    pub fn handle_frame<M: Memory + ?Sized>(&mut self, now: Duration, frame: &RoceFrame<'_>, mem: &mut M) {
         if self.state == QpState::Error {
             self.stats.dropped_in_error += 1;
             return;
         }
         let p = &self.attrs.path;
-        if frame.transport.bth.dest_qp != self.attrs.qpn
-            || frame.ip.src != p.dst_ip
-            || frame.ip.dst != p.src_ip
-        {
+        if frame.transport.bth.dest_qp != self.attrs.qpn || frame.ip.src != p.dst_ip || frame.ip.dst != p.src_ip {
             self.stats.misdirected += 1;
             return;
         }
@@ -209,14 +197,9 @@ impl RcQp {
     /// bytes when long enough, are reused) and
     /// return `true`, or return `false` when there is nothing to send now. Responses (ACKs,
     /// NAKs, READ responses) go before requests. Call until it returns `false`.
-    pub fn poll_transmit<M: Memory + ?Sized>(
-        &mut self,
-        now: Duration,
-        mem: &mut M,
-        out: &mut Vec<u8>,
-    ) -> bool {
-        let sent = self.next_response(mem, out)
-            || (self.state == QpState::ReadyToSend && self.next_request(now, mem, out));
+    pub fn poll_transmit<M: Memory + ?Sized>(&mut self, now: Duration, mem: &mut M, out: &mut Vec<u8>) -> bool {
+        let sent =
+            self.next_response(mem, out) || (self.state == QpState::ReadyToSend && self.next_request(now, mem, out));
         self.settle();
         sent
     }
@@ -232,8 +215,7 @@ impl RcQp {
         mem: &mut M,
         buf: &mut Vec<u8>,
     ) -> Option<SealedFrame> {
-        self.poll_transmit(now, mem, buf)
-            .then(|| SealedFrame::of_built(std::mem::take(buf)))
+        self.poll_transmit(now, mem, buf).then(|| SealedFrame::of_built(std::mem::take(buf)))
     }
 
     /// The oldest send completion not yet taken.
@@ -255,12 +237,7 @@ impl RcQp {
     /// Complete the oldest send request with `status` and move to the error state.
     pub(super) fn fail_oldest(&mut self, status: ReqStatus) {
         if let Some(e) = self.req.sq.pop_front() {
-            self.send_cq.push_back(SendCompletion {
-                id: e.wqe.id,
-                status,
-                op: e.wqe.op,
-                bytes: e.wqe.length,
-            });
+            self.send_cq.push_back(SendCompletion { id: e.wqe.id, status, op: e.wqe.op, bytes: e.wqe.length });
         }
         self.enter_error();
     }
@@ -294,21 +271,9 @@ impl RcQp {
 }
 
 fn flushed_send(wqe: &SendWqe) -> SendCompletion {
-    SendCompletion {
-        id: wqe.id,
-        status: ReqStatus::Flushed,
-        op: wqe.op,
-        bytes: wqe.length,
-    }
+    SendCompletion { id: wqe.id, status: ReqStatus::Flushed, op: wqe.op, bytes: wqe.length }
 }
 
 fn flushed_recv(id: u64) -> RecvCompletion {
-    RecvCompletion {
-        id,
-        status: RespStatus::Flushed,
-        kind: RecvKind::Send,
-        bytes: 0,
-        imm: None,
-        solicited: false,
-    }
+    RecvCompletion { id, status: RespStatus::Flushed, kind: RecvKind::Send, bytes: 0, imm: None, solicited: false }
 }

@@ -113,12 +113,7 @@ fn segment_opcode(op: &SendOp, k: u32, n: u32) -> Opcode {
 impl RcQp {
     /// Build the next request packet into `out`, if the cursor has one and the window, the READ
     /// depth and any RNR wait allow it.
-    pub(super) fn next_request<M: Memory + ?Sized>(
-        &mut self,
-        now: Duration,
-        mem: &mut M,
-        out: &mut Vec<u8>,
-    ) -> bool {
+    pub(super) fn next_request<M: Memory + ?Sized>(&mut self, now: Duration, mem: &mut M, out: &mut Vec<u8>) -> bool {
         if self.req.rnr_until.is_some() {
             return false;
         }
@@ -132,10 +127,7 @@ impl RcQp {
         if psn.since(self.req.una) >= u64::from(self.limits.max_unacked_psns) {
             return false;
         }
-        if entry.is_read()
-            && !entry.started
-            && self.req.reads_in_flight >= u32::from(self.attrs.max_rd_atomic)
-        {
+        if entry.is_read() && !entry.started && self.req.reads_in_flight >= u32::from(self.attrs.max_rd_atomic) {
             return false;
         }
         let mtu = self.attrs.mtu.bytes();
@@ -153,37 +145,22 @@ impl RcQp {
         let built = match wqe.op {
             SendOp::RdmaRead { va, rkey } => {
                 // A READ resent from response k asks for the rest only (rxe_req.c `req_retry`).
-                let reth = RethRepr {
-                    va: va.wrapping_add(offset),
-                    rkey,
-                    dma_len: wqe.length - offset as u32,
-                };
-                let t = Transport {
-                    reth: Some(reth),
-                    ..Transport::bth(bth)
-                };
+                let reth = RethRepr { va: va.wrapping_add(offset), rkey, dma_len: wqe.length - offset as u32 };
+                let t = Transport { reth: Some(reth), ..Transport::bth(bth) };
                 build_frame_overwrite::<BuildError>(&self.attrs.path, &t, 0, out, |_| Ok(()))
             }
             SendOp::Send { imm } | SendOp::RdmaWrite { imm, .. } => {
                 let len = (wqe.length - offset as u32).min(mtu) as usize;
                 // SE goes on the last packet of a SEND or a WRITE with immediate (rxe_req.c
                 // `init_req_packet`).
-                bth.solicited = wqe.solicited
-                    && last
-                    && (matches!(wqe.op, SendOp::Send { .. }) || imm.is_some());
+                bth.solicited = wqe.solicited && last && (matches!(wqe.op, SendOp::Send { .. }) || imm.is_some());
                 let reth = match wqe.op {
-                    SendOp::RdmaWrite { va, rkey, .. } if op.has_reth() => Some(RethRepr {
-                        va,
-                        rkey,
-                        dma_len: wqe.length,
-                    }),
+                    SendOp::RdmaWrite { va, rkey, .. } if op.has_reth() => {
+                        Some(RethRepr { va, rkey, dma_len: wqe.length })
+                    }
                     _ => None,
                 };
-                let t = Transport {
-                    reth,
-                    immdt: imm.filter(|_| op.has_immdt()),
-                    ..Transport::bth(bth)
-                };
+                let t = Transport { reth, immdt: imm.filter(|_| op.has_immdt()), ..Transport::bth(bth) };
                 build_frame_overwrite::<BuildError>(&self.attrs.path, &t, len, out, |dst| {
                     gather_sges(mem, &wqe.sges, offset, dst).map_err(BuildError::Access)
                 })
@@ -208,11 +185,7 @@ impl RcQp {
                 return false;
             }
         }
-        let end = if op == Opcode::ReadRequest {
-            entry.end()
-        } else {
-            psn.plus(1)
-        };
+        let end = if op == Opcode::ReadRequest { entry.end() } else { psn.plus(1) };
         if psn < self.req.sent_end {
             self.stats.retransmitted += 1;
         }
@@ -294,28 +267,14 @@ mod tests {
     fn segments_get_the_opcodes_of_their_position() {
         let send = SendOp::Send { imm: None };
         let send_imm = SendOp::Send { imm: Some(1) };
-        let write = SendOp::RdmaWrite {
-            va: 0,
-            rkey: 0,
-            imm: None,
-        };
-        let write_imm = SendOp::RdmaWrite {
-            va: 0,
-            rkey: 0,
-            imm: Some(1),
-        };
+        let write = SendOp::RdmaWrite { va: 0, rkey: 0, imm: None };
+        let write_imm = SendOp::RdmaWrite { va: 0, rkey: 0, imm: Some(1) };
         let ops = |op: &SendOp, n| (0..n).map(|k| segment_opcode(op, k, n)).collect::<Vec<_>>();
         assert_eq!(ops(&send, 1), [Opcode::SendOnly]);
-        assert_eq!(
-            ops(&send_imm, 3),
-            [Opcode::SendFirst, Opcode::SendMiddle, Opcode::SendLastImm]
-        );
+        assert_eq!(ops(&send_imm, 3), [Opcode::SendFirst, Opcode::SendMiddle, Opcode::SendLastImm]);
         assert_eq!(ops(&write, 2), [Opcode::WriteFirst, Opcode::WriteLast]);
         assert_eq!(ops(&write_imm, 1), [Opcode::WriteOnlyImm]);
         assert_eq!(ops(&write_imm, 3)[2], Opcode::WriteLastImm);
-        assert_eq!(
-            segment_opcode(&SendOp::RdmaRead { va: 0, rkey: 0 }, 0, 9),
-            Opcode::ReadRequest
-        );
+        assert_eq!(segment_opcode(&SendOp::RdmaRead { va: 0, rkey: 0 }, 0, 9), Opcode::ReadRequest);
     }
 }

@@ -65,12 +65,7 @@ enum Current {
     /// A SEND landing in the oldest receive, `offset` bytes so far.
     Send { offset: u64 },
     /// An RDMA WRITE: where the next byte goes and how many remain.
-    Write {
-        va: u64,
-        rkey: u32,
-        remaining: u32,
-        total: u32,
-    },
+    Write { va: u64, rkey: u32, remaining: u32, total: u32 },
 }
 
 /// Responder state of a QP.
@@ -143,8 +138,7 @@ impl RcQp {
             if !self.resp.nak_sent {
                 self.resp.nak_sent = true;
                 self.stats.sequence_naks_sent += 1;
-                self.resp
-                    .queue_ack(Syndrome::Nak(NakCode::PsnSequenceError), epsn);
+                self.resp.queue_ack(Syndrome::Nak(NakCode::PsnSequenceError), epsn);
             }
             return;
         }
@@ -157,14 +151,8 @@ impl RcQp {
         let op = bth.opcode;
         let in_send = matches!(self.resp.current, Current::Send { .. });
         let in_write = matches!(self.resp.current, Current::Write { .. });
-        let continues_send = matches!(
-            op,
-            Opcode::SendMiddle | Opcode::SendLast | Opcode::SendLastImm
-        );
-        let continues_write = matches!(
-            op,
-            Opcode::WriteMiddle | Opcode::WriteLast | Opcode::WriteLastImm
-        );
+        let continues_send = matches!(op, Opcode::SendMiddle | Opcode::SendLast | Opcode::SendLastImm);
+        let continues_write = matches!(op, Opcode::WriteMiddle | Opcode::WriteLast | Opcode::WriteLastImm);
         let in_order = if in_send {
             continues_send
         } else if in_write {
@@ -173,10 +161,7 @@ impl RcQp {
             !continues_send && !continues_write
         };
         let result = if !in_order {
-            Err(fatal(
-                NakCode::InvalidRequest,
-                in_send.then_some(RespStatus::RemoteInvalidRequest),
-            ))
+            Err(fatal(NakCode::InvalidRequest, in_send.then_some(RespStatus::RemoteInvalidRequest)))
         } else {
             match op {
                 Opcode::ReadRequest => self.execute_read(p, frame, mem),
@@ -200,12 +185,7 @@ impl RcQp {
                 self.resp.epsn = p.plus(1);
                 self.resp.unacked += 1;
                 if bth.ack_req || self.resp.unacked >= self.limits.ack_every {
-                    self.resp.queue_ack(
-                        Syndrome::Ack {
-                            credits: ACK_NO_CREDITS,
-                        },
-                        p,
-                    );
+                    self.resp.queue_ack(Syndrome::Ack { credits: ACK_NO_CREDITS }, p);
                 }
             }
             Ok(Executed::Read) | Ok(Executed::NotReady) => {}
@@ -236,12 +216,7 @@ impl RcQp {
     fn not_ready(&mut self, p: Seq) -> Result<Executed, Fatal> {
         self.stats.rnr_naks_sent += 1;
         self.resp.nak_sent = true;
-        self.resp.queue_ack(
-            Syndrome::RnrNak {
-                timer: self.attrs.min_rnr_timer,
-            },
-            p,
-        );
+        self.resp.queue_ack(Syndrome::RnrNak { timer: self.attrs.min_rnr_timer }, p);
         Ok(Executed::NotReady)
     }
 
@@ -260,29 +235,18 @@ impl RcQp {
             _ => 0,
         };
         self.check_packet_length(op, frame.payload.len())
-            .map_err(|()| {
-                fatal(
-                    NakCode::InvalidRequest,
-                    Some(RespStatus::RemoteInvalidRequest),
-                )
-            })?;
+            .map_err(|()| fatal(NakCode::InvalidRequest, Some(RespStatus::RemoteInvalidRequest)))?;
         let Some(recv) = self.resp.rq.front() else {
             return Err(fatal(NakCode::InvalidRequest, None));
         };
         match scatter_sges(mem, &recv.sges, offset, frame.payload) {
             Ok(true) => {}
             Ok(false) => {
-                return Err(fatal(
-                    NakCode::InvalidRequest,
-                    Some(RespStatus::LocalLength),
-                ));
+                return Err(fatal(NakCode::InvalidRequest, Some(RespStatus::LocalLength)));
             }
             Err(err) => {
                 tracing::debug!(qpn = self.attrs.qpn, %err, "receive scatter refused");
-                return Err(fatal(
-                    NakCode::RemoteOperationalError,
-                    Some(RespStatus::LocalProtection),
-                ));
+                return Err(fatal(NakCode::RemoteOperationalError, Some(RespStatus::LocalProtection)));
             }
         }
         let offset = offset + frame.payload.len() as u64;
@@ -315,26 +279,14 @@ impl RcQp {
             return self.not_ready(p);
         }
         let (mut va, rkey, remaining, total) = match (self.resp.current, frame.transport.reth) {
-            (
-                Current::Write {
-                    va,
-                    rkey,
-                    remaining,
-                    total,
-                },
-                _,
-            ) => (va, rkey, remaining, total),
+            (Current::Write { va, rkey, remaining, total }, _) => (va, rkey, remaining, total),
             (_, Some(reth)) => {
                 if !self.attrs.access.write || reth.dma_len > MAX_MESSAGE {
                     return Err(fatal(NakCode::InvalidRequest, None));
                 }
                 if reth.dma_len > 0 {
-                    let access = RemoteAccess {
-                        read: false,
-                        write: true,
-                    };
-                    mem.check_remote(reth.rkey, reth.va, reth.dma_len, access)
-                        .map_err(remote_access)?;
+                    let access = RemoteAccess { read: false, write: true };
+                    mem.check_remote(reth.rkey, reth.va, reth.dma_len, access).map_err(remote_access)?;
                 }
                 (reth.va, reth.rkey, reth.dma_len, reth.dma_len)
             }
@@ -347,8 +299,7 @@ impl RcQp {
             return Err(fatal(NakCode::InvalidRequest, None));
         }
         if len > 0 {
-            mem.remote_write(rkey, va, frame.payload)
-                .map_err(remote_access)?;
+            mem.remote_write(rkey, va, frame.payload).map_err(remote_access)?;
         }
         va = va.wrapping_add(len as u64);
         if op.is_last() {
@@ -366,12 +317,7 @@ impl RcQp {
                 });
             }
         } else {
-            self.resp.current = Current::Write {
-                va,
-                rkey,
-                remaining: remaining - len as u32,
-                total,
-            };
+            self.resp.current = Current::Write { va, rkey, remaining: remaining - len as u32, total };
         }
         Ok(Executed::Done)
     }
@@ -385,28 +331,15 @@ impl RcQp {
         let Some(reth) = frame.transport.reth else {
             return Err(fatal(NakCode::InvalidRequest, None));
         };
-        if !self.attrs.access.read
-            || self.attrs.max_dest_rd_atomic == 0
-            || reth.dma_len > MAX_MESSAGE
-        {
+        if !self.attrs.access.read || self.attrs.max_dest_rd_atomic == 0 || reth.dma_len > MAX_MESSAGE {
             return Err(fatal(NakCode::InvalidRequest, None));
         }
         if reth.dma_len > 0 {
-            let access = RemoteAccess {
-                read: true,
-                write: false,
-            };
-            mem.check_remote(reth.rkey, reth.va, reth.dma_len, access)
-                .map_err(remote_access)?;
+            let access = RemoteAccess { read: true, write: false };
+            mem.check_remote(reth.rkey, reth.va, reth.dma_len, access).map_err(remote_access)?;
         }
         let npkts = self.attrs.mtu.packets(reth.dma_len);
-        let res = ReadResource {
-            first: p,
-            npkts,
-            va: reth.va,
-            rkey: reth.rkey,
-            len: reth.dma_len,
-        };
+        let res = ReadResource { first: p, npkts, va: reth.va, rkey: reth.rkey, len: reth.dma_len };
         if self.resp.reads.len() >= usize::from(self.attrs.max_dest_rd_atomic) {
             self.resp.reads.pop_front();
         }
@@ -435,22 +368,12 @@ impl RcQp {
         let t = &frame.transport;
         if t.bth.opcode != Opcode::ReadRequest {
             // Acknowledge again what was executed (C9-105 via rxe_resp.c `duplicate_request`).
-            self.resp.queue_ack(
-                Syndrome::Ack {
-                    credits: ACK_NO_CREDITS,
-                },
-                self.resp.epsn.minus(1),
-            );
+            self.resp.queue_ack(Syndrome::Ack { credits: ACK_NO_CREDITS }, self.resp.epsn.minus(1));
             return;
         }
         let Some(reth) = t.reth else { return };
         let mtu = u64::from(self.attrs.mtu.bytes());
-        let found = self
-            .resp
-            .reads
-            .iter()
-            .copied()
-            .find(|r| p >= r.first && p < r.first.plus(u64::from(r.npkts)));
+        let found = self.resp.reads.iter().copied().find(|r| p >= r.first && p < r.first.plus(u64::from(r.npkts)));
         let Some(res) = found else { return };
         let k = p.since(res.first);
         let resumes = reth.rkey == res.rkey
@@ -472,11 +395,7 @@ impl RcQp {
     }
 
     /// Build the next response into `out`, if any is waiting.
-    pub(super) fn next_response<M: Memory + ?Sized>(
-        &mut self,
-        mem: &mut M,
-        out: &mut Vec<u8>,
-    ) -> bool {
+    pub(super) fn next_response<M: Memory + ?Sized>(&mut self, mem: &mut M, out: &mut Vec<u8>) -> bool {
         let Some(front) = self.resp.out.front_mut() else {
             return false;
         };
@@ -487,11 +406,7 @@ impl RcQp {
                 self.resp.out.pop_front();
                 let t = Transport {
                     aeth: Some(AethRepr { syndrome, msn }),
-                    ..Transport::bth(BthRepr::new(
-                        Opcode::Acknowledge,
-                        self.attrs.dest_qpn,
-                        psn.wire(),
-                    ))
+                    ..Transport::bth(BthRepr::new(Opcode::Acknowledge, self.attrs.dest_qpn, psn.wire()))
                 };
                 match build_frame_overwrite::<WireError>(&path, &t, 0, out, |_| Ok(())) {
                     Ok(()) => {
@@ -510,16 +425,9 @@ impl RcQp {
                 let offset = u64::from(next) * u64::from(mtu);
                 let len = (u64::from(res.len) - offset).min(u64::from(mtu)) as usize;
                 let psn = res.first.plus(u64::from(next));
-                let aeth = op.has_aeth().then_some(AethRepr {
-                    syndrome: Syndrome::Ack {
-                        credits: ACK_NO_CREDITS,
-                    },
-                    msn,
-                });
-                let t = Transport {
-                    aeth,
-                    ..Transport::bth(BthRepr::new(op, self.attrs.dest_qpn, psn.wire()))
-                };
+                let aeth =
+                    op.has_aeth().then_some(AethRepr { syndrome: Syndrome::Ack { credits: ACK_NO_CREDITS }, msn });
+                let t = Transport { aeth, ..Transport::bth(BthRepr::new(op, self.attrs.dest_qpn, psn.wire())) };
                 if next + 1 >= res.npkts {
                     self.resp.out.pop_front();
                 } else if let Response::Read { next, .. } = front {
@@ -529,8 +437,7 @@ impl RcQp {
                     if dst.is_empty() {
                         return Ok(());
                     }
-                    mem.remote_read(res.rkey, res.va.wrapping_add(offset), dst)
-                        .map_err(ReadFail::Access)
+                    mem.remote_read(res.rkey, res.va.wrapping_add(offset), dst).map_err(ReadFail::Access)
                 });
                 match built {
                     Ok(()) => {

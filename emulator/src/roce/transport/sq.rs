@@ -59,26 +59,14 @@ pub(super) struct SendQueue {
 impl SendQueue {
     /// An empty queue whose first request starts at `first`.
     pub(super) fn new(first: Seq) -> SendQueue {
-        SendQueue {
-            entries: VecDeque::new(),
-            next_psn: first,
-            tx_index: 0,
-            tx_pkt: 0,
-        }
+        SendQueue { entries: VecDeque::new(), next_psn: first, tx_index: 0, tx_pkt: 0 }
     }
 
     /// Append a request taking `npkts` PSNs (0 for one that `failed` at post).
     pub(super) fn push(&mut self, wqe: SendWqe, npkts: u32, failed: Option<ReqStatus>) {
         let first = self.next_psn;
         self.next_psn = first.plus(u64::from(npkts));
-        self.entries.push_back(SqEntry {
-            wqe,
-            first,
-            npkts,
-            started: false,
-            read_got: 0,
-            failed,
-        });
+        self.entries.push_back(SqEntry { wqe, first, npkts, started: false, read_got: 0, failed });
     }
 
     /// Requests not completed.
@@ -150,14 +138,10 @@ impl SendQueue {
     /// Put the cursor on PSN `psn` (go-back-N, or forward past what was acknowledged): the
     /// request whose range holds it, at that packet; past every request if none does.
     pub(super) fn seek(&mut self, psn: Seq) {
-        let i = self
-            .entries
-            .partition_point(|e| e.end() <= psn && e.failed.is_none());
+        let i = self.entries.partition_point(|e| e.end() <= psn && e.failed.is_none());
         self.tx_index = i;
         self.tx_pkt = match self.entries.get(i) {
-            Some(e) if e.failed.is_none() => {
-                psn.since(e.first).min(u64::from(e.npkts.saturating_sub(1))) as u32
-            }
+            Some(e) if e.failed.is_none() => psn.since(e.first).min(u64::from(e.npkts.saturating_sub(1))) as u32,
             _ => 0,
         };
     }
@@ -175,18 +159,7 @@ mod tests {
     use crate::roce::transport::wr::{SendOp, Sge};
 
     fn wqe(op: SendOp) -> SendWqe {
-        SendWqe {
-            id: 0,
-            op,
-            sges: vec![Sge {
-                addr: 0,
-                lkey: 0,
-                len: 0,
-            }],
-            length: 0,
-            signaled: true,
-            solicited: false,
-        }
+        SendWqe { id: 0, op, sges: vec![Sge { addr: 0, lkey: 0, len: 0 }], length: 0, signaled: true, solicited: false }
     }
 
     #[test]
@@ -201,25 +174,13 @@ mod tests {
             psns.push(q.cursor_psn().wire());
             q.advance();
         }
-        assert_eq!(
-            psns,
-            vec![100, 101, 102, 103, 107],
-            "a READ is one request packet for four PSNs"
-        );
+        assert_eq!(psns, vec![100, 101, 102, 103, 107], "a READ is one request packet for four PSNs");
         q.seek(Seq::start(105));
-        assert_eq!(
-            (q.cursor_psn().wire(), q.current().unwrap().0.is_read()),
-            (105, true),
-            "a READ resumes mid-way"
-        );
+        assert_eq!((q.cursor_psn().wire(), q.current().unwrap().0.is_read()), (105, true), "a READ resumes mid-way");
         q.seek(Seq::start(101));
         assert_eq!(q.cursor_psn().wire(), 101);
         q.pop_front();
-        assert_eq!(
-            q.cursor_psn().wire(),
-            103,
-            "the cursor's request was completed: on to the next"
-        );
+        assert_eq!(q.cursor_psn().wire(), 103, "the cursor's request was completed: on to the next");
         q.seek(Seq::start(108));
         assert!(q.current().is_none());
     }

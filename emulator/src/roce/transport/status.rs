@@ -213,30 +213,18 @@ mod tests {
     fn names_are_unique_kebab_case_and_round_trip() {
         let mut seen = std::collections::BTreeSet::new();
         for s in ALL_REQ_STATUSES {
-            assert!(
-                s.name().chars().all(|c| c.is_ascii_lowercase() || c == '-'),
-                "{s}"
-            );
+            assert!(s.name().chars().all(|c| c.is_ascii_lowercase() || c == '-'), "{s}");
             assert_eq!(ReqStatus::from_name(s.name()), Some(s));
             assert!(seen.insert(s.name()), "{s} twice");
         }
         let mut seen = std::collections::BTreeSet::new();
         for s in ALL_RESP_STATUSES {
-            assert!(
-                s.name().chars().all(|c| c.is_ascii_lowercase() || c == '-'),
-                "{s}"
-            );
+            assert!(s.name().chars().all(|c| c.is_ascii_lowercase() || c == '-'), "{s}");
             assert_eq!(RespStatus::from_name(s.name()), Some(s));
             assert!(seen.insert(s.name()), "{s} twice");
         }
-        assert_eq!(
-            ReqStatus::from_name("retry-exceeded"),
-            Some(ReqStatus::RetryExceeded)
-        );
-        assert_eq!(
-            RespStatus::from_name("local-length"),
-            Some(RespStatus::LocalLength)
-        );
+        assert_eq!(ReqStatus::from_name("retry-exceeded"), Some(ReqStatus::RetryExceeded));
+        assert_eq!(RespStatus::from_name("local-length"), Some(RespStatus::LocalLength));
         assert_eq!(ReqStatus::from_name("nope"), None);
     }
 }

@@ -16,11 +16,7 @@ fn attrs(qpn: u32, dest: u32, me: u8, peer: u8) -> QpAttrs {
     QpAttrs {
         qpn,
         dest_qpn: dest,
-        path: Path::between(
-            MacAddr([2, 0, 0, 0, 0, me]),
-            MacAddr([2, 0, 0, 0, 0, peer]),
-            dest,
-        ),
+        path: Path::between(MacAddr([2, 0, 0, 0, 0, me]), MacAddr([2, 0, 0, 0, 0, peer]), dest),
         mtu: Mtu::Mtu1024,
         sq_psn: 0x00ff_fffe,
         rq_psn: 0x00ff_fffe,
@@ -43,12 +39,10 @@ struct Pair {
 
 fn pair(limits: Limits) -> Pair {
     let mut ma = Flat::default();
-    ma.bufs
-        .insert(1, (0..1 << 16).map(|i| (i * 7 % 251) as u8).collect());
+    ma.bufs.insert(1, (0..1 << 16).map(|i| (i * 7 % 251) as u8).collect());
     ma.bufs.insert(2, vec![0; 1 << 16]);
     let mut mb = Flat::default();
-    mb.bufs
-        .insert(1, (0..1 << 16).map(|i| (i * 11 % 253) as u8).collect());
+    mb.bufs.insert(1, (0..1 << 16).map(|i| (i * 11 % 253) as u8).collect());
     mb.bufs.insert(2, vec![0; 1 << 16]);
     Pair {
         a: RcQp::with_limits(attrs(1, 2, 1, 2), limits).unwrap(),
@@ -62,11 +56,7 @@ fn send(id: u64, len: u32) -> SendWqe {
     SendWqe {
         id,
         op: SendOp::Send { imm: None },
-        sges: vec![Sge {
-            addr: 0,
-            lkey: 1,
-            len,
-        }],
+        sges: vec![Sge { addr: 0, lkey: 1, len }],
         length: len,
         signaled: true,
         solicited: false,
@@ -74,14 +64,7 @@ fn send(id: u64, len: u32) -> SendWqe {
 }
 
 fn recv(id: u64, at: u64, len: u32) -> RecvWqe {
-    RecvWqe {
-        id,
-        sges: vec![Sge {
-            addr: at,
-            lkey: 2,
-            len,
-        }],
-    }
+    RecvWqe { id, sges: vec![Sge { addr: at, lkey: 2, len }] }
 }
 
 /// Every frame `qp` has to send now.
@@ -120,12 +103,7 @@ fn a_message_is_cut_at_the_mtu_with_ack_req_on_its_last_packet_and_psns_wrap() {
         .iter()
         .map(|f| {
             let r = RoceFrame::parse(f).unwrap();
-            (
-                r.transport.bth.opcode,
-                r.transport.bth.psn,
-                r.transport.bth.ack_req,
-                r.payload.len(),
-            )
+            (r.transport.bth.opcode, r.transport.bth.psn, r.transport.bth.ack_req, r.payload.len())
         })
         .collect();
     assert_eq!(
@@ -140,23 +118,12 @@ fn a_message_is_cut_at_the_mtu_with_ack_req_on_its_last_packet_and_psns_wrap() {
 
 #[test]
 fn ack_req_is_also_set_periodically_and_acks_are_coalesced() {
-    let mut p = pair(Limits {
-        ack_req_every: 4,
-        ..Limits::default()
-    });
+    let mut p = pair(Limits { ack_req_every: 4, ..Limits::default() });
     p.b.post_recv(recv(1, 0, 1 << 16));
     p.a.post_send(send(1, 10 * 1024));
     let frames = drain(&mut p.a, &mut p.ma, T0);
-    let ack_reqs: Vec<bool> = frames
-        .iter()
-        .map(|f| RoceFrame::parse(f).unwrap().transport.bth.ack_req)
-        .collect();
-    assert_eq!(
-        ack_reqs,
-        [
-            false, false, false, true, false, false, false, true, false, true
-        ]
-    );
+    let ack_reqs: Vec<bool> = frames.iter().map(|f| RoceFrame::parse(f).unwrap().transport.bth.ack_req).collect();
+    assert_eq!(ack_reqs, [false, false, false, true, false, false, false, true, false, true]);
     // The responder takes all ten before it may send: the three ACKs it queued coalesce into
     // one, for the last PSN, with MSN 1.
     for f in &frames {
@@ -166,10 +133,7 @@ fn ack_req_is_also_set_periodically_and_acks_are_coalesced() {
     assert_eq!(acks.len(), 1);
     assert_eq!(aeth(&acks[0]), (Syndrome::Ack { credits: 0x1f }, 7, 1));
     give(&mut p.a, &mut p.ma, T0, &acks[0]);
-    assert_eq!(
-        p.a.pop_send_completion().map(|c| (c.id, c.status)),
-        Some((1, ReqStatus::Ok))
-    );
+    assert_eq!(p.a.pop_send_completion().map(|c| (c.id, c.status)), Some((1, ReqStatus::Ok)));
     assert_eq!(p.a.next_deadline(), None, "nothing outstanding: no timer");
 }
 
@@ -185,32 +149,19 @@ fn a_gap_is_naked_once_and_the_requester_goes_back_to_it() {
     give(&mut p.b, &mut p.mb, T0, &frames[2]);
     let naks = drain(&mut p.b, &mut p.mb, T0);
     give(&mut p.b, &mut p.mb, T0, &frames[3]);
-    assert!(
-        drain(&mut p.b, &mut p.mb, T0).is_empty(),
-        "NAKed once until the gap is repaired"
-    );
+    assert!(drain(&mut p.b, &mut p.mb, T0).is_empty(), "NAKed once until the gap is repaired");
     assert_eq!(naks.len(), 1);
-    assert_eq!(
-        aeth(&naks[0]),
-        (Syndrome::Nak(NakCode::PsnSequenceError), 0xff_ffff, 0)
-    );
+    assert_eq!(aeth(&naks[0]), (Syndrome::Nak(NakCode::PsnSequenceError), 0xff_ffff, 0));
     // The requester goes back to the missing PSN and resends from there.
     give(&mut p.a, &mut p.ma, T0, &naks[0]);
     let again = drain(&mut p.a, &mut p.ma, T0);
     let psns: Vec<u32> = again.iter().map(|f| opcode_psn(f).1).collect();
     assert_eq!(psns, vec![0xff_ffff, 0, 1]);
-    assert_eq!(
-        opcode_psn(&again[0]).0,
-        Opcode::SendMiddle,
-        "the same packet as before"
-    );
+    assert_eq!(opcode_psn(&again[0]).0, Opcode::SendMiddle, "the same packet as before");
     for f in &again {
         give(&mut p.b, &mut p.mb, T0, f);
     }
-    assert_eq!(
-        p.b.pop_recv_completion().map(|c| (c.status, c.bytes)),
-        Some((RespStatus::Ok, 4096))
-    );
+    assert_eq!(p.b.pop_recv_completion().map(|c| (c.status, c.bytes)), Some((RespStatus::Ok, 4096)));
     assert_eq!(&p.mb.bufs[&2][..4096], &p.ma.bufs[&1][..4096]);
     // A duplicate of an executed packet is acknowledged again, not executed again.
     drain(&mut p.b, &mut p.mb, T0);
@@ -227,11 +178,7 @@ fn a_lost_read_response_is_asked_for_again_from_where_it_stopped() {
     p.a.post_send(SendWqe {
         id: 4,
         op: SendOp::RdmaRead { va: 100, rkey: 1 },
-        sges: vec![Sge {
-            addr: 0,
-            lkey: 2,
-            len: 3000,
-        }],
+        sges: vec![Sge { addr: 0, lkey: 2, len: 3000 }],
         length: 3000,
         signaled: true,
         solicited: false,
@@ -241,14 +188,7 @@ fn a_lost_read_response_is_asked_for_again_from_where_it_stopped() {
     give(&mut p.b, &mut p.mb, T0, &req[0]);
     let resp = drain(&mut p.b, &mut p.mb, T0);
     let ops: Vec<Opcode> = resp.iter().map(|f| opcode_psn(f).0).collect();
-    assert_eq!(
-        ops,
-        [
-            Opcode::ReadResponseFirst,
-            Opcode::ReadResponseMiddle,
-            Opcode::ReadResponseLast
-        ]
-    );
+    assert_eq!(ops, [Opcode::ReadResponseFirst, Opcode::ReadResponseMiddle, Opcode::ReadResponseLast]);
     // The middle response is lost: the last one shows the gap, and the READ is asked for again
     // from the missing response on.
     give(&mut p.a, &mut p.ma, T0, &resp[0]);
@@ -257,10 +197,7 @@ fn a_lost_read_response_is_asked_for_again_from_where_it_stopped() {
     assert_eq!(again.len(), 1);
     let r = RoceFrame::parse(&again[0]).unwrap();
     let reth = r.transport.reth.unwrap();
-    assert_eq!(
-        (r.transport.bth.opcode, r.transport.bth.psn),
-        (Opcode::ReadRequest, 0xff_ffff)
-    );
+    assert_eq!((r.transport.bth.opcode, r.transport.bth.psn), (Opcode::ReadRequest, 0xff_ffff));
     assert_eq!((reth.va, reth.dma_len), (100 + 1024, 3000 - 1024));
     // The responder replays from that PSN: Middle and Last, the same bytes.
     give(&mut p.b, &mut p.mb, T0, &again[0]);
@@ -271,10 +208,7 @@ fn a_lost_read_response_is_asked_for_again_from_where_it_stopped() {
     for f in &replay {
         give(&mut p.a, &mut p.ma, T0, f);
     }
-    assert_eq!(
-        p.a.pop_send_completion().map(|c| (c.id, c.status)),
-        Some((4, ReqStatus::Ok))
-    );
+    assert_eq!(p.a.pop_send_completion().map(|c| (c.id, c.status)), Some((4, ReqStatus::Ok)));
     assert_eq!(&p.ma.bufs[&2][..3000], &p.mb.bufs[&1][100..3100]);
 }
 
@@ -285,21 +219,13 @@ fn reads_beyond_the_initiator_depth_wait() {
         p.a.post_send(SendWqe {
             id,
             op: SendOp::RdmaRead { va: 0, rkey: 1 },
-            sges: vec![Sge {
-                addr: 0,
-                lkey: 2,
-                len: 10,
-            }],
+            sges: vec![Sge { addr: 0, lkey: 2, len: 10 }],
             length: 10,
             signaled: true,
             solicited: false,
         });
     }
-    assert_eq!(
-        drain(&mut p.a, &mut p.ma, T0).len(),
-        2,
-        "max_rd_atomic is 2"
-    );
+    assert_eq!(drain(&mut p.a, &mut p.ma, T0).len(), 2, "max_rd_atomic is 2");
 }
 
 #[test]
@@ -317,10 +243,7 @@ fn the_timer_resends_and_then_gives_up() {
     }
     now += timeout;
     p.a.on_timer(now);
-    assert_eq!(
-        p.a.pop_send_completion().map(|c| c.status),
-        Some(ReqStatus::RetryExceeded)
-    );
+    assert_eq!(p.a.pop_send_completion().map(|c| c.status), Some(ReqStatus::RetryExceeded));
     assert_eq!(p.a.state(), QpState::Error);
     assert_eq!(p.a.stats().timeouts, 3);
 }
@@ -331,11 +254,7 @@ fn frames_for_another_qp_or_from_another_peer_are_dropped() {
     p.b.post_recv(recv(1, 0, 100));
     p.a.post_send(send(1, 10));
     let frames = drain(&mut p.a, &mut p.ma, T0);
-    let mut c = RcQp::new(QpAttrs {
-        qpn: 2,
-        ..attrs(2, 1, 3, 1)
-    })
-    .unwrap();
+    let mut c = RcQp::new(QpAttrs { qpn: 2, ..attrs(2, 1, 3, 1) }).unwrap();
     let mut mc = Flat::default();
     give(&mut c, &mut mc, T0, &frames[0]);
     assert_eq!(c.stats().misdirected, 1, "same QP number, another peer");

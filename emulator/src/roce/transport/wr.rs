@@ -121,14 +121,7 @@ mod tests {
         SendWqe {
             id: 1,
             op: SendOp::Send { imm: None },
-            sges: sges
-                .iter()
-                .map(|&len| Sge {
-                    addr: 0,
-                    lkey: 1,
-                    len,
-                })
-                .collect(),
+            sges: sges.iter().map(|&len| Sge { addr: 0, lkey: 1, len }).collect(),
             length,
             signaled: true,
             solicited: false,
@@ -141,17 +134,7 @@ mod tests {
         assert_eq!(wqe(10, &[4, 6]).check(), Ok(()));
         assert_eq!(wqe(9, &[4, 6]).check(), Ok(()));
         assert_eq!(wqe(11, &[4, 6]).check(), Err(ReqStatus::LocalLength));
-        assert_eq!(
-            wqe(MAX_MESSAGE + 1, &[u32::MAX, u32::MAX]).check(),
-            Err(ReqStatus::LocalLength)
-        );
-        assert_eq!(
-            RecvWqe {
-                id: 0,
-                sges: wqe(0, &[u32::MAX, u32::MAX]).sges
-            }
-            .capacity(),
-            2 * u64::from(u32::MAX)
-        );
+        assert_eq!(wqe(MAX_MESSAGE + 1, &[u32::MAX, u32::MAX]).check(), Err(ReqStatus::LocalLength));
+        assert_eq!(RecvWqe { id: 0, sges: wqe(0, &[u32::MAX, u32::MAX]).sges }.capacity(), 2 * u64::from(u32::MAX));
     }
 }

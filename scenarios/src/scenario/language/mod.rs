@@ -194,7 +194,9 @@ fn with_description(mut schema: Value, description: &str) -> Value {
 
 /// Every kind of fault, with what it is and the schema of its value.
 pub const FAULTS: &[(&str, &str, MakeSchema)] = &[
-    ("firmware", "The firmware misbehaves on one HWRM request or RoCE command of one NIC.", |g| g.subschema_for::<faults::Firmware>()),
+    ("firmware", "The firmware misbehaves on one HWRM request or RoCE command of one NIC.", |g| {
+        g.subschema_for::<faults::Firmware>()
+    }),
     ("wire", "The wire between the NICs misbehaves.", |g| g.subschema_for::<faults::Wire>()),
 ];
 

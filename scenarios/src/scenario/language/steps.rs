@@ -3,8 +3,8 @@
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
-use super::scalars::{self, one_of};
 use super::StepEntry;
+use super::scalars::{self, one_of};
 use crate::scenario::Fill;
 
 /// `open`: open a NIC and name it.
