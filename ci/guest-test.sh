@@ -23,7 +23,8 @@
 #      set); BNXT_MODEL_ARGS (more
 #      words for every `serve`); TIMEOUT (s per guest, default 300); VFIO_USER_MSG_TIMEOUT (ms);
 #      RE_WAIT (s the guest gives `modprobe bnxt_re`, default 120: bnxt_re's probe of both
-#      functions, including its firmware timeouts, fits; the guest's power-off would wait for it
+#      functions fits even if a RoCE command went unanswered (a 40 s firmware timeout each); the
+#      guest's power-off would wait for it
 #      anyway); APPEND (more kernel words); SERIAL=1 (run the kernels one after the other).
 #
 # The model command line this script relies on (crate bnxt-model):
