@@ -167,7 +167,7 @@ fn send_wqe(id: u64, len: u32) -> SendWqe {
     SendWqe {
         id,
         op: SendOp::Send { imm: None },
-        sges: vec![Sge { addr: 0, lkey: 0, len }],
+        sges: smallvec::smallvec![Sge { addr: 0, lkey: 0, len }],
         length: len,
         signaled: true,
         solicited: false,
@@ -177,7 +177,7 @@ fn send_wqe(id: u64, len: u32) -> SendWqe {
 impl Segment {
     /// A receive of `len` bytes at `at` on NIC 1 and a send of as many from `at` on NIC 0.
     fn post(&mut self, id: u64, at: u64, len: u32) {
-        let sges = vec![Sge { addr: at, lkey: 1, len }];
+        let sges: bnxt_model::roce::transport::SgeList = smallvec::smallvec![Sge { addr: at, lkey: 1, len }];
         self.nics[1].qp.post_recv(RecvWqe { id, sges });
         let mut w = send_wqe(id, len);
         w.sges[0].addr = at;

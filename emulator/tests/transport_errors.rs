@@ -102,7 +102,7 @@ fn a_write_outside_the_remote_region_is_a_remote_access_error_on_both_sides() {
     let write = |id, va, rkey| SendWqe {
         id,
         op: SendOp::RdmaWrite { va, rkey, imm: None },
-        sges: vec![Sge { addr: 0x10_0000, lkey: SRC, len: 8192 }],
+        sges: smallvec::smallvec![Sge { addr: 0x10_0000, lkey: SRC, len: 8192 }],
         length: 8192,
         signaled: true,
         solicited: false,
@@ -125,7 +125,7 @@ fn reads_with_a_bad_key_a_region_without_the_right_or_a_qp_without_the_flag_fail
     let read = |id, rkey| SendWqe {
         id,
         op: SendOp::RdmaRead { va: 0x20_0000, rkey },
-        sges: vec![Sge { addr: 0x80_0000, lkey: DST, len: 4096 }],
+        sges: smallvec::smallvec![Sge { addr: 0x80_0000, lkey: DST, len: 4096 }],
         length: 4096,
         signaled: true,
         solicited: false,

@@ -73,7 +73,7 @@ fn exchange(seed: u64, faults: WireFaults, n: u64, sq_psn: u32) -> Outcome {
             SendWqe {
                 id: i,
                 op,
-                sges: vec![Sge { addr: 0x1000_0000 + at, lkey: SRC, len }],
+                sges: smallvec::smallvec![Sge { addr: 0x1000_0000 + at, lkey: SRC, len }],
                 length: len,
                 signaled: true,
                 solicited: false,
@@ -90,7 +90,7 @@ fn exchange(seed: u64, faults: WireFaults, n: u64, sq_psn: u32) -> Outcome {
                 SendWqe {
                     id: 1_000_000 + j,
                     op: SendOp::RdmaRead { va, rkey },
-                    sges: vec![Sge { addr: 0x5000_0000 + j * SLOT, lkey: DST, len: size(j) }],
+                    sges: smallvec::smallvec![Sge { addr: 0x5000_0000 + j * SLOT, lkey: DST, len: size(j) }],
                     length: size(j),
                     signaled: true,
                     solicited: false,

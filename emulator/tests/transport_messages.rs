@@ -90,7 +90,7 @@ fn reads_across_mtu_and_sge_boundaries() {
         // The local SGEs split the message at odd places.
         let a = len / 3;
         let b = len / 2;
-        let sges = vec![
+        let sges: bnxt_model::roce::transport::SgeList = smallvec::smallvec![
             Sge { addr: 0x90_0000 + 1, lkey: DST, len: a },
             Sge { addr: 0x90_0000 + 100_000, lkey: DST, len: 0 },
             Sge { addr: 0x90_0000 + 400_000, lkey: DST, len: b },
@@ -128,7 +128,7 @@ fn writes_land_where_the_reth_says_and_write_with_immediate_takes_a_receive() {
     let write = |id, imm| SendWqe {
         id,
         op: SendOp::RdmaWrite { va: 0xa0_0000 + 5000, rkey: DST, imm },
-        sges: vec![
+        sges: smallvec::smallvec![
             Sge { addr: 0x10_0000, lkey: SRC, len: 100 },
             Sge { addr: 0x10_0000 + 7000, lkey: SRC, len: len - 100 },
         ],
@@ -190,7 +190,7 @@ fn a_receive_spread_over_sges_fills_them_in_order() {
     let mut f = pair();
     let r = RecvWqe {
         id: 3,
-        sges: vec![
+        sges: smallvec::smallvec![
             Sge { addr: 0xa0_0000 + 10, lkey: DST, len: 5000 },
             Sge { addr: 0xa0_0000 + 900_000, lkey: DST, len: 10 },
             Sge { addr: 0xa0_0000 + 20_000, lkey: DST, len: 20_000 },

@@ -122,7 +122,7 @@ fn run(faults: Option<(u64, WireFaults)>, sealed: bool) -> (Outcome, Arrivals) {
         SendWqe {
             id: 100,
             op: SendOp::RdmaWrite { va: 0x20_0000 + 2_000_000, rkey: SRC, imm: Some(0xfeed) },
-            sges: vec![Sge { addr: 0x10_0000, lkey: SRC, len: 70_000 }],
+            sges: smallvec::smallvec![Sge { addr: 0x10_0000, lkey: SRC, len: 70_000 }],
             length: 70_000,
             signaled: true,
             solicited: true,
@@ -134,7 +134,7 @@ fn run(faults: Option<(u64, WireFaults)>, sealed: bool) -> (Outcome, Arrivals) {
         SendWqe {
             id: 101,
             op: SendOp::RdmaRead { va: 0x20_0000 + 5, rkey: SRC },
-            sges: vec![Sge { addr: 0x90_0000 + 11, lkey: DST, len: 300_000 }],
+            sges: smallvec::smallvec![Sge { addr: 0x90_0000 + 11, lkey: DST, len: 300_000 }],
             length: 300_000,
             signaled: true,
             solicited: false,

@@ -461,7 +461,7 @@ fn send_wqe(seq: u64, w: SqWqe, force: bool, inline: &mut std::collections::BTre
         Some(data) => {
             let sge = Sge { addr: seq, lkey: INLINE_LKEY, len: data.len() as u32 };
             inline.insert(seq, data);
-            vec![sge]
+            smallvec::smallvec![sge]
         }
         None => w.sges,
     };

@@ -19,7 +19,7 @@ use bnxt_hsi::roce::layouts::{RqWqeHdr, SqBase, SqSendHdr, SqSge};
 use zerocopy::FromBytes;
 
 use crate::host_memory::HostMemory;
-use crate::roce::transport::Sge;
+use crate::roce::transport::{Sge, SgeList};
 
 use super::pages::PageList;
 
@@ -46,7 +46,7 @@ pub struct SqWqe {
     /// RDMA: remote key.
     pub remote_key: u32,
     /// The SGEs (va, lkey, size), as the transport takes them.
-    pub sges: Vec<Sge>,
+    pub sges: SgeList,
     /// Inline data (when `flags` has INLINE).
     pub inline: Option<Vec<u8>>,
 }
@@ -69,7 +69,7 @@ pub struct RqWqe {
     /// `wr_id[0]` bits 19:0, returned in the CQE.
     pub wr_id: u32,
     /// The SGEs (va, lkey, size), as the transport takes them.
-    pub sges: Vec<Sge>,
+    pub sges: SgeList,
 }
 
 /// Why a WQE cannot be carried out.
@@ -141,7 +141,7 @@ fn slot_buffer<'a>(
     }
 }
 
-fn sges_of(bytes: &[u8]) -> Vec<Sge> {
+fn sges_of(bytes: &[u8]) -> SgeList {
     bytes
         .chunks_exact(SLOT_BYTES as usize)
         .map(|c| {
@@ -233,7 +233,7 @@ fn parse_sq_wqe(
         if length > room || length > layout.max_inline {
             return Err(WqeError::BadInline { length, slots: data_slots });
         }
-        (Vec::new(), Some(data[..length as usize].to_vec()))
+        (SgeList::new(), Some(data[..length as usize].to_vec()))
     } else {
         if data_slots > layout.max_sge {
             return Err(WqeError::TooManySges { sges: data_slots, max: layout.max_sge });

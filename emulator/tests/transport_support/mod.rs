@@ -316,7 +316,7 @@ pub fn send(id: u64, key: u32, addr: u64, len: u32) -> SendWqe {
     SendWqe {
         id,
         op: SendOp::Send { imm: None },
-        sges: vec![Sge { addr, lkey: key, len }],
+        sges: smallvec::smallvec![Sge { addr, lkey: key, len }],
         length: len,
         signaled: true,
         solicited: false,
@@ -325,7 +325,7 @@ pub fn send(id: u64, key: u32, addr: u64, len: u32) -> SendWqe {
 
 /// A receive of up to `len` bytes at `addr` of region `key`, id `id`.
 pub fn recv(id: u64, key: u32, addr: u64, len: u32) -> RecvWqe {
-    RecvWqe { id, sges: vec![Sge { addr, lkey: key, len }] }
+    RecvWqe { id, sges: smallvec::smallvec![Sge { addr, lkey: key, len }] }
 }
 
 /// A byte pattern that differs for every (message, offset).

@@ -64,7 +64,7 @@ pub use completion::{RecvCompletion, RecvKind, SendCompletion};
 pub use memory::{AccessError, Memory};
 pub use qp::{QpState, RcQp, TransportStats};
 pub use status::{ReqStatus, RespStatus};
-pub use wr::{MAX_MESSAGE, RecvWqe, SendOp, SendWqe, Sge};
+pub use wr::{INLINE_SGES, MAX_MESSAGE, RecvWqe, SendOp, SendWqe, Sge, SgeList};
 
 #[cfg(test)]
 mod tests;

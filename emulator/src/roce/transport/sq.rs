@@ -159,7 +159,14 @@ mod tests {
     use crate::roce::transport::wr::{SendOp, Sge};
 
     fn wqe(op: SendOp) -> SendWqe {
-        SendWqe { id: 0, op, sges: vec![Sge { addr: 0, lkey: 0, len: 0 }], length: 0, signaled: true, solicited: false }
+        SendWqe {
+            id: 0,
+            op,
+            sges: smallvec::smallvec![Sge { addr: 0, lkey: 0, len: 0 }],
+            length: 0,
+            signaled: true,
+            solicited: false,
+        }
     }
 
     #[test]

@@ -56,7 +56,7 @@ fn send(id: u64, len: u32) -> SendWqe {
     SendWqe {
         id,
         op: SendOp::Send { imm: None },
-        sges: vec![Sge { addr: 0, lkey: 1, len }],
+        sges: smallvec::smallvec![Sge { addr: 0, lkey: 1, len }],
         length: len,
         signaled: true,
         solicited: false,
@@ -64,7 +64,7 @@ fn send(id: u64, len: u32) -> SendWqe {
 }
 
 fn recv(id: u64, at: u64, len: u32) -> RecvWqe {
-    RecvWqe { id, sges: vec![Sge { addr: at, lkey: 2, len }] }
+    RecvWqe { id, sges: smallvec::smallvec![Sge { addr: at, lkey: 2, len }] }
 }
 
 /// Every frame `qp` has to send now.
@@ -178,7 +178,7 @@ fn a_lost_read_response_is_asked_for_again_from_where_it_stopped() {
     p.a.post_send(SendWqe {
         id: 4,
         op: SendOp::RdmaRead { va: 100, rkey: 1 },
-        sges: vec![Sge { addr: 0, lkey: 2, len: 3000 }],
+        sges: smallvec::smallvec![Sge { addr: 0, lkey: 2, len: 3000 }],
         length: 3000,
         signaled: true,
         solicited: false,
@@ -219,7 +219,7 @@ fn reads_beyond_the_initiator_depth_wait() {
         p.a.post_send(SendWqe {
             id,
             op: SendOp::RdmaRead { va: 0, rkey: 1 },
-            sges: vec![Sge { addr: 0, lkey: 2, len: 10 }],
+            sges: smallvec::smallvec![Sge { addr: 0, lkey: 2, len: 10 }],
             length: 10,
             signaled: true,
             solicited: false,

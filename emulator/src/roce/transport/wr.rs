@@ -8,6 +8,16 @@ use super::status::ReqStatus;
 /// rxe_resp.c `check_length` accepts).
 pub const MAX_MESSAGE: u32 = 1 << 31;
 
+/// SGEs a work request holds in place, with no heap allocation. Most work requests carry one or
+/// two (our driver posts one a WQE); longer lists go to the heap. A larger array makes every work
+/// request larger to move: room for the six of a static-mode WQE cost more instructions a message
+/// than it saved.
+pub const INLINE_SGES: usize = 2;
+
+/// The SGE list of a work request: up to [`INLINE_SGES`] in place, more on the heap. Every
+/// message would otherwise cost an allocation and a free for its list.
+pub type SgeList = smallvec::SmallVec<[Sge; INLINE_SGES]>;
+
 /// A scatter/gather element: `len` bytes at `addr` of the local region named by `lkey`. The
 /// transport does not interpret the address or key; the [`Memory`](super::memory::Memory)
 /// implementation checks and translates them.
@@ -74,7 +84,7 @@ pub struct SendWqe {
     /// What to do.
     pub op: SendOp,
     /// Local buffers: gathered from for SEND and WRITE, scattered into for READ.
-    pub sges: Vec<Sge>,
+    pub sges: SgeList,
     /// Message length in bytes: the first `length` bytes of the SGE list (which must hold at
     /// least that many).
     pub length: u32,
@@ -90,7 +100,7 @@ pub struct RecvWqe {
     /// Opaque to the transport: returned in the completion.
     pub id: u64,
     /// Buffers an incoming SEND lands in, at increasing offsets.
-    pub sges: Vec<Sge>,
+    pub sges: SgeList,
 }
 
 impl RecvWqe {
