@@ -32,17 +32,20 @@ impl QpTimers {
 
     /// Set QP `qpn`'s deadline to `at`, or clear it (`None`).
     pub fn set(&mut self, qpn: u32, at: Option<Duration>) {
-        match at {
+        // A deadline that does not change leaves the heap as it was, its top live.
+        let changed = match at {
             Some(t) => {
-                if self.due.insert(qpn, t) != Some(t) {
+                let changed = self.due.insert(qpn, t) != Some(t);
+                if changed {
                     self.heap.push(Reverse((t, qpn)));
                 }
+                changed
             }
-            None => {
-                self.due.remove(&qpn);
-            }
+            None => self.due.remove(&qpn).is_some(),
+        };
+        if changed {
+            self.settle();
         }
-        self.settle();
     }
 
     /// The earliest deadline.
