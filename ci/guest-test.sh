@@ -4,16 +4,18 @@
 # and checks what the guest's /init reports: every 14e4:1760 function bound to bnxt_en, a netdev per
 # function carrying the model's MAC, no probe error or kernel warning, the link up after
 # `ip link set up`, and (with two NICs) frames exchanged between the two netdevs across a virtual
-# Ethernet segment (a `bnxt-model segment` hub both model processes join); how far bnxt_re got is
-# recorded, not required. Ends with a summary per kernel and exits non-zero if any kernel failed.
+# Ethernet segment (a `bnxt-model segment` hub both model processes join), and between the first
+# of them and the guest's own QEMU virtio-net NIC, joined to the same hub through QEMU's stream
+# netdev; how far bnxt_re got is recorded, not required. Ends with a summary per kernel and exits non-zero if any kernel failed.
 #
 # usage: ci/guest-test.sh [--no-model] [--nics N] [--kernels "trixie sid"] [--no-link] [--no-traffic]
-#                         [--ib] [--out DIR] [--record-fixtures]
+#                         [--no-qemu-nic] [--ib] [--out DIR] [--record-fixtures]
 #   --no-model         boot without any device: checks the tooling (bnxt_en loads, finds no function)
 #   --nics N           model processes / vfio-user devices per guest (1 or 2, default 2)
 #   --kernels LIST     which guest kernels (default: trixie sid)
 #   --no-link          do not require the link to come up
 #   --no-traffic       with two NICs: no shared segment and no ARP exchange between them
+#   --no-qemu-nic      with traffic: no virtio-net NIC of the guest's own on the segment
 #   --ib               require bnxt_re to register an InfiniBand device per function
 #   --out DIR          where consoles, model logs and results go (default <repo>/out/guest)
 #   --record-fixtures  copy each kernel's HWRM request logs, the requests answered CMD_NOT_SUPPORTED
@@ -43,7 +45,7 @@ set -euo pipefail
 . "$(dirname "$0")/guest/lib.sh"
 G=$BNXT_REPO/ci/guest
 
-no_model=0 nics=2 kernels="${BNXT_GUEST_SUITES[*]}" link=1 traffic=1 ib=0 record=0 out=$BNXT_REPO/out/guest
+no_model=0 nics=2 kernels="${BNXT_GUEST_SUITES[*]}" link=1 traffic=1 peer=1 ib=0 record=0 out=$BNXT_REPO/out/guest
 while [ $# -gt 0 ]; do
   case $1 in
     --no-model) no_model=1 ;;
@@ -51,6 +53,7 @@ while [ $# -gt 0 ]; do
     --kernels) kernels=$2; shift ;;
     --no-link) link=0 ;;
     --no-traffic) traffic=0 ;;
+    --no-qemu-nic) peer=0 ;;
     --ib) ib=1 ;;
     --out) out=$2; shift ;;
     --record-fixtures) record=1 ;;
@@ -60,6 +63,7 @@ while [ $# -gt 0 ]; do
 done
 case $nics in 1|2) ;; *) die "--nics must be 1 or 2" ;; esac
 [ "$nics" = 2 ] && [ $no_model = 0 ] && [ $link = 1 ] || traffic=0
+[ $traffic = 1 ] || peer=0
 started=$(date +%s)
 mkdir -p "$out"; out=$(cd "$out" && pwd)
 
@@ -77,6 +81,8 @@ fi
 
 # MAC of model NIC i (1-based): locally administered, unique per NIC.
 mac_of() { printf '02:57:60:80:00:%02x' "$1"; }
+# MAC of the guest's own virtio-net NIC on the segment (with traffic).
+PEER_MAC=52:54:00:57:60:aa
 
 pids=()
 stop_models() {
@@ -146,7 +152,9 @@ run_suite() {
   pids=()
   trap stop_models EXIT
   trap 'stop_models; exit 143' TERM INT
-  bash "$G/mkinitramfs.sh" "$suite" "$dir/initramfs.cpio.gz"
+  local modules="bnxt_en bnxt_re ib_core ib_uverbs" qemu_extra=${QEMU_EXTRA:-}
+  [ $peer = 1 ] && modules="$modules virtio_net"
+  GUEST_MODULES=$modules bash "$G/mkinitramfs.sh" "$suite" "$dir/initramfs.cpio.gz"
   SOCKS=()
   if [ $no_model = 0 ]; then
     start_models "$dir"; expect=$nics
@@ -155,11 +163,19 @@ run_suite() {
   checks=(--functions "$expect" "${macs[@]}" --json "$dir/result.json")
   [ $no_model = 0 ] && [ $link = 1 ] && checks+=(--link)
   [ $traffic = 1 ] && checks+=(--traffic)
+  [ $peer = 1 ] && checks+=(--peer-mac "$PEER_MAC")
   [ $ib = 1 ] && checks+=(--ib)
   words="bnxt.re_wait=${RE_WAIT:-120}"
   [ $traffic = 1 ] && words="$words bnxt.traffic=1"
+  if [ $peer = 1 ]; then
+    # The guest's own NIC joins the hub as QEMU's stream netdev client (4-byte big-endian length,
+    # then the frame), at PCI slot 0x10, without an option ROM (none in the private QEMU prefix).
+    words="$words bnxt.peer=virtio"
+    qemu_extra="-netdev stream,id=seg0,server=off,addr.type=unix,addr.path=$dir/segment.sock"
+    qemu_extra="$qemu_extra -device virtio-net-pci,netdev=seg0,mac=$PEER_MAC,addr=0x10,romfile= ${QEMU_EXTRA:-}"
+  fi
   t0=$(date +%s)
-  APPEND="$words ${APPEND:-}" bash "$G/run-guest.sh" "$suite" "$dir/initramfs.cpio.gz" "$dir/console.log" \
+  QEMU_EXTRA=$qemu_extra APPEND="$words ${APPEND:-}" bash "$G/run-guest.sh" "$suite" "$dir/initramfs.cpio.gz" "$dir/console.log" \
     "${SOCKS[@]}" || guest_rc=$?
   stop_models
   secs=$(( $(date +%s) - t0 ))

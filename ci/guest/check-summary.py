@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks the summary that ci/guest/init printed on a guest's console.
 
-usage: check-summary.py CONSOLE_LOG --functions N [--mac MAC ...] [--link] [--traffic] [--ib] [--json OUT]
+usage: check-summary.py CONSOLE_LOG --functions N [--mac MAC ...] [--link] [--traffic] [--peer-mac MAC] [--ib]
+                        [--json OUT]
 
   --functions N   how many 14e4:1760 functions the guest must see (0: a boot with no device, where
                   bnxt_en must still load and bind nothing)
@@ -11,6 +12,9 @@ usage: check-summary.py CONSOLE_LOG --functions N [--mac MAC ...] [--link] [--tr
                   down, up (with carrier again) and down once more without error
   --traffic       the guest's ARP exchange between its first two netdevs must have got a reply, and
                   both netdevs must count sent and received packets (ring statistics)
+  --peer-mac MAC  the guest's QEMU virtio-net NIC, on the model's segment, carries MAC: the ARP from
+                  the first bnxt_en netdev to it must be answered from MAC, and it must count sent and
+                  received packets (QEMU's stream netdev framing against the model's segment hub)
   --ib            bnxt_re must register an InfiniBand device per function (otherwise only recorded)
   --json OUT      also write what was found, and every failure, as JSON
 
@@ -75,7 +79,30 @@ def check_traffic(rec):
     return fails
 
 
-def check(summary, functions, macs, want_link, want_ib, want_traffic=False):
+def check_peer(rec, peer_mac):
+    """Failures of the exchange with the guest's virtio-net NIC on the segment."""
+    t = rec.get('peer-traffic', [None])[0]
+    if t is None:
+        return ['no peer-traffic record (the guest has no virtio-net NIC, or did not get that far)']
+    if 'skipped' in t:
+        return ['peer traffic skipped: ' + ' '.join(f'{k}={v}' for k, v in t.items())]
+    fails = []
+    peer = [n for n in rec.get('netdev', []) if n.get('name') == t.get('to')]
+    if not peer or peer[0].get('driver') != 'virtio_net' or peer[0].get('mac', '').lower() != peer_mac.lower():
+        fails.append(f"the ARP target {t.get('to')} is not the virtio_net netdev with MAC {peer_mac}: {peer}")
+    if t.get('replies', '0') in ('0', ''):
+        fails.append(f"ARP from {t.get('from')} to the virtio-net NIC got no reply (arping rc={t.get('rc')})")
+    elif t.get('reply_mac', '-').lower() != peer_mac.lower():
+        fails.append(f"the ARP reply came from {t.get('reply_mac')}, not the virtio-net NIC ({peer_mac})")
+    stats = {x['name']: x for x in rec.get('stats', [])}
+    s = stats.get(t.get('to'), {})
+    for key in ('rx_packets', 'tx_packets'):
+        if not s.get(key, '-').isdigit() or int(s[key]) == 0:
+            fails.append(f'{t.get("to")} (virtio-net): {key}={s.get(key, "-")} after the ARP exchange')
+    return fails
+
+
+def check(summary, functions, macs, want_link, want_ib, want_traffic=False, peer_mac=None):
     """The list of failures (empty when everything expected was seen)."""
     fails = []
     rec = summary['records']
@@ -129,6 +156,8 @@ def check(summary, functions, macs, want_link, want_ib, want_traffic=False):
                 fails.append(f"{n['name']}: down/up/down cycle: " + ' '.join(f'{k}={v}' for k, v in c.items()))
     if want_traffic:
         fails.extend(check_traffic(rec))
+    if peer_mac:
+        fails.extend(check_peer(rec, peer_mac))
     if want_ib:
         count = int(rec.get('ib_devices', [{}])[0].get('count', 0))
         if count < functions:
@@ -143,6 +172,7 @@ def main():
     ap.add_argument('--mac', action='append', default=[])
     ap.add_argument('--link', action='store_true')
     ap.add_argument('--traffic', action='store_true')
+    ap.add_argument('--peer-mac')
     ap.add_argument('--ib', action='store_true')
     ap.add_argument('--json')
     a = ap.parse_args()
@@ -152,7 +182,7 @@ def main():
     except OSError as e:
         print(f'check-summary: cannot read {a.log}: {e}', file=sys.stderr)
         return 2
-    fails = check(summary, a.functions, a.mac, a.link, a.ib, a.traffic)
+    fails = check(summary, a.functions, a.mac, a.link, a.ib, a.traffic, a.peer_mac)
     if a.json:
         with open(a.json, 'w') as f:
             json.dump({'log': a.log, 'summary': summary, 'failures': fails}, f, indent=1)
@@ -160,7 +190,8 @@ def main():
     for line in summary['dmesg']:
         print(f'  | {line}')
     recs = summary['records']
-    for r in (recs.get('netdev', []) + recs.get('link', []) + recs.get('traffic', []) + recs.get('stats', [])
+    for r in (recs.get('netdev', []) + recs.get('link', []) + recs.get('traffic', [])
+              + recs.get('peer-traffic', []) + recs.get('stats', [])
               + recs.get('cycle', [])):
         print('  ' + ' '.join(f'{k}={v}' for k, v in r.items()))
     for r in summary['records'].get('modprobe', []) + summary['records'].get('ib_devices', []):
