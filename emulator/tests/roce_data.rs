@@ -1,7 +1,8 @@
 //! The RoCE data path against a test driver on two NICs joined by the model's switch: WQEs in
 //! static and variable mode, doorbells, CQEs with their toggle across wraps, notifications of
 //! armed CQs, bad doorbells ignored and counted, DMA outside what was mapped and registered
-//! refused, bad frames dropped and counted, the pcap tap.
+//! refused, bad frames dropped and counted, the pcap tap; random frames with good ICRCs at a
+//! live QP, and random WQEs and doorbells, after which new QPs still work.
 
 mod common;
 mod roce_support;
@@ -454,4 +455,131 @@ fn messages_survive_a_lossy_duplicating_reordering_corrupting_wire() {
     }
     let c = p.rig.world.wire_fault_counters();
     assert!(c.dropped > 0 && c.duplicated > 0 && c.reordered > 0 && c.corrupted > 0, "{c:?}");
+}
+
+/// `BNXT_RANDOM_SEED` (0 when unset): moves the random tests to other draws, for longer searches.
+fn extra_seed() -> u64 {
+    std::env::var("BNXT_RANDOM_SEED").ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0).rotate_left(17)
+}
+
+/// The NICs still move a message after whatever came before: a new CQ and QP on each NIC (what
+/// came before may have broken the old ones, as it would on hardware), connected, a 4-KiB SEND,
+/// both completions `ok` and the bytes landed.
+fn a_new_pair_of_qps_still_works(p: &mut Pair) {
+    let sgid = [p.f[0].add_own_gid(&mut p.rig), p.f[1].add_own_gid(&mut p.rig)];
+    let mut c0 = p.f[0].create_cq(&mut p.rig, 64, p.nq[0].id);
+    let mut c1 = p.f[1].create_cq(&mut p.rig, 64, p.nq[1].id);
+    let mut q0 = p.f[0].create_qp(&mut p.rig, false, 64, 64, &c0, &c0);
+    let mut q1 = p.f[1].create_qp(&mut p.rig, false, 64, 64, &c1, &c1);
+    let (gid0, mac0, gid1, mac1) = (p.f[0].gid(), p.f[0].mac, p.f[1].gid(), p.f[1].mac);
+    p.f[0].connect(&mut p.rig, &mut q0, sgid[0], (&gid1, mac1, q1.id), 0x9000);
+    p.f[1].connect(&mut p.rig, &mut q1, sgid[1], (&gid0, mac0, q0.id), 0x9000);
+    let ((k0, b0), (k1, b1)) = (p.mr[0], p.mr[1]);
+    let data = pattern(4096, 77);
+    p.rig.poke(0, b0, &data);
+    p.f[1].post_recv(&mut p.rig, &mut q1, 1, &[(b1 + 8192, k1, 4096)]);
+    p.f[0].post_send(&mut p.rig, &mut q0, SEND, SIGNAL, &[(b0, k0, 4096)], None, None, 0);
+    let s = c0.wait(&mut p.rig, 0, 100 * MS);
+    let r = c1.wait(&mut p.rig, 1, 100 * MS);
+    assert_eq!((cqe_status(&s), cqe_status(&r)), (0, 0), "the new pair's SEND completes ok");
+    assert_eq!(p.rig.peek(1, b1 + 8192, 4096), data, "the new pair's bytes landed");
+}
+
+#[test]
+fn random_frames_with_good_icrcs_at_a_live_qp_never_crash_the_model() {
+    use bnxt_model::net::bth::BthRepr;
+    use bnxt_model::net::ext::{AethRepr, RethRepr, Syndrome};
+    use bnxt_model::net::opcode::ALL_OPCODES;
+    use bnxt_model::net::{MacAddr, Path, Transport, build_frame};
+    use rand::{Rng, SeedableRng};
+
+    let mut p = pair(false);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0xf4a3e ^ extra_seed());
+    let (k1, b1) = p.mr[1];
+    let (mac0, mac1, qp1) = (MacAddr(p.f[0].mac), MacAddr(p.f[1].mac), p.qp[1].id);
+    let mut frame = Vec::new();
+    let before = p.rig.world.nic_state(1).roce.frames_received;
+    for round in 0..3000 {
+        // Requests and responses of every opcode at the live QP (now and then another), PSNs
+        // around the expected one, RETHs mostly naming the registered region, random AETHs,
+        // random payloads up to the MTU: each a frame the ICRC check passes.
+        let op = ALL_OPCODES[rng.random_range(0..ALL_OPCODES.len())];
+        let dest = if rng.random_bool(0.9) { qp1 } else { rng.random_range(0..0x100) };
+        let psn = (0x100 + rng.random_range(0..64u32)).wrapping_sub(16) & 0xff_ffff;
+        let mut bth = BthRepr::new(op, dest, psn);
+        bth.ack_req = rng.random();
+        let mut t = Transport::bth(bth);
+        if op.has_reth() {
+            let va = if rng.random_bool(0.7) { b1 + rng.random_range(0..(256u64 << 10)) } else { rng.random() };
+            let rkey = if rng.random_bool(0.7) { k1 } else { rng.random() };
+            t.reth = Some(RethRepr { va, rkey, dma_len: rng.random_range(0..(1u32 << 20)) });
+        }
+        if op.has_aeth() {
+            let syndrome = loop {
+                if let Ok(s) = Syndrome::from_byte(rng.random()) {
+                    break s;
+                }
+            };
+            t.aeth = Some(AethRepr { syndrome, msn: rng.random_range(0..0x100_0000) });
+        }
+        if op.has_immdt() {
+            t.immdt = Some(rng.random());
+        }
+        let len = if op.has_payload() { rng.random_range(0..=4096) } else { 0 };
+        let payload: Vec<u8> = (0..len).map(|_| rng.random()).collect();
+        let path = Path::between(mac0, mac1, dest);
+        build_frame(&path, &t, &payload, &mut frame).unwrap_or_else(|e| panic!("round {round}: {op:?}: {e}"));
+        p.rig.world.inject_frame(1, &frame);
+        if rng.random_bool(0.1) {
+            p.rig.world.advance(Duration::from_micros(rng.random_range(1..2000)));
+        }
+    }
+    p.rig.world.advance(Duration::from_secs(1));
+    let taken = p.rig.world.nic_state(1).roce.frames_received - before;
+    assert!(taken > 2000, "the QP took {taken} of the random frames (the rest went to other QPs)");
+    a_new_pair_of_qps_still_works(&mut p);
+}
+
+#[test]
+fn random_wqes_and_doorbells_on_a_live_qp_never_crash_the_model() {
+    use rand::{Rng, SeedableRng};
+
+    let mut p = pair(false);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x3e9e5 ^ extra_seed());
+    for _ in 0..2000 {
+        // Random bytes in the SQ's and RQ's slots (and MSN table), then a doorbell of a random
+        // kind at a random index, for the live QP, its CQ or a random id.
+        let q = p.qp[0].clone();
+        let sq_bytes = (u64::from(q.depth) * 16 + u64::from(q.msn_entries) * 8) as usize;
+        let at = rng.random_range(0..sq_bytes as u64) & !15;
+        let junk: Vec<u8> = (0..16 * rng.random_range(1..8)).map(|_| rng.random()).collect();
+        let room = sq_bytes - at as usize;
+        p.rig.poke(0, q.sq_base + at, &junk[..junk.len().min(room)]);
+        let rq_bytes = u64::from(q.rq_size) * q.rq_stride;
+        let at = rng.random_range(0..rq_bytes) & !15;
+        let junk: Vec<u8> = (0..16).map(|_| rng.random()).collect();
+        p.rig.poke(0, q.rq_base + at, &junk);
+        let ty = [DbType::Sq, DbType::Rq, DbType::Sq, DbType::Rq, DbType::CqArmAll, DbType::Cq][rng.random_range(0..6)];
+        let xid = match rng.random_range(0..4) {
+            0 => rng.random_range(0..0x10_0000),
+            1 => p.cq[0].id,
+            _ => q.id,
+        };
+        // Indexes mostly inside the ring the doorbell names (the NIC refuses others outright).
+        let size = match ty {
+            DbType::Sq => q.sq_size,
+            DbType::Rq => q.rq_size,
+            _ => p.cq[0].size,
+        };
+        let index = if rng.random_bool(0.9) { rng.random_range(0..size) } else { rng.random_range(0..0x10000) };
+        let db = Doorbell::roce(ty, xid, index, rng.random(), 0);
+        ring(&mut p.rig, 0, db);
+        if rng.random_bool(0.2) {
+            p.rig.world.advance(Duration::from_micros(rng.random_range(1..5000)));
+        }
+    }
+    p.rig.world.advance(Duration::from_secs(5));
+    let st = p.rig.world.nic_state(0).roce;
+    assert!(st.wqes > 100 && st.bad_wqes > 0, "WQEs read {}, refused {}", st.wqes, st.bad_wqes);
+    a_new_pair_of_qps_still_works(&mut p);
 }
