@@ -24,6 +24,7 @@ mod quarantine;
 pub mod region;
 mod roce;
 mod session;
+pub mod sysfs;
 #[cfg(test)]
 mod testing;
 pub mod trace;

@@ -84,3 +84,28 @@ fn selection_and_unknown_targets() {
     let (code, _, _) = rig(&["run"]);
     assert_eq!(code, 2, "no paths is a usage error");
 }
+
+#[test]
+fn nics_lists_the_bcm57608_functions_of_a_sysfs_tree_in_bus_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let function = |bus: &str, device: &str, driver: Option<&str>| {
+        let d = dir.path().join(bus);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("vendor"), "0x14e4\n").unwrap();
+        std::fs::write(d.join("device"), format!("{device}\n")).unwrap();
+        if let Some(name) = driver {
+            let target = dir.path().join("drivers").join(name);
+            std::fs::create_dir_all(&target).unwrap();
+            std::os::unix::fs::symlink(target, d.join("driver")).unwrap();
+        }
+    };
+    function("0000:c1:00.0", "0x1760", Some("vfio-pci"));
+    function("0000:41:00.0", "0x1760", Some("bnxt_en"));
+    function("0000:41:00.1", "0x16d7", Some("bnxt_en"));
+    let (code, out, err) = rig(&["nics", "--sysfs", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "BNXT     0000:41:00.0  bnxt_en\nBNXT:1   0000:c1:00.0  vfio-pci\n");
+    let (code, _, err) = rig(&["nics", "--sysfs", dir.path().join("nowhere").to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("nowhere"), "{err}");
+}

@@ -1,4 +1,4 @@
-//! The `bnxt-rig` command line: `run`, `list`, `check`, `replay`, `diff` and `schema`.
+//! The `bnxt-rig` command line: `run`, `list`, `check`, `replay`, `diff`, `schema` and `nics`.
 //!
 //! Exit status: 0 when every scenario run passed (skipped ones do not count against it), the
 //! files checked are valid, or two transcripts agree; 1 when a scenario failed or timed out, or
@@ -7,6 +7,7 @@
 
 mod diff;
 mod list;
+mod nics;
 mod run;
 
 use std::io::Write;
@@ -46,6 +47,8 @@ pub enum Command {
     Diff(DiffArgs),
     /// Write the JSON Schema of scenario files (docs/scenario.schema.json).
     Schema(SchemaArgs),
+    /// List this machine's BCM57608 functions (from sysfs): NIC names, bus addresses, drivers.
+    Nics(NicsArgs),
 }
 
 /// Paths to scenario files or folders.
@@ -193,6 +196,14 @@ pub struct SchemaArgs {
     pub output: Option<PathBuf>,
 }
 
+/// `nics`' arguments.
+#[derive(Debug, Args)]
+pub struct NicsArgs {
+    /// A folder laid out as /sys/bus/pci/devices to read instead of the running machine's.
+    #[arg(long, value_name = "DIR")]
+    pub sysfs: Option<PathBuf>,
+}
+
 /// Exit status when a scenario failed, or transcripts differ.
 pub const EXIT_FAILED: u8 = 1;
 /// Exit status when the command line or a scenario file is wrong.
@@ -209,6 +220,7 @@ pub fn main() -> ExitCode {
         Command::Replay(args) => run::replay(args, cli.verbose > 0),
         Command::Diff(args) => diff::diff(args),
         Command::Schema(args) => schema(args),
+        Command::Nics(args) => nics::nics(args),
     }
 }
 
