@@ -178,8 +178,12 @@ impl Device {
 
     /// Run the work due at or before `now`, with `mem` as the function's DMA view.
     pub fn advance(&mut self, now: Duration, mem: &dyn HostMemory) {
-        self.firmware.set_port_counters(self.l2.port_counters());
-        self.firmware.advance(now, mem, &mut self.rec);
+        if self.firmware.next_deadline().is_some_and(|t| t <= now) {
+            // Read only by the requests the firmware answers (PORT_QSTATS and the like), which
+            // run only when a job is due.
+            self.firmware.set_port_counters(self.l2.port_counters());
+            self.firmware.advance(now, mem, &mut self.rec);
+        }
         let notices = self.firmware.take_notices();
         let mut l2_env = crate::l2::Env { mem, fw: self.firmware.state(), rec: &mut self.rec };
         self.l2.advance(now, notices, &mut l2_env);
@@ -234,7 +238,7 @@ impl Device {
     /// Move the frames [`Device::take_wire_frames`] would return to the end of `out`, in the same
     /// order (the executor keeps one list for every call).
     pub fn drain_wire_frames(&mut self, out: &mut Vec<WireFrame>) {
-        out.extend(self.l2.take_frames().into_iter().map(WireFrame::Plain));
+        self.l2.drain_wire_frames(out);
         self.roce.drain_wire_frames(out);
     }
 
@@ -245,20 +249,25 @@ impl Device {
     }
 
     fn move_interrupts(&mut self) {
-        for v in self.l2.take_interrupts() {
-            self.raise_interrupt(v);
-        }
-        for v in self.roce.take_interrupts() {
-            self.raise_interrupt(v);
-        }
+        self.l2.drain_interrupts(&mut self.interrupts);
+        self.roce.drain_interrupts(&mut self.interrupts);
     }
 
     /// When the device next has work.
     pub fn next_deadline(&self) -> Option<Duration> {
-        [self.firmware.next_deadline(), self.roce.next_deadline(), self.l2.next_deadline(self.firmware.state())]
-            .into_iter()
-            .flatten()
-            .min()
+        let fw = self.firmware.next_deadline();
+        let roce = self.roce.next_deadline();
+        earliest(earliest(fw, roce), self.l2.next_deadline(self.firmware.state()))
+    }
+
+    /// Whether the device has work due at or before `now`: `next_deadline() <= now`, asked
+    /// without computing the whole minimum (a doorbell's own queued input answers at once).
+    pub fn has_work_due(&self, now: Duration) -> bool {
+        let due = |t: Option<Duration>| t.is_some_and(|t| t <= now);
+        self.roce.has_input_due(now)
+            || due(self.roce.next_deadline())
+            || due(self.firmware.next_deadline())
+            || due(self.l2.next_deadline(self.firmware.state()))
     }
 
     /// The L2 engine.
@@ -359,5 +368,14 @@ impl Device {
     /// BAR accesses dropped because memory space was disabled.
     pub fn memory_disabled_accesses(&self) -> u64 {
         self.memory_disabled_accesses
+    }
+}
+
+/// The earlier of two deadlines, either of which may be absent.
+pub(crate) fn earliest(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
     }
 }

@@ -348,6 +348,9 @@ impl World {
     }
 
     fn record_wire_faults(&mut self) {
+        if !self.switch.has_fault_events() {
+            return;
+        }
         for f in self.switch.drain_fault_events() {
             let nic = self.nics.iter().position(|n| n.port == f.port).unwrap_or(usize::MAX);
             self.events.push(Event { at: f.at, nic, kind: EventKind::WireFault { fault: f.to_string() } });
@@ -459,7 +462,7 @@ impl World {
     pub fn bar_write(&mut self, nic: usize, bar: u8, offset: u64, data: &[u8]) {
         let (n, events, now) = self.parts(nic);
         n.device_mut().bar_write(now, bar, offset, data);
-        if n.next_deadline().is_some_and(|t| t <= now) {
+        if n.device.has_work_due(now) {
             self.run_nic(nic, now);
         } else {
             n.device_mut().drain_events(events);

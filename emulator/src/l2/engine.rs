@@ -25,6 +25,7 @@ use crate::events::{EventKind, Recorder};
 use crate::firmware::l2_config::{Notice, PortCounters};
 use crate::firmware::state::{FwState, Ring, RingType};
 use crate::host_memory::HostMemory;
+use crate::net::sealed::WireFrame;
 use crate::roce::doorbell::KERNEL_DB_OFFSET;
 use crate::roce::pages::PageList;
 
@@ -177,6 +178,12 @@ impl L2Engine {
 
     /// When the engine next has work.
     pub fn next_deadline(&self, fw: &FwState) -> Option<Duration> {
+        use crate::device::earliest;
+        let queued = self.inputs.front().map(|(t, _, _)| *t);
+        if self.rings.is_empty() && self.stats.is_empty() {
+            // The usual case on a RoCE-only function: only queued doorbells.
+            return queued;
+        }
         let cq = self
             .rings
             .iter()
@@ -185,7 +192,7 @@ impl L2Engine {
                 _ => None,
             })
             .min();
-        [self.inputs.front().map(|(t, _, _)| *t), cq, self.stats.next_due()].into_iter().flatten().min()
+        earliest(earliest(queued, cq), self.stats.next_due())
     }
 
     /// Frames to put on the wire, oldest first.
@@ -196,6 +203,19 @@ impl L2Engine {
     /// MSI-X vectors raised, in order.
     pub fn take_interrupts(&mut self) -> Vec<u16> {
         std::mem::take(&mut self.irqs)
+    }
+
+    /// Move the vectors [`L2Engine::take_interrupts`] would return to the end of `out`.
+    pub fn drain_interrupts(&mut self, out: &mut Vec<u16>) {
+        out.append(&mut self.irqs);
+    }
+
+    /// Move the frames [`L2Engine::take_frames`] would return to the end of `out`, each as a
+    /// plain frame.
+    pub fn drain_wire_frames(&mut self, out: &mut Vec<WireFrame>) {
+        if !self.frames.is_empty() {
+            out.extend(self.frames.drain(..).map(WireFrame::Plain));
+        }
     }
 
     /// Counters.
@@ -252,6 +272,15 @@ impl L2Engine {
     /// Run everything due at or before `now`: queued doorbells, the firmware's `notices`,
     /// coalescing timers and statistics.
     pub fn advance(&mut self, now: Duration, notices: Vec<Notice>, env: &mut Env<'_>) {
+        if notices.is_empty()
+            && self.inputs.is_empty()
+            && self.rings.is_empty()
+            && self.stats.is_empty()
+            && self.resets_seen == Some(env.fw.resets)
+        {
+            // Nothing to follow, carry out or time: every step below would do nothing.
+            return;
+        }
         self.follow_firmware(env.fw);
         for n in notices {
             self.notice(now, n, env);

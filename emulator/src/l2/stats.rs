@@ -105,6 +105,11 @@ impl StatsContexts {
         self.ctxs.get_mut(&id).map(|t| &mut t.stats)
     }
 
+    /// Whether no context is tracked (a RoCE-only function's one context is the RoCE engine's).
+    pub fn is_empty(&self) -> bool {
+        self.ctxs.is_empty()
+    }
+
     /// The earliest time a context is due.
     pub fn next_due(&self) -> Option<Duration> {
         self.ctxs.values().map(|t| t.due).min()

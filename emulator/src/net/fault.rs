@@ -317,6 +317,11 @@ impl FaultStage {
         std::mem::take(&mut self.events)
     }
 
+    /// Whether events are waiting for [`FaultStage::drain_events`].
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     /// When the earliest held frame is due, if any.
     pub fn next_release(&self) -> Option<Duration> {
         self.held.values().map(|h| h.due).min()

@@ -251,6 +251,11 @@ impl Switch {
         self.faults.drain_events()
     }
 
+    /// Whether the fault stage has events [`Switch::drain_fault_events`] would return.
+    pub fn has_fault_events(&self) -> bool {
+        self.faults.has_events()
+    }
+
     /// A frame enters from `port` at `now`. Times given to [`Switch::send`] and [`Switch::poll`]
     /// should not go backwards.
     pub fn send(&mut self, now: Duration, port: PortId, frame: Vec<u8>) -> Result<(), SwitchError> {

@@ -144,15 +144,14 @@ impl RoceEngine {
 
     /// When the engine next has work.
     pub fn next_deadline(&self) -> Option<Duration> {
-        [
-            self.inputs.front().map(|(t, _)| *t),
-            self.creq_due.keys().next().map(|(t, _)| *t),
-            self.loopback.front().map(|(t, _)| *t),
-            self.timers.next(),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        use crate::device::earliest;
+        let queued = earliest(self.inputs.front().map(|(t, _)| *t), self.loopback.front().map(|(t, _)| *t));
+        earliest(earliest(queued, self.creq_due.keys().next().map(|(t, _)| *t)), self.timers.next())
+    }
+
+    /// Whether a queued input (a doorbell or a command trigger) is due at or before `now`.
+    pub fn has_input_due(&self, now: Duration) -> bool {
+        self.inputs.front().is_some_and(|(t, _)| *t <= now)
     }
 
     /// Frames to put on the wire, oldest first.
@@ -182,6 +181,11 @@ impl RoceEngine {
     /// MSI-X vectors raised, in order.
     pub fn take_interrupts(&mut self) -> Vec<u16> {
         std::mem::take(&mut self.irqs)
+    }
+
+    /// Move the vectors [`RoceEngine::take_interrupts`] would return to the end of `out`.
+    pub fn drain_interrupts(&mut self, out: &mut Vec<u16>) {
+        out.append(&mut self.irqs);
     }
 
     /// Counters.
@@ -257,6 +261,9 @@ impl RoceEngine {
 
     /// Move raised vectors from the NQs to the output, recording each.
     pub(super) fn collect_irqs(&mut self, now: Duration, rec: &mut Recorder) {
+        if !self.nqs.has_irqs() {
+            return;
+        }
         for v in self.nqs.take_irqs() {
             self.counters.interrupts += 1;
             rec.record(now, EventKind::Interrupt { vector: v });

@@ -295,6 +295,11 @@ impl NqSet {
         std::mem::take(&mut self.irqs)
     }
 
+    /// Whether vectors are waiting for [`NqSet::take_irqs`].
+    pub fn has_irqs(&self) -> bool {
+        !self.irqs.is_empty()
+    }
+
     /// Counters.
     pub fn counters(&self) -> NqCounters {
         self.counters
