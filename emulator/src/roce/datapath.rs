@@ -470,7 +470,11 @@ fn send_wqe(seq: u64, w: SqWqe, force: bool, inline: &mut std::collections::BTre
 
 /// A requester CQE for WQE `seq` with `status`; forgets what the WQEs up to it held.
 fn req_cqe(qp: &mut Qp, seq: u64, status: u8) -> ([u8; CQE_BYTES], u8) {
-    let start = qp.in_flight.binary_search_by_key(&seq, |&(n, _)| n).map_or(0, |i| qp.in_flight[i].1.0);
+    // WQEs complete in order: the completed one is nearly always the oldest in flight.
+    let start = match qp.in_flight.front() {
+        Some(&(n, (slot, _))) if n == seq => slot,
+        _ => qp.in_flight.binary_search_by_key(&seq, |&(n, _)| n).map_or(0, |i| qp.in_flight[i].1.0),
+    };
     while qp.in_flight.front().is_some_and(|&(n, _)| n <= seq) {
         qp.in_flight.pop_front();
     }
