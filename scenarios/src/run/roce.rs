@@ -2,13 +2,14 @@
 
 use std::collections::BTreeMap;
 
-use bnxt::{Qp, Region, Status};
+use bnxt::dma::HostPages;
+use bnxt::{DeviceMemory, Qp, Region, Status};
 
 use super::exec::{Checks, Exec, Mismatch};
 use super::fill;
 use crate::scenario::display::side as side_name;
 use crate::scenario::values::{format_duration, format_size};
-use crate::scenario::{Action, CompleteCheck, CountCheck, Step, Transfer};
+use crate::scenario::{Action, CompleteCheck, CountCheck, RegionMemory, Step, Transfer};
 
 /// The regions and queue pairs of a run, by name (ordered, so that what is left at the end is
 /// given back in the same order on every run: queue pairs, then regions, by name).
@@ -35,9 +36,17 @@ impl Exec<'_> {
             }
         };
         match &step.action {
-            Action::Region { nic, name, bytes, fill: how } => {
+            Action::Region { nic, name, bytes, fill: how, memory } => {
                 let len = *bytes as usize;
-                let made = Region::host(self.open_nic(&nic.name)?, len);
+                let on = self.open_nic(&nic.name)?;
+                let made = match memory {
+                    RegionMemory::Host => Region::host(on, len),
+                    RegionMemory::Pages => Region::pages(on, HostPages::new(len)),
+                    RegionMemory::Device { bus, bar } => {
+                        let device = DeviceMemory { bus: bus.clone(), bar: *bar, offset: 0, len };
+                        Region::device(on, &device)
+                    }
+                };
                 let made = made.map(|region| {
                     if let Some(contents) = fill::contents(*how, self.seed, &name.name, len) {
                         region.write(0, &contents);

@@ -5,10 +5,10 @@ use std::time::Duration;
 use regex::RegexBuilder;
 
 use super::language::{self, keys, steps as lang};
-use super::values::{MAX_SIZE, check_word, parse_gid, parse_ipv4, parse_mac};
+use super::values::{MAX_SIZE, check_word, parse_bus, parse_gid, parse_ipv4, parse_mac};
 use super::{
-    Action, Alias, CompleteCheck, CountCheck, ErrorPattern, Expect, Fill, IdentityCheck, MAX_NICS, NicRef, Step,
-    Transfer,
+    Action, Alias, CompleteCheck, CountCheck, ErrorPattern, Expect, Fill, IdentityCheck, MAX_NICS, NicRef,
+    RegionMemory, Step, Transfer,
 };
 use crate::suggest::closest;
 use crate::yaml::{DecodeError, Field, MapReader, Problem, Value};
@@ -197,7 +197,49 @@ fn region(f: &Field<'_>) -> Result<Action, DecodeError> {
             })?
         }
     };
-    Ok(Action::Region { nic, name, bytes, fill })
+    let memory = region_memory(&m)?;
+    Ok(Action::Region { nic, name, bytes, fill, memory })
+}
+
+/// `memory` (with `device` and `bar` for another device's memory) of a `region` step.
+fn region_memory(m: &MapReader<'_>) -> Result<RegionMemory, DecodeError> {
+    let memory = match m.optional("memory") {
+        None => None,
+        Some(v) => {
+            let written = v.string("host, pages or device")?;
+            if !RegionMemory::NAMES.contains(&written) {
+                return Err(v.error(Problem::UnknownName {
+                    what: "memory".into(),
+                    name: written.into(),
+                    suggestion: closest(written, RegionMemory::NAMES).map(str::to_string),
+                }));
+            }
+            Some(written)
+        }
+    };
+    let device = m.optional("device");
+    let bar = m.optional("bar");
+    match memory {
+        Some("device") => {
+            let Some(d) = device else {
+                return Err(
+                    m.error(Problem::Conflict("`memory: device` needs `device`, the device's bus address".into()))
+                );
+            };
+            let bus = d.string("a bus address, as 0000:81:00.0")?;
+            parse_bus(bus).map_err(|r| d.invalid("a bus address", r))?;
+            let bar = bar.map(|b| b.int("a BAR number", 0, 5)).transpose()?.unwrap_or(0) as u8;
+            Ok(RegionMemory::Device { bus: bus.to_string(), bar })
+        }
+        other => {
+            if let Some(extra) = device.or(bar) {
+                return Err(extra.error(Problem::Conflict(
+                    "`device` and `bar` name another device's memory: they go with `memory: device`".into(),
+                )));
+            }
+            Ok(if other == Some("pages") { RegionMemory::Pages } else { RegionMemory::Host })
+        }
+    }
 }
 
 /// `at` (0 when absent), an offset into a region.
@@ -345,7 +387,7 @@ mod tests {
     use std::time::Duration;
 
     use crate::scenario::load::load_str;
-    use crate::scenario::{Action, CountCheck, NicRef, Step};
+    use crate::scenario::{Action, CountCheck, NicRef, RegionMemory, Step};
 
     fn steps(text: &str) -> Result<Vec<Step>, String> {
         let file = format!("name: t\nabout: x.\nnics: 2\nsteps:\n{text}");
@@ -398,5 +440,36 @@ mod tests {
             steps("  - config: {nic: [0], bus_master: on}\n").unwrap_err().contains("expected a NIC index or an alias")
         );
         assert!(steps("  - identity: {nic: a, mac: 02:00}\n").unwrap_err().contains("six bytes"));
+    }
+
+    /// An `open` of NIC 0 as `a`, then the steps written.
+    macro_rules! with_open {
+        ($steps:literal) => {
+            concat!("  - open: {nic: 0, as: a}\n", $steps)
+        };
+    }
+
+    #[test]
+    fn region_memory_kinds_and_their_mistakes() {
+        let ok = steps(with_open!("  - region: {on: a, as: r, bytes: 4096, memory: pages}\n")).unwrap();
+        assert!(matches!(&ok[1].action, Action::Region { memory: RegionMemory::Pages, .. }));
+        let ok =
+            steps(with_open!("  - region: {on: a, as: r, bytes: 4096, memory: device, device: 0000:81:00.0, bar: 2}\n"))
+                .unwrap();
+        let want = RegionMemory::Device { bus: "0000:81:00.0".into(), bar: 2 };
+        assert!(matches!(&ok[1].action, Action::Region { memory, .. } if *memory == want));
+        let ok = steps(with_open!("  - region: {on: a, as: r, bytes: 4096}\n")).unwrap();
+        assert!(matches!(&ok[1].action, Action::Region { memory: RegionMemory::Host, .. }));
+        let e = steps(with_open!("  - region: {on: a, as: r, bytes: 4096, memory: page}\n")).unwrap_err();
+        assert!(e.contains("page") && e.contains("pages"), "{e}");
+        let e = steps(with_open!("  - region: {on: a, as: r, bytes: 4096, memory: device}\n")).unwrap_err();
+        assert!(e.contains("needs `device`"), "{e}");
+        let e = steps(with_open!("  - region: {on: a, as: r, bytes: 4096, bar: 1}\n")).unwrap_err();
+        assert!(e.contains("go with `memory: device`") && e.contains(":6:"), "{e}");
+        let e = steps(with_open!("  - region: {on: a, as: r, bytes: 4096, memory: device, device: 81:00.0}\n")).unwrap_err();
+        assert!(e.contains("DDDD:BB:DD.F"), "{e}");
+        let e = steps(with_open!("  - region: {on: a, as: r, bytes: 4096, memory: device, device: 0000:81:00.0, bar: 6}\n"))
+            .unwrap_err();
+        assert!(e.contains("bar"), "{e}");
     }
 }

@@ -3,7 +3,7 @@
 use std::fmt;
 
 use super::values::{format_duration, format_gid, format_mac, format_size};
-use super::{Action, CountCheck, Expect, NicRef, Transfer};
+use super::{Action, CountCheck, Expect, NicRef, RegionMemory, Transfer};
 
 fn on_off(b: bool) -> &'static str {
     if b { "on" } else { "off" }
@@ -83,12 +83,24 @@ impl fmt::Display for Action {
                 .maybe("dma_mappings", *dma_mappings, |n| n.to_string())
                 .maybe("driver_registered", *driver_registered, |b| b.to_string())
                 .to_string(),
-            Action::Region { nic, name, bytes, fill } => Flow::new()
-                .with("on", &nic.name)
-                .with("as", &name.name)
-                .with("bytes", format_size(*bytes))
-                .with("fill", fill.name())
-                .to_string(),
+            Action::Region { nic, name, bytes, fill, memory } => {
+                // The memory is written only when it is not the driver's own (as before it had
+                // a choice, so records of host regions read as they always did).
+                let (kind, device) = match memory {
+                    RegionMemory::Host => (None, None),
+                    RegionMemory::Pages => (Some("pages"), None),
+                    RegionMemory::Device { bus, bar } => (Some("device"), Some((bus.clone(), *bar))),
+                };
+                Flow::new()
+                    .with("on", &nic.name)
+                    .with("as", &name.name)
+                    .with("bytes", format_size(*bytes))
+                    .with("fill", fill.name())
+                    .maybe("memory", kind, str::to_string)
+                    .maybe("device", device.as_ref().map(|(b, _)| b.clone()), |b| b)
+                    .maybe("bar", device.map(|(_, n)| n), |n| n.to_string())
+                    .to_string()
+            }
             Action::Deregister { region } => region.name.clone(),
             Action::Qp { nic, name } => Flow::new().with("on", &nic.name).with("as", &name.name).to_string(),
             Action::Connect { qp, peer } => Flow::new().with("qp", &qp.name).with("peer", &peer.name).to_string(),

@@ -364,6 +364,8 @@ pub enum Action {
         bytes: u64,
         /// What it holds at first.
         fill: Fill,
+        /// Whose memory it is.
+        memory: RegionMemory,
     },
     /// `deregister`: give a region back.
     Deregister {
@@ -447,6 +449,36 @@ impl Fill {
     /// Its name.
     pub fn name(self) -> &'static str {
         Fill::ALL.iter().find(|(f, _)| *f == self).map(|(_, n)| *n).expect("every fill is named")
+    }
+}
+
+/// Whose memory a region is (the contract's `Region.host`, `Region.pages`, `Region.device`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RegionMemory {
+    /// Memory the driver allocates for the device (`Region::host`).
+    Host,
+    /// Memory of the process, handed to the driver to pin and register (`Region::pages`).
+    Pages,
+    /// Another device's memory behind one of its BARs (`Region::device`).
+    Device {
+        /// The device's bus address.
+        bus: String,
+        /// The BAR.
+        bar: u8,
+    },
+}
+
+impl RegionMemory {
+    /// The names `memory:` takes.
+    pub const NAMES: [&'static str; 3] = ["host", "pages", "device"];
+
+    /// Its name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            RegionMemory::Host => "host",
+            RegionMemory::Pages => "pages",
+            RegionMemory::Device { .. } => "device",
+        }
     }
 }
 

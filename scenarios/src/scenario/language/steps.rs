@@ -5,7 +5,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 
 use super::StepEntry;
 use super::scalars::{self, one_of};
-use crate::scenario::Fill;
+use crate::scenario::{Fill, RegionMemory};
 
 /// `open`: open a NIC and name it.
 #[derive(JsonSchema)]
@@ -139,10 +139,24 @@ pub struct Region {
     /// What it holds at first: `zero` (the default), `random` (from the seed) or `pattern`.
     #[schemars(default, schema_with = "fill")]
     pub fill: Option<String>,
+    /// Whose memory: `host` (the default: the driver allocates it), `pages` (the process's
+    /// memory, pinned and registered) or `device` (another device's, named by `device` and `bar`).
+    #[schemars(default, schema_with = "region_memory")]
+    pub memory: Option<String>,
+    /// With `memory: device`: the device's bus address (`0000:81:00.0`).
+    #[schemars(default)]
+    pub device: Option<String>,
+    /// With `memory: device`: its BAR (0 to 5; 0 when absent).
+    #[schemars(default, range(max = 5))]
+    pub bar: Option<u8>,
 }
 
 fn fill(_: &mut SchemaGenerator) -> Schema {
     one_of(&Fill::ALL.map(|(_, n)| n))
+}
+
+fn region_memory(_: &mut SchemaGenerator) -> Schema {
+    one_of(&RegionMemory::NAMES)
 }
 
 /// `qp`: a queue pair on a NIC.
