@@ -347,10 +347,17 @@ impl World {
         self.record_wire_faults();
     }
 
+    #[inline]
     fn record_wire_faults(&mut self) {
-        if !self.switch.has_fault_events() {
-            return;
+        if self.switch.has_fault_events() {
+            self.move_wire_faults();
         }
+    }
+
+    /// [`World::record_wire_faults`] when there are fault events (apart, so that the usual call,
+    /// with none, costs only the check).
+    #[inline(never)]
+    fn move_wire_faults(&mut self) {
         for f in self.switch.drain_fault_events() {
             let nic = self.nics.iter().position(|n| n.port == f.port).unwrap_or(usize::MAX);
             self.events.push(Event { at: f.at, nic, kind: EventKind::WireFault { fault: f.to_string() } });

@@ -260,10 +260,17 @@ impl RoceEngine {
     }
 
     /// Move raised vectors from the NQs to the output, recording each.
+    #[inline]
     pub(super) fn collect_irqs(&mut self, now: Duration, rec: &mut Recorder) {
-        if !self.nqs.has_irqs() {
-            return;
+        if self.nqs.has_irqs() {
+            self.move_irqs(now, rec);
         }
+    }
+
+    /// [`RoceEngine::collect_irqs`] when there are vectors to move (apart, so that the usual
+    /// call, with none, costs only the check).
+    #[inline(never)]
+    fn move_irqs(&mut self, now: Duration, rec: &mut Recorder) {
         for v in self.nqs.take_irqs() {
             self.counters.interrupts += 1;
             rec.record(now, EventKind::Interrupt { vector: v });
