@@ -318,12 +318,17 @@ impl FaultStage {
     }
 
     /// Whether events are waiting for [`FaultStage::drain_events`].
+    #[inline]
     pub fn has_events(&self) -> bool {
         !self.events.is_empty()
     }
 
     /// When the earliest held frame is due, if any.
+    #[inline]
     pub fn next_release(&self) -> Option<Duration> {
+        if self.held.is_empty() {
+            return None;
+        }
         self.held.values().map(|h| h.due).min()
     }
 

@@ -258,6 +258,7 @@ impl Switch {
     }
 
     /// Whether the fault stage has events [`Switch::drain_fault_events`] would return.
+    #[inline]
     pub fn has_fault_events(&self) -> bool {
         self.faults.has_events()
     }

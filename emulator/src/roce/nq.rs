@@ -296,6 +296,7 @@ impl NqSet {
     }
 
     /// Whether vectors are waiting for [`NqSet::take_irqs`].
+    #[inline]
     pub fn has_irqs(&self) -> bool {
         !self.irqs.is_empty()
     }
