@@ -177,13 +177,20 @@ impl L2Engine {
     }
 
     /// When the engine next has work.
+    #[inline]
     pub fn next_deadline(&self, fw: &FwState) -> Option<Duration> {
-        use crate::device::earliest;
         let queued = self.inputs.front().map(|(t, _, _)| *t);
         if self.rings.is_empty() && self.stats.is_empty() {
             // The usual case on a RoCE-only function: only queued doorbells.
             return queued;
         }
+        self.timed_deadline(queued, fw)
+    }
+
+    /// [`L2Engine::next_deadline`] with rings or statistics contexts to look at.
+    #[inline(never)]
+    fn timed_deadline(&self, queued: Option<Duration>, fw: &FwState) -> Option<Duration> {
+        use crate::device::earliest;
         let cq = self
             .rings
             .iter()
@@ -271,6 +278,7 @@ impl L2Engine {
 
     /// Run everything due at or before `now`: queued doorbells, the firmware's `notices`,
     /// coalescing timers and statistics.
+    #[inline]
     pub fn advance(&mut self, now: Duration, notices: Vec<Notice>, env: &mut Env<'_>) {
         if notices.is_empty()
             && self.inputs.is_empty()
@@ -281,6 +289,12 @@ impl L2Engine {
             // Nothing to follow, carry out or time: every step below would do nothing.
             return;
         }
+        self.advance_work(now, notices, env);
+    }
+
+    /// [`L2Engine::advance`] with something to do.
+    #[inline(never)]
+    fn advance_work(&mut self, now: Duration, notices: Vec<Notice>, env: &mut Env<'_>) {
         self.follow_firmware(env.fw);
         for n in notices {
             self.notice(now, n, env);
