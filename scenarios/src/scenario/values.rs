@@ -68,9 +68,10 @@ pub fn format_duration(d: Duration) -> String {
     format!("{whole}.{}{unit}", fraction.trim_end_matches('0'))
 }
 
-/// The largest size a scenario may name: a message is at most 2^31 bytes (the contract), and a
-/// region larger than a few GiB is a mistake on a test machine.
-pub const MAX_SIZE: u64 = 1 << 34;
+/// The largest size a scenario may name: a message is at most 2^31 bytes (the contract), so a
+/// region needs at most twice that; more is a mistake on a test machine, where the runner may
+/// run scenarios side by side (`--jobs`) and every region is real memory.
+pub const MAX_SIZE: u64 = 1 << 32;
 
 /// Parse a size: a whole number of bytes (`4096`) or a number with a binary suffix
 /// (`4KiB`, `2MiB`, `1.5MiB`, `1GiB`), exact to the byte, at most [`MAX_SIZE`].
