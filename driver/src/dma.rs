@@ -177,15 +177,29 @@ impl HostPages {
     ///
     /// # Panics
     ///
-    /// If `len` is 0, or the memory cannot be had.
+    /// If `len` is 0; aborts as any allocation does if the memory cannot be had (see
+    /// [`HostPages::try_new`]).
     pub fn new(len: usize) -> HostPages {
         assert!(len > 0, "process memory for the NIC must have at least one byte");
-        let capacity = len.div_ceil(PAGE_SIZE).checked_mul(PAGE_SIZE).expect("size overflows");
+        HostPages::try_new(len).unwrap_or_else(|| std::alloc::handle_alloc_error(Self::layout(Self::capacity_of(len))))
+    }
+
+    /// As [`HostPages::new`], but `None` when the memory cannot be had (or `len` is 0), for
+    /// sizes that come from input.
+    pub fn try_new(len: usize) -> Option<HostPages> {
+        if len == 0 || len > isize::MAX as usize - PAGE_SIZE {
+            return None;
+        }
+        let capacity = Self::capacity_of(len);
         let layout = Self::layout(capacity);
         // SAFETY: the layout has a non-zero size (capacity >= PAGE_SIZE).
         let raw = unsafe { std::alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        HostPages { ptr, len, capacity }
+        NonNull::new(raw).map(|ptr| HostPages { ptr, len, capacity })
+    }
+
+    /// `len` rounded up to whole pages (`len` at most `isize::MAX - PAGE_SIZE`).
+    fn capacity_of(len: usize) -> usize {
+        len.div_ceil(PAGE_SIZE) * PAGE_SIZE
     }
 
     /// Pages holding a copy of `bytes`.
@@ -243,6 +257,16 @@ impl Drop for HostPages {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_pages_that_cannot_be_had_are_none_not_an_abort() {
+        assert!(HostPages::try_new(0).is_none());
+        assert!(HostPages::try_new(usize::MAX).is_none());
+        assert!(HostPages::try_new(1 << 62).is_none(), "no machine here has 4 EiB");
+        let p = HostPages::try_new(5000).unwrap();
+        assert_eq!((p.len(), p.capacity()), (5000, 8192));
+        assert!(p.as_slice().iter().all(|&b| b == 0));
+    }
 
     #[test]
     fn host_pages_are_page_aligned_zeroed_and_keep_their_length() {

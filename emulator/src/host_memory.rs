@@ -286,14 +286,23 @@ unsafe impl Send for HeapBacking {}
 unsafe impl Sync for HeapBacking {}
 
 impl HeapBacking {
-    /// Allocate `len` zeroed bytes (at least one page), aligned to 4096.
+    /// Allocate `len` zeroed bytes (at least one page), aligned to 4096; aborts as any
+    /// allocation does if the memory cannot be had (see [`HeapBacking::try_new`]).
     pub fn new(len: usize) -> HeapBacking {
-        let len = len.max(1).next_multiple_of(4096);
-        let layout = std::alloc::Layout::from_size_align(len, 4096).expect("DMA allocation size overflows");
+        HeapBacking::try_new(len).unwrap_or_else(|| {
+            let len = len.max(1).next_multiple_of(4096);
+            std::alloc::handle_alloc_error(std::alloc::Layout::from_size_align(len, 4096).expect("a valid layout"))
+        })
+    }
+
+    /// As [`HeapBacking::new`], but `None` when the memory cannot be had, for sizes that come
+    /// from input.
+    pub fn try_new(len: usize) -> Option<HeapBacking> {
+        let len = len.max(1).checked_next_multiple_of(4096)?;
+        let layout = std::alloc::Layout::from_size_align(len, 4096).ok()?;
         // SAFETY: `layout` has a non-zero size.
         let raw = unsafe { std::alloc::alloc_zeroed(layout) };
-        let ptr = std::ptr::NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        HeapBacking { ptr, layout }
+        std::ptr::NonNull::new(raw).map(|ptr| HeapBacking { ptr, layout })
     }
 }
 
@@ -318,6 +327,13 @@ unsafe impl DmaBacking for HeapBacking {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn heap_backing_that_cannot_be_had_is_none_not_an_abort() {
+        assert!(HeapBacking::try_new(usize::MAX).is_none());
+        assert!(HeapBacking::try_new(1 << 62).is_none(), "no machine here has 4 EiB");
+        assert_eq!(HeapBacking::try_new(1).unwrap().len(), 4096);
+    }
 
     #[test]
     fn accesses_inside_a_mapping_reach_memory_and_others_are_refused() {

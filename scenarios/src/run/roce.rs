@@ -41,7 +41,14 @@ impl Exec<'_> {
                 let on = self.open_nic(&nic.name)?;
                 let made = match memory {
                     RegionMemory::Host => Region::host(on, len),
-                    RegionMemory::Pages => Region::pages(on, HostPages::new(len)),
+                    RegionMemory::Pages => match HostPages::try_new(len) {
+                        Some(pages) => Region::pages(on, pages),
+                        None => {
+                            let why =
+                                format!("the runner cannot have {} of memory for the region", format_size(len as u64));
+                            return Err(Mismatch::new("the region", why));
+                        }
+                    },
                     RegionMemory::Device { bus, bar } => {
                         let device = DeviceMemory { bus: bus.clone(), bar: *bar, offset: 0, len };
                         Region::device(on, &device)

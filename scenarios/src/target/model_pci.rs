@@ -198,7 +198,9 @@ impl PciFunction for ModelFunction {
 
     fn alloc_dma(&self, len: usize) -> Result<DmaBuffer, PciError> {
         let len = len.max(1).div_ceil(PAGE_SIZE) * PAGE_SIZE;
-        self.lend(Arc::new(HeapBacking::new(len)))
+        let backing = HeapBacking::try_new(len)
+            .ok_or_else(|| PciError::Dma { len, reason: "the machine has not that much memory to give".into() })?;
+        self.lend(Arc::new(backing))
     }
 
     fn map_dma(&self, memory: HostPages) -> Result<DmaBuffer, PciError> {
