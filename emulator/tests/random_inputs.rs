@@ -12,7 +12,7 @@ use std::time::Duration;
 use bnxt_hsi::hwrm::layouts::HwrmVerGetInput;
 use bnxt_hsi::roce::layouts::CmdqQueryVersion;
 use bnxt_model::firmware::dispatch::IMPLEMENTED;
-use common::{REQ, RESP, Rig, req};
+use common::{Rig, req};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use roce_support::Func;
@@ -51,7 +51,7 @@ fn hwrm_requests_with_random_bodies_are_answered_and_leave_the_firmware_working(
     let mut rng = rng(0x5eed_0001);
     let mut answered = 0;
     let mut codes = std::collections::BTreeMap::new();
-    for round in 0..rounds {
+    for _ in 0..rounds {
         let short = rng.random_bool(0.3);
         let len = if short { rng.random_range(4..512) } else { rng.random_range(4..=128) };
         let mut b = bytes(&mut rng, len.max(16));
@@ -69,7 +69,6 @@ fn hwrm_requests_with_random_bodies_are_answered_and_leave_the_firmware_working(
             answered += 1;
             *codes.entry(a.code).or_insert(0) += 1;
         }
-        assert!(rig.world.now() < Duration::from_secs(3 * rounds as u64), "round {round}: time ran away");
     }
     // Requests of undefined types, bad lengths or fields are answered with an error; only a short
     // command whose signature or size the firmware cannot take has no response to write.
@@ -78,9 +77,6 @@ fn hwrm_requests_with_random_bodies_are_answered_and_leave_the_firmware_working(
     assert!(codes.get(&0).is_some_and(|&n| n > 0) && codes.len() > 2, "answers by code: {codes:?}");
     let v = rig.ok(0, req::<HwrmVerGetInput>());
     assert_eq!(v.chip_num.get(), 0x1760, "VER_GET after the random requests");
-    // Short commands read from REQ; nothing was written outside the mapped memory.
-    let _ = rig.peek(0, REQ, 16);
-    let _ = rig.peek(0, RESP, 16);
 }
 
 #[test]
@@ -104,12 +100,39 @@ fn roce_commands_with_random_bodies_are_each_completed_and_leave_the_channel_wor
             b[6] = rng.random_range(0..8);
             b[8..16].copy_from_slice(&f.sb.to_le_bytes());
         }
-        // Now and then a command that loses the function: the next one re-initializes it.
-        let cookie = f.send(&mut rig, b);
+        // A quarter of the commands go as written, with a size of their own: none (0), or at
+        // least the slots produced (up to past what the firmware takes), or wrapped in a TLV
+        // header (bnxt_hsi.h CMD_DISCR_TLV_ENCAP) with the command from the second slot on.
+        // Each is answered on its cookie; a TLV command names the inner command's opcode, one
+        // with no room for a command (or whose command was not produced) the header's.
+        let (cookie, answered_as) = if rng.random_bool(0.25) {
+            f.cookie = f.cookie.wrapping_add(1);
+            let cookie = f.cookie;
+            let tlv = rng.random_bool(0.5);
+            let size =
+                if slots == 1 && rng.random_bool(0.5) { u8::from(tlv) } else { rng.random_range(slots..=40) as u8 };
+            if tlv {
+                b[0..2].copy_from_slice(&0x8000u16.to_le_bytes());
+                b[8] = size;
+                if size >= 2 && slots >= 2 {
+                    b[16] = opcode;
+                    b[20..22].copy_from_slice(&cookie.to_le_bytes());
+                } else {
+                    b[4..6].copy_from_slice(&cookie.to_le_bytes());
+                }
+            } else {
+                b[1] = size;
+                b[4..6].copy_from_slice(&cookie.to_le_bytes());
+            }
+            f.submit(&mut rig, &b);
+            (cookie, if tlv && (size < 2 || slots < 2) { 0 } else { opcode })
+        } else {
+            (f.send(&mut rig, b), opcode)
+        };
         let c = f.wait(&mut rig, cookie);
-        assert_eq!(c.event, opcode, "the completion names the command's opcode");
+        assert_eq!(c.event, answered_as, "the completion names the command's opcode");
         *statuses.entry(c.status).or_insert(0) += 1;
-        if opcode == 0x02 && c.status == 0 {
+        if answered_as == 0x02 && c.status == 0 {
             // DEINITIALIZE_FW took effect.
             f.initialize(&mut rig);
         }

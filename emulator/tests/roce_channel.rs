@@ -270,13 +270,23 @@ fn a_tlv_encapsulated_command_is_answered_with_its_inner_opcode_and_cookie() {
     cmd[6..8].copy_from_slice(&56u16.to_le_bytes());
     cmd[8] = 19;
     cmd[16] = 0x8c; // MODIFY_ROCE_CC
-    cmd[17] = 19;
+    cmd[17] = 56; // bnxt_qplib_set_cmd_slots leaves the inner size in bytes for TLV commands
     cmd[20..22].copy_from_slice(&0x1234u16.to_le_bytes());
     f.submit(&mut rig, &cmd);
     let c = f.wait(&mut rig, 0x1234);
     assert_eq!((c.event, c.status), (0x8c, 4), "answered as MODIFY_ROCE_CC, NOT_IMPLEMENTED");
     assert_eq!(rig.world.nic_state(0).roce.unimplemented_commands.get(&0x8c), Some(&1));
     // The channel took all 19 slots: the next plain command is read where it was put.
+    f.ok(&mut rig, CmdqQueryVersion::new_zeroed());
+    // Too long for the firmware (40 slots): refused, but answered on the inner cookie.
+    let mut long = vec![0u8; 40 * 16];
+    long[0..2].copy_from_slice(&0x8000u16.to_le_bytes());
+    long[8] = 40;
+    long[16] = 0x8c;
+    long[20..22].copy_from_slice(&0x4321u16.to_le_bytes());
+    f.submit(&mut rig, &long);
+    let c = f.wait(&mut rig, 0x4321);
+    assert_eq!((c.event, c.status), (0x8c, INVALID_PARAMETER), "refused on the inner opcode and cookie");
     f.ok(&mut rig, CmdqQueryVersion::new_zeroed());
     // A TLV header whose total_size leaves no room for a command is refused, not misread.
     let mut short = vec![0u8; 16];

@@ -190,10 +190,17 @@ impl Channel {
                 }
                 (size, Ok(bytes))
             };
-            // The opcode and cookie are the inner command's when encapsulated (and readable);
-            // an unreadable one is answered with what its first slot holds.
+            // The opcode and cookie are the inner command's when encapsulated: from the bytes
+            // taken, or, for a command refused whole, from its second slot if it was produced
+            // (bnxt_re's __get_cmdq_base_cookie reads the inner header whenever the command is
+            // longer than the TLV header). Otherwise what the first slot holds.
+            let mut inner = [0u8; CMDQE_BYTES];
             let base_bytes: &[u8] = match (&bytes, encapsulated) {
                 (Ok(b), true) => &b[..CMDQE_BYTES],
+                (Err(_), true) if size >= 2 && left >= 2 => {
+                    read_slot(cfg, mem, (slot + 1) % cfg.depth, &mut inner)?;
+                    &inner
+                }
                 _ => &head,
             };
             let base = CmdqBase::ref_from_bytes(base_bytes).expect("16-byte header");
