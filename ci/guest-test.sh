@@ -155,7 +155,7 @@ run_suite() {
   trap stop_models EXIT
   trap 'stop_models; exit 143' TERM INT
   local modules="bnxt_en bnxt_re ib_core ib_uverbs" qemu_extra=${QEMU_EXTRA:-}
-  [ $peer = 1 ] && modules="$modules virtio_net"
+  [ $peer = 1 ] && modules="$modules virtio_pci? virtio_net"
   GUEST_MODULES=$modules bash "$G/mkinitramfs.sh" "$suite" "$dir/initramfs.cpio.gz"
   SOCKS=()
   if [ $no_model = 0 ]; then

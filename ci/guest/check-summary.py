@@ -79,6 +79,16 @@ def check_traffic(rec):
     return fails
 
 
+def mac_octets(text):
+    """A MAC address as its six octets (arping may print `52:54:0:...` or `52:54:00:...`), or None."""
+    parts = (text or '').split(':')
+    try:
+        octets = tuple(int(p, 16) for p in parts)
+    except ValueError:
+        return None
+    return octets if len(octets) == 6 and all(0 <= o < 256 for o in octets) else None
+
+
 def check_peer(rec, peer_mac):
     """Failures of the exchange with the guest's virtio-net NIC on the segment."""
     t = rec.get('peer-traffic', [None])[0]
@@ -88,11 +98,11 @@ def check_peer(rec, peer_mac):
         return ['peer traffic skipped: ' + ' '.join(f'{k}={v}' for k, v in t.items())]
     fails = []
     peer = [n for n in rec.get('netdev', []) if n.get('name') == t.get('to')]
-    if not peer or peer[0].get('driver') != 'virtio_net' or peer[0].get('mac', '').lower() != peer_mac.lower():
+    if not peer or peer[0].get('driver') != 'virtio_net' or mac_octets(peer[0].get('mac')) != mac_octets(peer_mac):
         fails.append(f"the ARP target {t.get('to')} is not the virtio_net netdev with MAC {peer_mac}: {peer}")
     if t.get('replies', '0') in ('0', ''):
         fails.append(f"ARP from {t.get('from')} to the virtio-net NIC got no reply (arping rc={t.get('rc')})")
-    elif t.get('reply_mac', '-').lower() != peer_mac.lower():
+    elif mac_octets(t.get('reply_mac')) != mac_octets(peer_mac):
         fails.append(f"the ARP reply came from {t.get('reply_mac')}, not the virtio-net NIC ({peer_mac})")
     stats = {x['name']: x for x in rec.get('stats', [])}
     s = stats.get(t.get('to'), {})

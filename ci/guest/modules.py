@@ -8,7 +8,9 @@ usage:
                                       compression suffix) for the NAMEs and their dependencies
   modules.py info FILE                every key=value of FILE's .modinfo section
 
-A module's dependencies come from its own .modinfo "depends=" entry (what depmod reads too).
+A module's dependencies come from its own .modinfo "depends=" entry (what depmod reads too). A
+module built into the kernel (listed in MODDIR/modules.builtin) needs no file and is left out;
+NAME? asks for NAME only if the kernel has it as a module.
 Modules may be plain or compressed with xz, gzip or zstd.
 """
 import gzip
@@ -68,9 +70,20 @@ def index(moddir):
     return found
 
 
+def builtin(moddir):
+    """Names of the modules built into the kernel (its modules.builtin), empty if not listed."""
+    try:
+        with open(os.path.join(moddir, 'modules.builtin')) as f:
+            return {canonical(os.path.basename(line.strip()).split('.ko')[0]) for line in f if line.strip()}
+    except FileNotFoundError:
+        return set()
+
+
 def closure(moddir, names):
-    """Paths (relative to moddir) of names and their dependencies, dependencies first."""
+    """Paths (relative to moddir) of names and their dependencies, dependencies first; a module
+    built into the kernel needs no file and is left out."""
     mods = index(moddir)
+    built_in = builtin(moddir)
     order, seen = [], set()
 
     def visit(name):
@@ -78,8 +91,10 @@ def closure(moddir, names):
         if name in seen:
             return
         seen.add(name)
+        if name not in mods and name in built_in:
+            return
         if name not in mods:
-            raise SystemExit(f'module {name} not found under {moddir} (built into the kernel?)')
+            raise SystemExit(f'module {name} not found under {moddir} (nor in its modules.builtin)')
         for key, value in modinfo(mods[name]):
             if key == 'depends' and value:
                 for dep in value.split(','):
@@ -87,6 +102,12 @@ def closure(moddir, names):
         order.append(os.path.relpath(mods[name], moddir))
 
     for n in names:
+        # NAME? asks for NAME only if the kernel has it as a module (built in, or listed in no
+        # modules.builtin, the guest has it or does without).
+        if n.endswith('?'):
+            if canonical(n[:-1]) in mods:
+                visit(n[:-1])
+            continue
         visit(n)
     return order
 

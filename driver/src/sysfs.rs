@@ -57,9 +57,7 @@ impl SysfsMachine {
             let entry = entry.map_err(|e| list_error(&self.root, e))?;
             let dir = entry.path();
             let Some(bus) = entry.file_name().to_str().map(str::to_owned) else { continue };
-            if !is_bus_address(&bus) {
-                continue;
-            }
+            let Some(address) = parse_bus_address(&bus) else { continue };
             if read_id(&dir.join("vendor"))? != Some(VENDOR_ID)
                 || read_id(&dir.join("device"))? != Some(DEVICE_ID_57608)
             {
@@ -68,11 +66,10 @@ impl SysfsMachine {
             let driver = std::fs::read_link(dir.join("driver"))
                 .ok()
                 .and_then(|t| t.file_name().and_then(|n| n.to_str()).map(str::to_owned));
-            out.push(SysfsFunction { bus, driver });
+            out.push((address, SysfsFunction { bus, driver }));
         }
-        // Fixed-width hexadecimal fields: text order is bus order.
-        out.sort_by(|a, b| a.bus.cmp(&b.bus));
-        Ok(out)
+        out.sort_by_key(|(address, _)| *address);
+        Ok(out.into_iter().map(|(_, f)| f).collect())
     }
 }
 
@@ -97,14 +94,19 @@ impl Machine for SysfsMachine {
     }
 }
 
-/// Whether `name` is a PCI bus address as sysfs names functions: `DDDD:BB:DD.F` in hexadecimal.
-fn is_bus_address(name: &str) -> bool {
-    let b = name.as_bytes();
-    b.len() == 12
-        && b[4] == b':'
-        && b[7] == b':'
-        && b[10] == b'.'
-        && b.iter().enumerate().all(|(i, c)| matches!(i, 4 | 7 | 10) || c.is_ascii_hexdigit())
+/// A PCI bus address as Linux writes it, `DDDD:BB:DD.F` in hexadecimal (the domain may have more
+/// than four digits, as VMD domains do: `10000:e1:00.0`), as (domain, bus, device, function) in
+/// bus order; `None` if `text` is not one.
+pub fn parse_bus_address(text: &str) -> Option<(u32, u8, u8, u8)> {
+    let (domain, rest) = text.split_once(':')?;
+    let (bus, rest) = rest.split_once(':')?;
+    let (device, function) = rest.split_once('.')?;
+    let hex = |s: &str, digits: std::ops::RangeInclusive<usize>| {
+        (digits.contains(&s.len()) && s.bytes().all(|c| c.is_ascii_hexdigit()))
+            .then(|| u32::from_str_radix(s, 16).ok())?
+    };
+    let (d, b, dev, f) = (hex(domain, 4..=8)?, hex(bus, 2..=2)?, hex(device, 2..=2)?, hex(function, 1..=1)?);
+    (dev < 0x20 && f < 8).then_some((d, b as u8, dev as u8, f as u8))
 }
 
 /// A `vendor` or `device` file's id (`0x14e4\n`); `None` when the file is missing (not a
@@ -185,10 +187,27 @@ mod tests {
 
     #[test]
     fn bus_addresses_are_recognised() {
-        assert!(is_bus_address("0000:41:00.0"));
-        assert!(is_bus_address("abcd:ef:1f.7"));
-        assert!(!is_bus_address("0000:41:00"));
-        assert!(!is_bus_address("pci0000:00"));
-        assert!(!is_bus_address("0000:4g:00.0"));
+        assert_eq!(parse_bus_address("0000:41:00.0"), Some((0, 0x41, 0, 0)));
+        assert_eq!(parse_bus_address("abcd:ef:1f.7"), Some((0xabcd, 0xef, 0x1f, 7)));
+        assert_eq!(parse_bus_address("10000:e1:00.1"), Some((0x10000, 0xe1, 0, 1)));
+        for bad in ["0000:41:00", "pci0000:00", "0000:4g:00.0", "0000:41:20.0", "0000:41:00.8", "000:41:00.0"] {
+            assert_eq!(parse_bus_address(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_vmd_domain_sorts_after_the_usual_one_and_symlinked_entries_count() {
+        let t = tempfile::tempdir().unwrap();
+        let real = t.path().join("devices-real");
+        function(&real, "10000:01:00.0", "0x14e4", "0x1760", None);
+        function(&real, "0000:c1:00.0", "0x14e4", "0x1760", None);
+        // /sys/bus/pci/devices holds symlinks to the functions' folders.
+        let listed = t.path().join("devices");
+        std::fs::create_dir_all(&listed).unwrap();
+        for bus in ["10000:01:00.0", "0000:c1:00.0"] {
+            std::os::unix::fs::symlink(real.join(bus), listed.join(bus)).unwrap();
+        }
+        let buses = SysfsMachine::with_root(&listed).buses().unwrap();
+        assert_eq!(buses, ["0000:c1:00.0", "10000:01:00.0"]);
     }
 }

@@ -134,15 +134,10 @@ pub fn format_size(bytes: u64) -> String {
     bytes.to_string()
 }
 
-/// Check a PCI bus address as Linux writes it: `DDDD:BB:DD.F`, hexadecimal.
+/// Check a PCI bus address as Linux writes it: `DDDD:BB:DD.F`, hexadecimal
+/// ([`bnxt::sysfs::parse_bus_address`]).
 pub fn parse_bus(text: &str) -> Result<(), String> {
-    let b = text.as_bytes();
-    let shape = b.len() == 12 && b[4] == b':' && b[7] == b':' && b[10] == b'.';
-    if shape && b.iter().enumerate().all(|(i, c)| matches!(i, 4 | 7 | 10) || c.is_ascii_hexdigit()) {
-        Ok(())
-    } else {
-        Err("not of the form DDDD:BB:DD.F (hexadecimal)".into())
-    }
+    bnxt::sysfs::parse_bus_address(text).map(|_| ()).ok_or_else(|| "not of the form DDDD:BB:DD.F (hexadecimal)".into())
 }
 
 /// Parse a MAC address written `02:00:00:00:00:01` (or with `-`).
