@@ -299,7 +299,9 @@ pub struct L2Config {
     pub next_filter_serial: u64,
     /// Settings a request asked for that the model does not implement (counted, refused).
     pub unimplemented: u64,
-    /// The port's counters as the L2 engine last reported them.
+    /// The port's counters as the L2 engine last reported them: handed over just before the
+    /// firmware runs a job (the port statistics requests, its only readers, run as jobs), so
+    /// between jobs they may lag the L2 engine's own (`L2Engine::port_counters`).
     pub port_counters: PortCounters,
 }
 
