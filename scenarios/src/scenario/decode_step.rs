@@ -453,9 +453,10 @@ mod tests {
     fn region_memory_kinds_and_their_mistakes() {
         let ok = steps(with_open!("  - region: {on: a, as: r, bytes: 4096, memory: pages}\n")).unwrap();
         assert!(matches!(&ok[1].action, Action::Region { memory: RegionMemory::Pages, .. }));
-        let ok =
-            steps(with_open!("  - region: {on: a, as: r, bytes: 4096, memory: device, device: 0000:81:00.0, bar: 2}\n"))
-                .unwrap();
+        let ok = steps(with_open!(
+            "  - region: {on: a, as: r, bytes: 4096, memory: device, device: 0000:81:00.0, bar: 2}\n"
+        ))
+        .unwrap();
         let want = RegionMemory::Device { bus: "0000:81:00.0".into(), bar: 2 };
         assert!(matches!(&ok[1].action, Action::Region { memory, .. } if *memory == want));
         let ok = steps(with_open!("  - region: {on: a, as: r, bytes: 4096}\n")).unwrap();
@@ -466,10 +467,13 @@ mod tests {
         assert!(e.contains("needs `device`"), "{e}");
         let e = steps(with_open!("  - region: {on: a, as: r, bytes: 4096, bar: 1}\n")).unwrap_err();
         assert!(e.contains("go with `memory: device`") && e.contains(":6:"), "{e}");
-        let e = steps(with_open!("  - region: {on: a, as: r, bytes: 4096, memory: device, device: 81:00.0}\n")).unwrap_err();
-        assert!(e.contains("DDDD:BB:DD.F"), "{e}");
-        let e = steps(with_open!("  - region: {on: a, as: r, bytes: 4096, memory: device, device: 0000:81:00.0, bar: 6}\n"))
+        let e = steps(with_open!("  - region: {on: a, as: r, bytes: 4096, memory: device, device: 81:00.0}\n"))
             .unwrap_err();
+        assert!(e.contains("DDDD:BB:DD.F"), "{e}");
+        let e = steps(with_open!(
+            "  - region: {on: a, as: r, bytes: 4096, memory: device, device: 0000:81:00.0, bar: 6}\n"
+        ))
+        .unwrap_err();
         assert!(e.contains("bar"), "{e}");
     }
 }
