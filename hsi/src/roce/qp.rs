@@ -139,8 +139,8 @@ mod tests {
         let a = Access { remote_write: true, ..Access::default() };
         assert_eq!(a.modify_qp(), 0x2);
         assert_eq!(a.register_mr(), 0x4);
-        assert_eq!(Access::from_register_mr(0x2).remote_read, true);
-        assert_eq!(Access::from_modify_qp(0x4).remote_read, true);
+        assert!(Access::from_register_mr(0x2).remote_read);
+        assert!(Access::from_modify_qp(0x4).remote_read);
         assert_eq!(mtu_bytes(4), Some(4096));
         assert_eq!(mtu_code(1024), Some(2));
         assert_eq!(mtu_bytes(6), None);
