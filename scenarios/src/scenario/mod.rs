@@ -196,31 +196,8 @@ pub struct WireRule {
     pub delay: Option<Duration>,
 }
 
-/// What a wire fault does to a frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WireFaultKind {
-    /// Lost.
-    Drop,
-    /// Arrives twice.
-    Duplicate,
-    /// Goes after the next frame.
-    Reorder,
-    /// A bit flipped.
-    Corrupt,
-    /// Arrives later.
-    Delay,
-}
-
-impl WireFaultKind {
-    /// Every kind with its name.
-    pub const ALL: [(WireFaultKind, &'static str); 5] = [
-        (WireFaultKind::Drop, "drop"),
-        (WireFaultKind::Duplicate, "duplicate"),
-        (WireFaultKind::Reorder, "reorder"),
-        (WireFaultKind::Corrupt, "corrupt"),
-        (WireFaultKind::Delay, "delay"),
-    ];
-}
+/// What a wire fault does to a frame: the model's own kinds, by the same names.
+pub use bnxt_model::faults::WireFaultKind;
 
 /// The firmware does something other than answer a request normally.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,7 +10,7 @@ use bnxt_model::world::WorldConfig;
 
 use super::model_pci::{ModelClock, ModelMachine};
 use super::{Capabilities, ConfigState, Internals, MachinePlan, Session, Target, TargetError};
-use crate::scenario::{Capability, CommandAction, FaultKind, FirmwareAction, MAX_NICS, WireFault, WireFaultKind};
+use crate::scenario::{Capability, CommandAction, FaultKind, FirmwareAction, MAX_NICS, WireFault};
 use crate::transcript::model::ModelEvents;
 use crate::transcript::record::EventSource;
 
@@ -98,13 +98,6 @@ pub fn fault_plan(plan: &MachinePlan<'_>) -> FaultPlan {
 
 /// A `wire` fault as the model's wire plan.
 fn wire_plan(w: &WireFault) -> WirePlan {
-    let kind = |k: WireFaultKind| match k {
-        WireFaultKind::Drop => faults::WireFaultKind::Drop,
-        WireFaultKind::Duplicate => faults::WireFaultKind::Duplicate,
-        WireFaultKind::Reorder => faults::WireFaultKind::Reorder,
-        WireFaultKind::Corrupt => faults::WireFaultKind::Corrupt,
-        WireFaultKind::Delay => faults::WireFaultKind::Delay,
-    };
     WirePlan {
         drop: w.drop,
         duplicate: w.duplicate,
@@ -122,7 +115,7 @@ fn wire_plan(w: &WireFault) -> WirePlan {
                 psn: r.psn,
                 dest_qp: None,
                 nth: r.nth,
-                kind: kind(r.kind),
+                kind: r.kind,
                 delay: r.delay,
             })
             .collect(),
