@@ -5,28 +5,12 @@
 mod common;
 
 use bnxt_hsi::hwrm::layouts::*;
-use common::{Pages, Rig, req};
+use common::{Pages, Rig, req, reserve_rings};
 
 const INVALID_PARAMS: u16 = 2;
 const RESOURCE_ALLOC_ERROR: u16 = 4;
 
 type F = HwrmFuncCfgInput;
-
-fn reserve(tx: u16, rx: u16, cp: u16, msix: u16, stat: u16, vnic: u16, rss: u16) -> F {
-    let mut c: F = req();
-    c.fid = 0xffff.into();
-    c.enables = (F::ENABLES_NUM_TX_RINGS
-        | F::ENABLES_NUM_RX_RINGS
-        | F::ENABLES_NUM_CMPL_RINGS
-        | F::ENABLES_NUM_MSIX
-        | F::ENABLES_NUM_STAT_CTXS
-        | F::ENABLES_NUM_VNICS
-        | F::ENABLES_NUM_RSSCOS_CTXS)
-        .into();
-    (c.num_tx_rings, c.num_rx_rings, c.num_cmpl_rings, c.num_msix) = (tx.into(), rx.into(), cp.into(), msix.into());
-    (c.num_stat_ctxs, c.num_vnics, c.num_rsscos_ctxs) = (stat.into(), vnic.into(), rss.into());
-    c
-}
 
 #[test]
 fn func_cfg_reservations_are_echoed_by_func_qcfg() {
@@ -35,7 +19,7 @@ fn func_cfg_reservations_are_echoed_by_func_qcfg() {
     assert_eq!((q.alloc_tx_rings.get(), q.alloc_msix.get()), (0, 0), "nothing reserved at power-on");
     // What bnxt_en asks for on a 2-CPU guest with RoCE (docs/bnxt_en-needs.md §3.20); FUNC_CFG
     // is 160 bytes, so it goes as a short command.
-    rig.ok(0, reserve(2, 2, 4, 5, 3, 1, 1));
+    rig.ok(0, reserve_rings(2, 2, 4, 5, 3, 1, 1));
     let q = rig.ok(0, req::<HwrmFuncQcfgInput>());
     let got = (
         q.alloc_tx_rings.get(),
@@ -57,7 +41,7 @@ fn func_cfg_reservations_are_echoed_by_func_qcfg() {
     assert_eq!((q.alloc_tx_rings.get(), q.alloc_rx_rings.get(), q.alloc_msix.get()), (1, 2, 5));
     // More than the function has is granted up to its maximum (bnxt_en trims to the grant).
     let max = rig.ok(0, req::<HwrmFuncResourceQcapsInput>());
-    rig.ok(0, reserve(9999, 1, 1, 9999, 1, 1, 1));
+    rig.ok(0, reserve_rings(9999, 1, 1, 9999, 1, 1, 1));
     let q = rig.ok(0, req::<HwrmFuncQcfgInput>());
     assert_eq!(q.alloc_tx_rings.get(), max.max_tx_rings.get());
     assert_eq!(q.alloc_msix.get(), max.max_msix.get());
@@ -70,11 +54,11 @@ fn func_cfg_reservations_are_echoed_by_func_qcfg() {
 #[test]
 fn func_cfg_assets_tests_ask_without_reserving_and_unknown_settings_are_refused() {
     let mut rig = Rig::new(1);
-    let mut t = reserve(2, 2, 4, 5, 3, 1, 1);
+    let mut t = reserve_rings(2, 2, 4, 5, 3, 1, 1);
     t.flags = (F::FLAGS_TX_ASSETS_TEST | F::FLAGS_RX_ASSETS_TEST | F::FLAGS_NQ_ASSETS_TEST).into();
     rig.ok(0, t);
     assert_eq!(rig.ok(0, req::<HwrmFuncQcfgInput>()).alloc_tx_rings.get(), 0, "a test reserves nothing");
-    let mut too_many = reserve(9999, 1, 1, 1, 1, 1, 1);
+    let mut too_many = reserve_rings(9999, 1, 1, 1, 1, 1, 1);
     too_many.flags = F::FLAGS_TX_ASSETS_TEST.into();
     assert_eq!(rig.call(0, too_many).code, RESOURCE_ALLOC_ERROR);
     let mut vf_defaults: F = req();
@@ -83,7 +67,7 @@ fn func_cfg_assets_tests_ask_without_reserving_and_unknown_settings_are_refused(
     assert_eq!(rig.call(0, vf_defaults).code, INVALID_PARAMS);
     assert!(rig.last_reason().unwrap().contains("does not implement"));
     assert_eq!(rig.world.nic_state(0).unimplemented, 1, "counted");
-    let mut other_fid = reserve(1, 1, 1, 1, 1, 1, 1);
+    let mut other_fid = reserve_rings(1, 1, 1, 1, 1, 1, 1);
     other_fid.fid = 3.into();
     assert_eq!(rig.call(0, other_fid).code, INVALID_PARAMS);
     let mut cache: F = req();

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bnxt_hsi::hwrm::Request;
-use bnxt_hsi::hwrm::layouts::HwrmShortInput;
+use bnxt_hsi::hwrm::layouts::{HwrmFuncCfgInput, HwrmShortInput};
 use bnxt_model::config_space::{COMMAND, COMMAND_MASTER, COMMAND_MEMORY};
 use bnxt_model::faults::FaultPlan;
 use bnxt_model::host_memory::{HeapBacking, HostMemory, Iommu};
@@ -266,4 +266,24 @@ pub fn page_tables(rig: &Rig, nic: usize, pages: &mut Pages, bytes: u64, level: 
             root
         }
     }
+}
+
+/// FUNC_CFG reserving, for this function (fid 0xffff), `tx`, `rx` and `cp` TX, RX and completion
+/// rings, `msix` vectors, `stat` statistics contexts, `vnic` VNICs and `rss` RSS contexts, as
+/// bnxt_en's `__bnxt_reserve_rings` asks.
+pub fn reserve_rings(tx: u16, rx: u16, cp: u16, msix: u16, stat: u16, vnic: u16, rss: u16) -> HwrmFuncCfgInput {
+    type F = HwrmFuncCfgInput;
+    let mut c: F = req();
+    c.fid = 0xffff.into();
+    c.enables = (F::ENABLES_NUM_TX_RINGS
+        | F::ENABLES_NUM_RX_RINGS
+        | F::ENABLES_NUM_CMPL_RINGS
+        | F::ENABLES_NUM_MSIX
+        | F::ENABLES_NUM_STAT_CTXS
+        | F::ENABLES_NUM_VNICS
+        | F::ENABLES_NUM_RSSCOS_CTXS)
+        .into();
+    (c.num_tx_rings, c.num_rx_rings, c.num_cmpl_rings, c.num_msix) = (tx.into(), rx.into(), cp.into(), msix.into());
+    (c.num_stat_ctxs, c.num_vnics, c.num_rsscos_ctxs) = (stat.into(), vnic.into(), rss.into());
+    c
 }

@@ -10,7 +10,7 @@ use bnxt_hsi::hwrm::layouts::*;
 use bnxt_model::l2::doorbell::{L2DbKind, L2Doorbell};
 use bnxt_model::roce::doorbell::KERNEL_DB_OFFSET;
 
-use crate::common::{Pages, Rig, req};
+use crate::common::{Pages, Rig, req, reserve_rings};
 
 /// Entries of every ring the driver makes.
 pub const RING_LEN: u32 = 64;
@@ -93,20 +93,7 @@ impl L2Nic {
         rg.os_type = 0x24.into();
         rg.async_event_fwd[0] = 1.into(); // LINK_STATUS_CHANGE
         rig.ok(nic, rg);
-        let mut cfg: HwrmFuncCfgInput = req();
-        type F = HwrmFuncCfgInput;
-        cfg.fid = 0xffff.into();
-        cfg.enables = (F::ENABLES_NUM_TX_RINGS
-            | F::ENABLES_NUM_RX_RINGS
-            | F::ENABLES_NUM_CMPL_RINGS
-            | F::ENABLES_NUM_MSIX
-            | F::ENABLES_NUM_STAT_CTXS
-            | F::ENABLES_NUM_VNICS
-            | F::ENABLES_NUM_RSSCOS_CTXS)
-            .into();
-        (cfg.num_tx_rings, cfg.num_rx_rings, cfg.num_cmpl_rings) = (1.into(), 1.into(), 2.into());
-        (cfg.num_msix, cfg.num_stat_ctxs, cfg.num_vnics, cfg.num_rsscos_ctxs) =
-            (1.into(), 2.into(), 1.into(), 1.into());
+        let cfg = reserve_rings(1, 1, 2, 1, 2, 1, 1);
         rig.ok(nic, cfg);
 
         let mut stats = [0; 2];
@@ -135,7 +122,7 @@ impl L2Nic {
         });
         let mut ac: HwrmFuncCfgInput = req();
         ac.fid = 0xffff.into();
-        ac.enables = F::ENABLES_ASYNC_EVENT_CR.into();
+        ac.enables = HwrmFuncCfgInput::ENABLES_ASYNC_EVENT_CR.into();
         ac.async_event_cr = nq.into();
         rig.ok(nic, ac);
         let cq_of = |handle: u64| {
