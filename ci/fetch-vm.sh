@@ -8,7 +8,8 @@
 # Verification: apt checks each signed InRelease against the host's Debian archive keyring and each .deb
 # against the SHA256 of the signed package index; this script checks every .deb's SHA256 once more
 # against the index before unpacking it. What was fetched is listed in $BNXT_VM_CACHE/manifest.txt.
-# About 350 MB on the first run; a re-run reuses everything already there and downloads nothing.
+# About 350 MB on the first run (about 650 MB on disk once unpacked; the .debs are removed after
+# unpacking); a re-run reuses everything already there and downloads nothing.
 set -euo pipefail
 . "$(dirname "$0")/guest/lib.sh"
 C=$BNXT_VM_CACHE
@@ -69,6 +70,7 @@ unpack_into() {
   rm -rf "$dir.tmp"; mkdir -p "$dir.tmp"
   local d; for d in "$@"; do dpkg-deb -x "$d" "$dir.tmp"; done
   rm -rf "$dir"; mv "$dir.tmp" "$dir"
+  rm -f "$@"  # unpacked and listed in the manifest with their SHA256: the .debs are not needed again
 }
 
 # --- QEMU: sid's qemu-system-x86 and its library closure (systemd is pulled in only via libibverbs1).
