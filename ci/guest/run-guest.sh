@@ -8,7 +8,8 @@
 # Env: TIMEOUT (s, default 300), MEM (MiB, default 1024), SMP (default 2), APPEND (more kernel words),
 #      QEMU_EXTRA (more QEMU words), VFIO_USER_MSG_TIMEOUT (ms a vfio-user reply may take; QEMU's
 #      default is 5000), INTERACTIVE=1 (console on this terminal instead of CONSOLE_LOG, for use with
-#      APPEND=bnxt.shell; no timeout).
+#      APPEND=bnxt.shell; no timeout), IOMMU=1 (an emulated Intel IOMMU in front of the devices, with
+#      caching mode so QEMU sees every mapping the guest makes; give the guest intel_iommu=on).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -19,6 +20,8 @@ qemu=$(qemu_cmd)
 [ -f "$initrd" ] || die "no initramfs $initrd"
 
 devs=(); slot=5
+# A vIOMMU must come before the devices behind it on QEMU's command line.
+[ -n "${IOMMU:-}" ] && devs+=(-device intel-iommu,caching-mode=on)
 for sock in "$@"; do
   [ -S "$sock" ] || die "$sock is not a listening UNIX socket (start the vfio-user server first)"
   props="\"driver\":\"vfio-user-pci\",\"socket\":{\"path\":\"$sock\",\"type\":\"unix\"},\"addr\":\"$(printf '0x%x' $slot)\""

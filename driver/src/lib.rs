@@ -12,11 +12,13 @@
 //! cards is not written yet; docs/contract.md says what of the contract is implemented).
 #![deny(missing_docs)]
 
+pub mod binding;
 mod bringup;
 mod ctx_mem;
 pub mod dma;
 pub mod error;
 mod fw_health;
+pub mod held;
 mod hwrm;
 pub mod pci;
 pub mod qp;
@@ -28,11 +30,12 @@ pub mod sysfs;
 #[cfg(test)]
 mod testing;
 pub mod trace;
+pub mod vfio;
 pub mod vfio_user;
 mod wait;
 
 pub use error::Error;
-pub use pci::{Clock, Machine, PciError, PciFunction};
+pub use pci::{Clock, Machine, PciError, PciFunction, RealClock};
 pub mod nic;
 pub use nic::{Doorbells, Identity, Limits, Nic, buses, count, name_of};
 pub use qp::{Completion, Endpoint, Qp, RecvQueue, SendQueue, Side, Status};

@@ -4,7 +4,7 @@
 //! or the kernel's VFIO for a real BCM57608. The driver above them is the same code for all.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::dma::{DmaBuffer, HostPages};
 
@@ -72,6 +72,34 @@ pub trait Clock: Send + Sync {
     fn sleep(&self, d: Duration);
 }
 
+/// The wall clock: time since the machine was made; `sleep` sleeps.
+#[derive(Debug, Clone, Copy)]
+pub struct RealClock {
+    origin: Instant,
+}
+
+impl RealClock {
+    /// A clock starting now.
+    pub fn new() -> RealClock {
+        RealClock { origin: Instant::now() }
+    }
+}
+
+impl Default for RealClock {
+    fn default() -> RealClock {
+        RealClock::new()
+    }
+}
+
+impl Clock for RealClock {
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+    fn sleep(&self, d: Duration) {
+        std::thread::sleep(d)
+    }
+}
+
 /// What a driver needs from one PCI function, and nothing more.
 ///
 /// BAR accesses never fail (as on hardware: a dead device reads all-ones); config-space accesses
@@ -107,6 +135,24 @@ pub trait PciFunction: Send + Sync {
     fn reset(&self) -> Result<(), PciError>;
     /// The clock the driver times its waits by.
     fn clock(&self) -> &dyn Clock;
+}
+
+/// Refuse a config-space access that is not a naturally aligned 1, 2 or 4 byte access inside the
+/// 4 KiB of a PCIe function's config space (what backends that pass accesses on check first).
+///
+/// # Errors
+///
+/// [`PciError::Config`] naming the access.
+pub fn check_config_access(offset: u16, len: usize) -> Result<(), PciError> {
+    let aligned = matches!(len, 1 | 2 | 4) && usize::from(offset) % len == 0;
+    if !aligned || usize::from(offset) + len > 4096 {
+        return Err(PciError::Config {
+            offset,
+            len,
+            reason: "not a naturally aligned 1, 2 or 4 byte access inside 4 KiB".into(),
+        });
+    }
+    Ok(())
 }
 
 /// A machine's set of BCM57608 functions.

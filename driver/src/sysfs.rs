@@ -4,23 +4,38 @@
 //! a `driver` link whose target's name is the driver's (Linux Documentation/ABI/testing/sysfs-bus-pci).
 //!
 //! This is the machine [`crate::nic::buses`] and [`crate::nic::count`] read on real hardware. It
-//! lists functions whichever driver holds each, as the contract says. Taking a function needs a
-//! VFIO backend, which is not written yet: [`Machine::take`] says so.
+//! lists functions whichever driver holds each, as the contract says. It takes a function through
+//! the kernel's VFIO ([`crate::vfio`]): the function must be bound to vfio-pci first
+//! ([`crate::binding::detach`]) and sit in an IOMMU group (its `iommu_group` link), which is opened
+//! under `/dev/vfio`.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
 use bnxt_hsi::pci::{DEVICE_ID_57608, VENDOR_ID};
 
+use crate::held::HeldSet;
 use crate::pci::{Machine, PciError, PciFunction};
+use crate::vfio::{Container, ContainerError, VfioFunction};
 
 /// Where Linux lists PCI functions.
 pub const SYSFS_PCI_DEVICES: &str = "/sys/bus/pci/devices";
+
+/// Where Linux puts VFIO's container and group files.
+pub const DEV_VFIO: &str = "/dev/vfio";
+
+/// The driver a function must be bound to for this process to take it.
+pub const VFIO_PCI: &str = "vfio-pci";
 
 /// The machine's functions as a sysfs tree lists them.
 #[derive(Debug, Clone)]
 pub struct SysfsMachine {
     root: PathBuf,
+    dev_vfio: PathBuf,
+    held: HeldSet,
+    // Groups open in this process, by group number: functions of one group share its container.
+    groups: Arc<Mutex<HashMap<String, Weak<Container>>>>,
 }
 
 /// One BCM57608 function as sysfs shows it.
@@ -41,7 +56,50 @@ impl SysfsMachine {
     /// The functions listed under `root`, a folder laid out as `/sys/bus/pci/devices` is (for
     /// tests, or a copy of another machine's tree).
     pub fn with_root(root: impl Into<PathBuf>) -> SysfsMachine {
-        SysfsMachine { root: root.into() }
+        SysfsMachine::with_paths(root, DEV_VFIO)
+    }
+
+    /// The functions listed under `root`, taken through the VFIO files under `dev_vfio`.
+    pub fn with_paths(root: impl Into<PathBuf>, dev_vfio: impl Into<PathBuf>) -> SysfsMachine {
+        SysfsMachine {
+            root: root.into(),
+            dev_vfio: dev_vfio.into(),
+            held: HeldSet::default(),
+            groups: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    /// The folder the functions are listed in.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether this process holds the function at `bus`.
+    pub fn is_held(&self, bus: &str) -> bool {
+        self.held.is_held(bus)
+    }
+
+    /// The IOMMU group of the function at `bus` (the name of its `iommu_group` link's target).
+    pub fn iommu_group(&self, bus: &str) -> Option<String> {
+        let target = std::fs::read_link(self.root.join(bus).join("iommu_group")).ok()?;
+        target.file_name().and_then(|n| n.to_str()).map(str::to_owned)
+    }
+
+    /// The group's container, opened once per process.
+    fn container(&self, bus: &str, group: &str) -> Result<Arc<Container>, PciError> {
+        let mut groups = self.groups.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = groups.get(group).and_then(Weak::upgrade) {
+            return Ok(c);
+        }
+        let c = Container::open(&self.dev_vfio, group).map_err(|e| match e {
+            ContainerError::Busy { path } => PciError::Busy {
+                bus: bus.to_string(),
+                holder: format!("another process ({} is open there)", path.display()),
+            },
+            other => PciError::Take { bus: bus.to_string(), reason: other.to_string() },
+        })?;
+        groups.insert(group.to_string(), Arc::downgrade(&c));
+        Ok(c)
     }
 
     /// The BCM57608 functions, in bus order, with the driver holding each.
@@ -84,13 +142,32 @@ impl Machine for SysfsMachine {
         Ok(self.functions()?.into_iter().map(|f| f.bus).collect())
     }
 
+    /// Take the function through VFIO. It must be one of the machine's BCM57608 functions, bound
+    /// to vfio-pci, in an IOMMU group no other process has open.
     fn take(&self, bus: &str) -> Result<Arc<dyn PciFunction>, PciError> {
-        Err(PciError::Take {
-            bus: bus.to_owned(),
-            reason: "taking a function of a real machine needs the VFIO backend, which is not written yet \
-                     (the model and vfio-user targets can be taken)"
-                .to_owned(),
-        })
+        let refuse = |reason: String| PciError::Take { bus: bus.to_string(), reason };
+        let function = self
+            .functions()?
+            .into_iter()
+            .find(|f| f.bus == bus)
+            .ok_or_else(|| refuse(format!("no BCM57608 function at {bus} under {}", self.root.display())))?;
+        match function.driver.as_deref() {
+            Some(VFIO_PCI) => {}
+            Some(other) => return Err(refuse(format!("it is bound to {other}, not {VFIO_PCI}: detach it first"))),
+            None => return Err(refuse(format!("it is bound to no driver, not {VFIO_PCI}: detach it first"))),
+        }
+        let group = self.iommu_group(bus).ok_or_else(|| {
+            refuse(
+                "it has no IOMMU group: the kernel runs without an IOMMU (boot with intel_iommu=on or amd_iommu=on)"
+                    .into(),
+            )
+        })?;
+        let guard = self
+            .held
+            .hold(bus)
+            .ok_or_else(|| PciError::Busy { bus: bus.to_string(), holder: "this process".into() })?;
+        let container = self.container(bus, &group)?;
+        Ok(Arc::new(VfioFunction::open(container, bus, guard)?))
     }
 }
 
@@ -170,19 +247,39 @@ mod tests {
         assert!(e.contains("0000:41:00.0/device") && e.contains("bogus"), "{e}");
     }
 
-    #[test]
-    fn taking_a_function_says_the_vfio_backend_is_missing() {
-        let t = tempfile::tempdir().unwrap();
-        function(t.path(), "0000:41:00.0", "0x14e4", "0x1760", None);
-        let m = SysfsMachine::with_root(t.path());
-        let e = match m.take("0000:41:00.0") {
+    /// What `take` says of `bus` on `m` (which must refuse it).
+    fn refusal(m: &SysfsMachine, bus: &str) -> String {
+        match m.take(bus) {
             Err(e) => e.to_string(),
-            Ok(_) => panic!("a real function was taken without a VFIO backend"),
-        };
-        assert!(e.contains("0000:41:00.0") && e.contains("VFIO"), "{e}");
-        // Opening NIC 0 of that machine fails with the same reason, naming the NIC.
+            Ok(_) => panic!("{bus} was taken"),
+        }
+    }
+
+    #[test]
+    fn a_function_is_taken_only_bound_to_vfio_pci_in_an_iommu_group_with_vfio_present() {
+        let t = tempfile::tempdir().unwrap();
+        function(t.path(), "0000:41:00.0", "0x14e4", "0x1760", Some("bnxt_en"));
+        function(t.path(), "0000:42:00.0", "0x14e4", "0x1760", None);
+        function(t.path(), "0000:43:00.0", "0x14e4", "0x1760", Some("vfio-pci"));
+        let m = SysfsMachine::with_paths(t.path(), t.path().join("dev-vfio"));
+        let e = refusal(&m, "0000:41:00.0");
+        assert!(e.contains("0000:41:00.0") && e.contains("bound to bnxt_en") && e.contains("detach"), "{e}");
+        let e = refusal(&m, "0000:42:00.0");
+        assert!(e.contains("bound to no driver"), "{e}");
+        let e = refusal(&m, "0000:43:00.0");
+        assert!(e.contains("no IOMMU group"), "{e}");
+        let e = refusal(&m, "0000:99:00.0");
+        assert!(e.contains("no BCM57608 function"), "{e}");
+        // In a group, but with no VFIO files where the machine looks: the open names the file.
+        std::fs::create_dir_all(t.path().join("groups/7")).unwrap();
+        std::os::unix::fs::symlink(t.path().join("groups/7"), t.path().join("0000:43:00.0/iommu_group")).unwrap();
+        assert_eq!(m.iommu_group("0000:43:00.0").as_deref(), Some("7"));
+        let e = refusal(&m, "0000:43:00.0");
+        assert!(e.contains("dev-vfio/vfio"), "{e}");
+        assert!(!m.is_held("0000:43:00.0"), "a failed take holds nothing");
+        // Opening NIC 0 of that machine fails with the reason, naming the NIC.
         let e = crate::Nic::open(&m, 0).unwrap_err().to_string();
-        assert!(e.contains("BNXT") && e.contains("VFIO"), "{e}");
+        assert!(e.starts_with("BNXT") && e.contains("bnxt_en"), "{e}");
     }
 
     #[test]

@@ -2,8 +2,11 @@
 //!
 //! A host (the in-process target, or the vfio-user server for QEMU) maps spans of its memory at
 //! bus addresses with [`Iommu::map`]. Every read or write the model makes goes through
-//! [`HostMemory`], which checks that the whole access falls inside one mapping; anything else is
-//! refused with a [`DmaError`] and never touches memory.
+//! [`HostMemory`], which checks that every byte of the access is mapped (and, for a write, mapped
+//! writable); anything else is refused with a [`DmaError`] and touches no memory at all. As
+//! behind a real IOMMU, an access may run across adjacent mappings (a guest's IOMMU maps its
+//! buffers page by page), and a mapping may be read-only (a buffer the host maps towards the
+//! device only, as Linux's DMA API does for `DMA_TO_DEVICE`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -35,6 +38,14 @@ pub enum DmaError {
     Unmapped {
         /// "read" or "write".
         kind: &'static str,
+        /// Bus address of the access.
+        addr: u64,
+        /// Length of the access.
+        len: usize,
+    },
+    /// The access writes a read-only mapping.
+    #[error("DMA write of {len} bytes at 0x{addr:x} reaches a read-only mapping")]
+    ReadOnly {
         /// Bus address of the access.
         addr: u64,
         /// Length of the access.
@@ -111,11 +122,21 @@ pub trait HostMemory {
     }
 }
 
+/// What the device may do with a mapping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Read and write.
+    ReadWrite,
+    /// Read only: a write is refused.
+    ReadOnly,
+}
+
 struct Mapping {
     start: u64,
     len: u64,
     backing: Arc<dyn DmaBacking>,
     offset: usize,
+    access: Access,
 }
 
 impl Mapping {
@@ -147,8 +168,21 @@ impl Iommu {
         Iommu::default()
     }
 
-    /// Map `len` bytes of `backing`, starting `offset` bytes into it, at bus address `addr`.
+    /// Map `len` bytes of `backing`, starting `offset` bytes into it, at bus address `addr`, for
+    /// reading and writing.
     pub fn map(&mut self, addr: u64, backing: Arc<dyn DmaBacking>, offset: usize, len: u64) -> Result<(), MapError> {
+        self.map_with(addr, backing, offset, len, Access::ReadWrite)
+    }
+
+    /// As [`Iommu::map`], with the access the device gets.
+    pub fn map_with(
+        &mut self,
+        addr: u64,
+        backing: Arc<dyn DmaBacking>,
+        offset: usize,
+        len: u64,
+        access: Access,
+    ) -> Result<(), MapError> {
         let end = addr.checked_add(len).filter(|_| len > 0).ok_or(MapError::Bad { addr, len })?;
         let fits = (offset as u64).checked_add(len).is_some_and(|e| e <= backing.len() as u64);
         if !fits {
@@ -163,7 +197,7 @@ impl Iommu {
         {
             return Err(MapError::Overlap { addr, len, existing: m.start });
         }
-        self.maps.insert(at, Mapping { start: addr, len, backing, offset });
+        self.maps.insert(at, Mapping { start: addr, len, backing, offset, access });
         Ok(())
     }
 
@@ -217,12 +251,40 @@ impl Iommu {
     }
 
     /// Pointer to `len` bytes at `addr` if one mapping covers them all.
-    fn locate(&self, addr: u64, len: usize) -> Option<*mut u8> {
+    fn locate(&self, addr: u64, len: usize, write: bool) -> Option<*mut u8> {
         let m = self.mapping(addr, len)?;
+        if write && m.access == Access::ReadOnly {
+            return None;
+        }
         let within = m.offset + (addr - m.start) as usize;
         // SAFETY: `within + len <= m.offset + m.len <= backing.len()` (checked at map time and
         // by `mapping`), so the pointer stays inside the backing's allocation.
         Some(unsafe { m.backing.as_ptr().add(within) })
+    }
+
+    /// The pieces of an access no single mapping holds: for each mapping it runs through, in
+    /// order, a pointer and a length. `Err` with the error to report when a byte is unmapped, or
+    /// (for a write) mapped read-only.
+    fn pieces(&self, kind: &'static str, addr: u64, len: usize) -> Result<Vec<(*mut u8, usize)>, DmaError> {
+        let unmapped = DmaError::Unmapped { kind, addr, len };
+        let end = addr.checked_add(len as u64).ok_or(unmapped.clone())?;
+        let mut i = self.maps.partition_point(|m| m.start <= addr).checked_sub(1).ok_or(unmapped.clone())?;
+        let mut at = addr;
+        let mut out = Vec::new();
+        while at < end {
+            let m = self.maps.get(i).filter(|m| m.start <= at && at < m.start + m.len).ok_or(unmapped.clone())?;
+            if kind == "write" && m.access == Access::ReadOnly {
+                return Err(DmaError::ReadOnly { addr, len });
+            }
+            let n = (end.min(m.start + m.len) - at) as usize;
+            let within = m.offset + (at - m.start) as usize;
+            // SAFETY: `at..at + n` lies inside mapping `m`, so `within + n <= m.offset + m.len
+            // <= backing.len()`: the pointer stays inside the backing's allocation.
+            out.push((unsafe { m.backing.as_ptr().add(within) }, n));
+            at += n as u64;
+            i += 1;
+        }
+        Ok(out)
     }
 
     /// A view of this address space that refuses every access when `bus_master` is false.
@@ -242,12 +304,20 @@ impl HostMemory for IommuView<'_> {
         if !self.bus_master {
             return Err(DmaError::BusMasterOff { kind: "read", addr, len: out.len() });
         }
-        let src =
-            self.iommu.locate(addr, out.len()).ok_or(DmaError::Unmapped { kind: "read", addr, len: out.len() })?;
-        // SAFETY: `locate` checked that `out.len()` bytes at `src` lie inside one mapping, whose
-        // backing (`DmaBacking` contract) is valid and referenced by no Rust reference; `out` is
-        // the model's own buffer, so the two do not overlap.
-        unsafe { std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) };
+        if let Some(src) = self.iommu.locate(addr, out.len(), false) {
+            // SAFETY: `locate` checked that `out.len()` bytes at `src` lie inside one mapping,
+            // whose backing (`DmaBacking` contract) is valid and referenced by no Rust reference;
+            // `out` is the model's own buffer, so the two do not overlap.
+            unsafe { std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) };
+            return Ok(());
+        }
+        let mut done = 0;
+        for (src, n) in self.iommu.pieces("read", addr, out.len())? {
+            // SAFETY: as above, for each piece `pieces` found inside one mapping; the pieces
+            // together are exactly `out.len()` bytes.
+            unsafe { std::ptr::copy_nonoverlapping(src, out[done..].as_mut_ptr(), n) };
+            done += n;
+        }
         Ok(())
     }
 
@@ -257,17 +327,28 @@ impl HostMemory for IommuView<'_> {
             return Err(DmaError::BusMasterOff { kind: "read", addr, len: err_len });
         }
         let len = usize::try_from(len).map_err(|_| DmaError::Unmapped { kind: "read", addr, len: err_len })?;
-        self.iommu.locate(addr, len).map(|_| ()).ok_or(DmaError::Unmapped { kind: "read", addr, len })
+        if self.iommu.locate(addr, len, false).is_some() {
+            return Ok(());
+        }
+        self.iommu.pieces("read", addr, len).map(drop)
     }
 
     fn write(&self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
         if !self.bus_master {
             return Err(DmaError::BusMasterOff { kind: "write", addr, len: data.len() });
         }
-        let dst =
-            self.iommu.locate(addr, data.len()).ok_or(DmaError::Unmapped { kind: "write", addr, len: data.len() })?;
-        // SAFETY: as in `read`, with source and destination swapped.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
+        if let Some(dst) = self.iommu.locate(addr, data.len(), true) {
+            // SAFETY: as in `read`, with source and destination swapped.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
+            return Ok(());
+        }
+        // Every piece is found (and checked writable) before any byte is written.
+        let mut done = 0;
+        for (dst, n) in self.iommu.pieces("write", addr, data.len())? {
+            // SAFETY: as in `read`'s pieces, with source and destination swapped.
+            unsafe { std::ptr::copy_nonoverlapping(data[done..].as_ptr(), dst, n) };
+            done += n;
+        }
         Ok(())
     }
 }
@@ -351,7 +432,7 @@ mod tests {
     }
 
     #[test]
-    fn an_address_space_that_remembers_mappings_still_refuses_what_no_single_mapping_covers() {
+    fn accesses_run_across_adjacent_mappings_page_by_page_and_stop_at_gaps() {
         let mut iommu = Iommu::new();
         let mem = Arc::new(HeapBacking::new(6 * 4096));
         // Six adjacent one-page mappings of one backing, at bus addresses in order but each
@@ -369,16 +450,34 @@ mod tests {
                     let mut out = [0u8; 8];
                     view.read(at, &mut out).unwrap();
                     assert_eq!(out, [i as u8 + round; 8]);
-                    // The last 4 bytes of page i and the first 4 of page i + 1: two mappings.
+                    // The last 4 bytes of page i and the first 4 of page i + 1: two mappings, whose
+                    // host pages are not adjacent; past the last page, a gap.
                     let across = 0x10_0000 + i * 4096 + 4092;
-                    assert!(matches!(view.read(across, &mut out), Err(DmaError::Unmapped { .. })));
-                    assert!(matches!(view.write(across, &[0; 8]), Err(DmaError::Unmapped { .. })));
+                    let mut two = [0u8; 8];
+                    if i < 5 {
+                        view.write(across, &[0xa0, 0xa1, 0xa2, 0xa3, 0xb0, 0xb1, 0xb2, 0xb3]).unwrap();
+                        view.read(across, &mut two).unwrap();
+                        assert_eq!(two, [0xa0, 0xa1, 0xa2, 0xa3, 0xb0, 0xb1, 0xb2, 0xb3]);
+                        // Each half landed in its own host page.
+                        let mut half = [0u8; 4];
+                        view.read(across + 4, &mut half).unwrap();
+                        assert_eq!(half, [0xb0, 0xb1, 0xb2, 0xb3]);
+                    } else {
+                        assert!(matches!(view.read(across, &mut two), Err(DmaError::Unmapped { .. })));
+                        assert!(matches!(view.write(across, &[0; 8]), Err(DmaError::Unmapped { .. })));
+                    }
                 }
             }
             assert!(matches!(view.read(0x10_0000 + 6 * 4096, &mut [0u8; 1]), Err(DmaError::Unmapped { .. })));
+            // All six pages in one read: each page's bytes in bus order.
+            let mut all = vec![0u8; 6 * 4096];
+            view.read(0x10_0000, &mut all).unwrap();
+            for i in 0..6 {
+                assert_eq!(all[i * 4096 + 8..i * 4096 + 16], [i as u8 + 2; 8], "page {i}");
+            }
         }
         // Remembered mappings move or go when others are unmapped: every access still finds the
-        // mapping that holds it, or none.
+        // mapping that holds it, or none; an access across a gap is refused whole.
         iommu.unmap(0x10_0000 + 2 * 4096).unwrap();
         iommu.unmap(0x10_0000).unwrap();
         let view = iommu.view(true);
@@ -387,10 +486,36 @@ mod tests {
             let got = view.read(0x10_0000 + i * 4096 + 8, &mut page);
             if i == 0 || i == 2 {
                 assert!(matches!(got, Err(DmaError::Unmapped { .. })), "page {i} was unmapped");
+                if i == 2 {
+                    let before = view.read(0x10_0000 + 4096 + 8, &mut page).map(|()| page);
+                    assert!(matches!(
+                        view.write(0x10_0000 + 4096 + 8, &vec![0xee; 2 * 4096]),
+                        Err(DmaError::Unmapped { .. })
+                    ));
+                    assert_eq!(view.read(0x10_0000 + 4096 + 8, &mut page).map(|()| page), before, "nothing written");
+                }
             } else {
                 assert_eq!((got, page), (Ok(()), [i as u8 + 2; 8]), "page {i}");
             }
         }
+    }
+
+    #[test]
+    fn a_read_only_mapping_is_read_and_never_written() {
+        let mut iommu = Iommu::new();
+        let mem = Arc::new(HeapBacking::new(2 * 4096));
+        iommu.map(0x1000, mem.clone(), 0, 4096).unwrap();
+        iommu.map_with(0x2000, mem, 4096, 4096, Access::ReadOnly).unwrap();
+        let view = iommu.view(true);
+        view.write(0x1ffc, &[1, 2, 3, 4]).unwrap();
+        let mut out = [9u8; 8];
+        view.read(0x1ffc, &mut out).unwrap();
+        assert_eq!(out, [1, 2, 3, 4, 0, 0, 0, 0]);
+        assert_eq!(view.write(0x2000, &[7]), Err(DmaError::ReadOnly { addr: 0x2000, len: 1 }));
+        // Across into the read-only page: refused whole, the writable half untouched.
+        assert!(matches!(view.write(0x1ffc, &[5; 8]), Err(DmaError::ReadOnly { .. })));
+        view.read(0x1ffc, &mut out).unwrap();
+        assert_eq!(out, [1, 2, 3, 4, 0, 0, 0, 0]);
     }
 
     #[test]

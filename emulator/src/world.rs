@@ -26,7 +26,7 @@ use crate::device::Device;
 use crate::events::{Event, EventKind};
 use crate::faults::{FaultPlan, WirePlanError};
 use crate::firmware::context_mem::ContextLimits;
-use crate::host_memory::{DmaBacking, Iommu, MapError};
+use crate::host_memory::{Access, DmaBacking, Iommu, MapError};
 use crate::net::fault::FaultCounters;
 use crate::net::pcap::{PcapTap, PcapTapError};
 use crate::net::pool::FramePool;
@@ -478,8 +478,20 @@ impl World {
 
     /// Map host memory for NIC `nic`'s DMA at bus address `iova`.
     pub fn map_dma(&mut self, nic: usize, iova: u64, backing: Arc<dyn DmaBacking>) -> Result<(), MapError> {
+        self.map_dma_with(nic, iova, backing, Access::ReadWrite)
+    }
+
+    /// As [`World::map_dma`], with the access the NIC gets (read-only memory, as a host maps a
+    /// buffer towards the device).
+    pub fn map_dma_with(
+        &mut self,
+        nic: usize,
+        iova: u64,
+        backing: Arc<dyn DmaBacking>,
+        access: Access,
+    ) -> Result<(), MapError> {
         let len = backing.len() as u64;
-        self.nic_mut(nic).iommu.map(iova, backing, 0, len)
+        self.nic_mut(nic).iommu.map_with(iova, backing, 0, len, access)
     }
 
     /// Remove the mapping at `iova`.

@@ -11,10 +11,11 @@ use std::sync::Arc;
 use bnxt_vfio_user::linux::PCI_CONFIG_REGION_INDEX;
 
 use super::client::Client;
-use super::machine::{HeldFlag, RealClock};
-use super::memory::{IovaAllocator, allocate};
+use super::memory::allocate;
 use crate::dma::DmaBuffer;
-use crate::pci::{Clock, PciError, PciFunction};
+use crate::dma::IovaAllocator;
+use crate::held::HoldGuard;
+use crate::pci::{Clock, PciError, PciFunction, RealClock, check_config_access};
 
 /// A function reached through a vfio-user client.
 pub struct VfioUserFunction {
@@ -22,29 +23,17 @@ pub struct VfioUserFunction {
     bus: String,
     iovas: IovaAllocator,
     clock: RealClock,
-    _held: HeldFlag,
+    _held: HoldGuard,
 }
 
 impl VfioUserFunction {
-    pub(super) fn new(client: Arc<Client>, bus: String, clock: RealClock, held: HeldFlag) -> VfioUserFunction {
+    pub(super) fn new(client: Arc<Client>, bus: String, clock: RealClock, held: HoldGuard) -> VfioUserFunction {
         VfioUserFunction { client, bus, iovas: IovaAllocator::default(), clock, _held: held }
     }
 
     fn bar_region(&self, bar: u8) -> u32 {
         u32::from(bar)
     }
-}
-
-fn check_config_access(offset: u16, len: usize) -> Result<(), PciError> {
-    let aligned = matches!(len, 1 | 2 | 4) && usize::from(offset) % len == 0;
-    if !aligned || usize::from(offset) + len > 4096 {
-        return Err(PciError::Config {
-            offset,
-            len,
-            reason: "not a naturally aligned 1, 2 or 4 byte access inside 4 KiB".into(),
-        });
-    }
-    Ok(())
 }
 
 impl PciFunction for VfioUserFunction {

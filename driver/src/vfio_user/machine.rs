@@ -7,58 +7,18 @@
 //! address of its own on this side of the socket.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use super::client::{Client, ClientError};
 use super::function::VfioUserFunction;
-use crate::pci::{Clock, Machine, PciError, PciFunction};
-
-/// The wall clock: time since the machine was made; `sleep` sleeps.
-#[derive(Debug, Clone, Copy)]
-pub struct RealClock {
-    origin: Instant,
-}
-
-impl RealClock {
-    /// A clock starting now.
-    pub fn new() -> RealClock {
-        RealClock { origin: Instant::now() }
-    }
-}
-
-impl Default for RealClock {
-    fn default() -> RealClock {
-        RealClock::new()
-    }
-}
-
-impl Clock for RealClock {
-    fn now(&self) -> Duration {
-        self.origin.elapsed()
-    }
-    fn sleep(&self, d: Duration) {
-        std::thread::sleep(d)
-    }
-}
-
-/// Marks a function held while a [`VfioUserFunction`] lives.
-pub struct HeldFlag {
-    index: usize,
-    held: Arc<Mutex<Vec<bool>>>,
-}
-
-impl Drop for HeldFlag {
-    fn drop(&mut self) {
-        self.held.lock().unwrap_or_else(|e| e.into_inner())[self.index] = false;
-    }
-}
+use crate::held::HeldSet;
+use crate::pci::{Machine, PciError, PciFunction, RealClock};
 
 /// Functions behind vfio-user sockets.
 pub struct VfioUserMachine {
     clients: Vec<Arc<Client>>,
     buses: Vec<String>,
-    held: Arc<Mutex<Vec<bool>>>,
+    held: HeldSet,
     clock: RealClock,
 }
 
@@ -67,8 +27,7 @@ impl VfioUserMachine {
     pub fn connect(paths: &[PathBuf]) -> Result<VfioUserMachine, ClientError> {
         let clients = paths.iter().map(|p| Client::connect(p).map(Arc::new)).collect::<Result<Vec<_>, _>>()?;
         let buses = (1..=clients.len()).map(|i| format!("0000:{i:02x}:00.0")).collect();
-        let held = Arc::new(Mutex::new(vec![false; clients.len()]));
-        Ok(VfioUserMachine { clients, buses, held, clock: RealClock::new() })
+        Ok(VfioUserMachine { clients, buses, held: HeldSet::default(), clock: RealClock::new() })
     }
 
     /// The connection of function `index` (for commands beyond the seam, such as the model's
@@ -93,13 +52,10 @@ impl Machine for VfioUserMachine {
             bus: bus.to_string(),
             reason: "no such function on this machine".into(),
         })?;
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        if held[index] {
-            return Err(PciError::Busy { bus: bus.to_string(), holder: "this process".into() });
-        }
-        held[index] = true;
-        drop(held);
-        let flag = HeldFlag { index, held: self.held.clone() };
+        let flag = self
+            .held
+            .hold(bus)
+            .ok_or_else(|| PciError::Busy { bus: bus.to_string(), holder: "this process".into() })?;
         Ok(Arc::new(VfioUserFunction::new(self.clients[index].clone(), bus.to_string(), self.clock, flag)))
     }
 }

@@ -6,37 +6,13 @@
 use std::os::fd::{AsFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::fs::{MemfdFlags, SealFlags};
 use rustix::mm::{MapFlags, ProtFlags};
 
 use super::client::Client;
-use crate::dma::{DmaBuffer, PAGE_SIZE};
+use crate::dma::{DmaBuffer, IovaAllocator, PAGE_SIZE};
 use crate::pci::PciError;
-
-/// First bus address handed out (as the in-process target does: above 4 GiB, so 32-bit
-/// truncation bugs show).
-const IOVA_BASE: u64 = 0x1_0000_0000;
-
-/// Hands out bus addresses upward with an unmapped guard page between allocations.
-#[derive(Debug)]
-pub struct IovaAllocator {
-    next: AtomicU64,
-}
-
-impl Default for IovaAllocator {
-    fn default() -> IovaAllocator {
-        IovaAllocator { next: AtomicU64::new(IOVA_BASE) }
-    }
-}
-
-impl IovaAllocator {
-    /// The address for `len` bytes (a multiple of the page size).
-    pub fn take(&self, len: usize) -> u64 {
-        self.next.fetch_add((len + PAGE_SIZE) as u64, Ordering::Relaxed)
-    }
-}
 
 /// One allocation: the memfd, its mapping here, and its mapping on the server.
 struct Lent {

@@ -14,6 +14,7 @@ pub mod function;
 pub mod machine;
 pub mod memory;
 
+pub use crate::pci::RealClock;
 pub use client::{Client, ClientError};
 pub use function::VfioUserFunction;
-pub use machine::{RealClock, VfioUserMachine};
+pub use machine::VfioUserMachine;

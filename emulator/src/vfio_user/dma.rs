@@ -1,6 +1,8 @@
 //! Guest memory a vfio-user client lends the device with `VFIO_USER_DMA_MAP`: each region's file
 //! descriptor is `mmap`ed (shared) and handed to the model as a [`DmaBacking`] at its DMA
-//! address; `VFIO_USER_DMA_UNMAP` takes it back.
+//! address; `VFIO_USER_DMA_UNMAP` takes it back. A map without the write flag (QEMU sends them
+//! behind a vIOMMU for buffers the guest maps `DMA_TO_DEVICE`) is mapped read-only, here and in
+//! the model's address space, which refuses the device's writes to it.
 //!
 //! What is refused, and why (each with an errno for the reply and a reason for the log):
 //! * a map without a file descriptor: the server would need `VFIO_USER_DMA_READ`/`WRITE`
@@ -8,7 +10,7 @@
 //! * a map whose file could shrink under the mapping: touching mapped pages past the end of a
 //!   file kills the process with SIGBUS, so the file must be a memfd sealed against shrinking
 //!   (`F_SEAL_SHRINK`; QEMU's memfd backend seals by default) and long enough;
-//! * a map without the write flag: the model's DMA view cannot enforce read-only memory;
+//! * a map without the read flag (a device cannot be given write-only memory here);
 //! * addresses, offsets or sizes that are not 4-KiB aligned (the page size the server
 //!   advertises), that wrap, or that overlap an existing region (`EEXIST`, as the specification
 //!   says); more than [`MAX_DMA_MAPS`] regions.
@@ -18,13 +20,13 @@ use std::os::fd::OwnedFd;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use bnxt_vfio_user::linux::{DMA_MAP_FLAG_WRITE, DMA_UNMAP_FLAG_ALL, errno};
+use bnxt_vfio_user::linux::{DMA_MAP_FLAG_READ, DMA_MAP_FLAG_WRITE, DMA_UNMAP_FLAG_ALL, errno};
 use bnxt_vfio_user::payload::{DmaMap, DmaUnmap};
 use rustix::fs::SealFlags;
 use rustix::mm::{MapFlags, ProtFlags};
 
 use super::{Refusal, refuse};
-use crate::host_memory::DmaBacking;
+use crate::host_memory::{Access, DmaBacking};
 
 /// Page size of DMA regions (the `pgsizes` the server advertises).
 pub const PAGE: u64 = 4096;
@@ -75,6 +77,8 @@ pub struct Mapping {
     pub size: u64,
     /// The memory.
     pub backing: Arc<MmapBacking>,
+    /// What the device may do with it.
+    pub access: Access,
 }
 
 /// Every region the client has mapped, by DMA address.
@@ -115,12 +119,17 @@ impl DmaTable {
                 ),
             ));
         };
-        if req.flags & DMA_MAP_FLAG_WRITE == 0 {
+        if req.flags & DMA_MAP_FLAG_READ == 0 {
             return Err(refuse(
                 errno::ENOTSUP,
-                format!("{what} is read-only (flags 0x{:x}); the model cannot enforce read-only DMA", req.flags),
+                format!("{what} is not readable (flags 0x{:x}); write-only DMA memory is not supported", req.flags),
             ));
         }
+        let (access, prot) = if req.flags & DMA_MAP_FLAG_WRITE == 0 {
+            (Access::ReadOnly, ProtFlags::READ)
+        } else {
+            (Access::ReadWrite, ProtFlags::READ | ProtFlags::WRITE)
+        };
         if req.size == 0
             || !req.size.is_multiple_of(PAGE)
             || !req.address.is_multiple_of(PAGE)
@@ -171,20 +180,14 @@ impl DmaTable {
             .map_err(|_| refuse(errno::EINVAL, format!("{what} does not fit the address space")))?;
         // SAFETY: a fresh shared mapping chosen by the kernel (null hint), of a file checked above
         // to be long enough and sealed against shrinking; nothing else refers to the new range.
-        let ptr = unsafe {
-            rustix::mm::mmap(
-                std::ptr::null_mut(),
-                len,
-                ProtFlags::READ | ProtFlags::WRITE,
-                MapFlags::SHARED,
-                &fd,
-                req.offset,
-            )
-        }
-        .map_err(|e| refuse(errno::EFAULT, format!("{what}: mmap failed: {e}")))?;
+        // A read-only one is mapped without write permission: the model's address space refuses
+        // writes to it before they are made.
+        let ptr = unsafe { rustix::mm::mmap(std::ptr::null_mut(), len, prot, MapFlags::SHARED, &fd, req.offset) }
+            .map_err(|e| refuse(errno::EFAULT, format!("{what}: mmap failed: {e}")))?;
         let ptr = NonNull::new(ptr.cast::<u8>())
             .ok_or_else(|| refuse(errno::EFAULT, format!("{what}: mmap returned null")))?;
-        let mapping = Mapping { iova: req.address, size: req.size, backing: Arc::new(MmapBacking { ptr, len }) };
+        let mapping =
+            Mapping { iova: req.address, size: req.size, backing: Arc::new(MmapBacking { ptr, len }), access };
         self.maps.insert(req.address, mapping.clone());
         Ok(mapping)
     }
@@ -263,6 +266,19 @@ mod tests {
     }
 
     #[test]
+    fn a_map_without_the_write_flag_is_read_only() {
+        let mut t = DmaTable::new();
+        let fd = memfd(0x1000, true);
+        rustix::io::pwrite(&fd, &[0x42], 0x10).unwrap();
+        let m = t.map(&DmaMap { flags: DMA_MAP_FLAG_READ, ..req(0x40000, 0x1000, 0) }, Some(fd)).unwrap();
+        assert_eq!(m.access, Access::ReadOnly);
+        // SAFETY: the mapping is 0x1000 bytes long and readable.
+        assert_eq!(unsafe { m.backing.as_ptr().add(0x10).read() }, 0x42);
+        let w = t.map(&req(0x50000, 0x1000, 0), Some(memfd(0x1000, true))).unwrap();
+        assert_eq!(w.access, Access::ReadWrite);
+    }
+
+    #[test]
     fn unsafe_or_malformed_maps_are_refused() {
         let mut t = DmaTable::new();
         t.map(&req(0x10000, 0x2000, 0), Some(memfd(0x2000, true))).unwrap();
@@ -276,10 +292,10 @@ mod tests {
             (req(0x40800, 0x1000, 0), Some(memfd(0x1000, true)), errno::EINVAL, "multiples of 4 KiB"),
             (req(u64::MAX - 0xfff, 0x2000, 0), Some(memfd(0x2000, true)), errno::EINVAL, "wraps"),
             (
-                DmaMap { flags: DMA_MAP_FLAG_READ, ..req(0x40000, 0x1000, 0) },
+                DmaMap { flags: DMA_MAP_FLAG_WRITE, ..req(0x40000, 0x1000, 0) },
                 Some(memfd(0x1000, true)),
                 errno::ENOTSUP,
-                "read-only",
+                "not readable",
             ),
         ];
         for (r, fd, want_errno, want) in cases {

@@ -276,7 +276,7 @@ impl ServedNic {
     /// `VFIO_USER_DMA_MAP`.
     pub fn dma_map(&mut self, req: &DmaMap, fd: Option<OwnedFd>) -> Result<(), Refusal> {
         let m = self.dma.map(req, fd)?;
-        self.world.map_dma(NIC, m.iova, m.backing).map_err(|e| {
+        self.world.map_dma_with(NIC, m.iova, m.backing, m.access).map_err(|e| {
             // The table checked overlaps already; the world refusing means the two disagree.
             let _ = self.dma.unmap(&DmaUnmap { argsz: 24, flags: 0, address: req.address, size: req.size });
             refuse(errno::EINVAL, format!("the model refused the mapping: {e}"))

@@ -49,6 +49,11 @@ pub enum Command {
     Schema(SchemaArgs),
     /// List this machine's BCM57608 functions (from sysfs): NIC names, bus addresses, drivers.
     Nics(NicsArgs),
+    /// Take NIC N of this machine from its kernel driver and bind it to vfio-pci (the `vfio`
+    /// target opens NICs bound so). Needs root; persists until `attach` or a reboot.
+    Detach(BindArgs),
+    /// Give NIC N of this machine back to its kernel driver (clears the vfio-pci override).
+    Attach(BindArgs),
 }
 
 /// Paths to scenario files or folders.
@@ -204,6 +209,16 @@ pub struct NicsArgs {
     pub sysfs: Option<PathBuf>,
 }
 
+/// `detach`'s and `attach`'s arguments.
+#[derive(Debug, Args)]
+pub struct BindArgs {
+    /// The NIC: its index in bus order (`bnxt-rig nics` lists them).
+    pub nic: usize,
+    /// A folder laid out as /sys/bus/pci/devices to change instead of the running machine's.
+    #[arg(long, value_name = "DIR")]
+    pub sysfs: Option<PathBuf>,
+}
+
 /// Exit status when a scenario failed, or transcripts differ.
 pub const EXIT_FAILED: u8 = 1;
 /// Exit status when the command line or a scenario file is wrong.
@@ -221,6 +236,8 @@ pub fn main() -> ExitCode {
         Command::Diff(args) => diff::diff(args),
         Command::Schema(args) => schema(args),
         Command::Nics(args) => nics::nics(args),
+        Command::Detach(args) => nics::detach(args),
+        Command::Attach(args) => nics::attach(args),
     }
 }
 

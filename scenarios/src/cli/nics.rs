@@ -1,19 +1,17 @@
 //! `bnxt-rig nics`: the machine's BCM57608 functions as the driver would number them (NIC `i` is
-//! the `i`th in bus order, whichever driver holds it), with their names and drivers, from sysfs.
+//! the `i`th in bus order, whichever driver holds it), with their names and drivers, from sysfs;
+//! `bnxt-rig detach N` and `attach N`: the contract's detach and attach (`bnxt::binding`).
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use bnxt::sysfs::SysfsMachine;
 
-use super::{EXIT_INVALID, NicsArgs, say_error};
+use super::{BindArgs, EXIT_FAILED, EXIT_INVALID, NicsArgs, say_error};
 
 /// List the functions under `args.sysfs` (the running machine's by default).
 pub fn nics(args: &NicsArgs) -> ExitCode {
-    let machine = match &args.sysfs {
-        Some(root) => SysfsMachine::with_root(root),
-        None => SysfsMachine::new(),
-    };
+    let machine = machine_at(args.sysfs.as_deref());
     let functions = match machine.functions() {
         Ok(f) => f,
         Err(e) => {
@@ -31,4 +29,39 @@ pub fn nics(args: &NicsArgs) -> ExitCode {
         let _ = writeln!(out, "{:<8} {}  {}", bnxt::name_of(i), f.bus, driver);
     }
     ExitCode::SUCCESS
+}
+
+fn machine_at(sysfs: Option<&std::path::Path>) -> SysfsMachine {
+    sysfs.map_or_else(SysfsMachine::new, SysfsMachine::with_root)
+}
+
+/// Bind NIC `args.nic` to vfio-pci.
+pub fn detach(args: &BindArgs) -> ExitCode {
+    let machine = machine_at(args.sysfs.as_deref());
+    match bnxt::binding::detach(&machine, args.nic) {
+        Ok(d) => {
+            let from = d.from.map(|f| format!("from {f} ")).unwrap_or_default();
+            println!("{} {} detached {from}(bound to vfio-pci)", bnxt::name_of(args.nic), d.bus);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            say_error(&format!("{}: {e}", bnxt::name_of(args.nic)));
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
+}
+
+/// Give NIC `args.nic` back to the kernel.
+pub fn attach(args: &BindArgs) -> ExitCode {
+    let machine = machine_at(args.sysfs.as_deref());
+    match bnxt::binding::attach(&machine, args.nic) {
+        Ok(driver) => {
+            println!("{} attached (bound to {})", bnxt::name_of(args.nic), driver.as_deref().unwrap_or("no driver"));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            say_error(&format!("{}: {e}", bnxt::name_of(args.nic)));
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
 }

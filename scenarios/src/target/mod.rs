@@ -1,13 +1,15 @@
 //! Targets: what a scenario runs against. Each builds a fresh [`bnxt::Machine`] for a scenario
 //! and can say what state a NIC's PCI function is in.
 //!
-//! The in-process model (`model`) and NICs behind vfio-user sockets (`vfio-user:SOCKET,...`)
-//! exist; real cards through VFIO will implement the same trait. A scenario that needs what a
+//! The in-process model (`model`), NICs behind vfio-user sockets (`vfio-user:SOCKET,...`) and
+//! this machine's functions bound to vfio-pci (`vfio`: real cards, or model NICs a QEMU guest
+//! sees) implement the same trait. A scenario that needs what a
 //! target cannot do ([`Target::supports`]: inject faults, look inside the NIC, move bytes over
 //! RoCE, more NICs than it has) is skipped on it with the reason.
 
 pub mod model;
 pub mod model_pci;
+pub mod vfio;
 pub mod vfio_user;
 
 use std::path::Path;
@@ -20,7 +22,7 @@ use crate::suggest::closest;
 use crate::transcript::record::EventSource;
 
 /// The kinds of target a scenario's `targets:` may name.
-pub const KINDS: &[&str] = &["model", vfio_user::KIND];
+pub const KINDS: &[&str] = &["model", vfio_user::KIND, vfio::KIND];
 
 /// What a target can do beyond running the driver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +62,47 @@ pub struct ConfigState {
     pub bus_master: bool,
     /// PCIe Device Control: relaxed ordering enable.
     pub relaxed_ordering: bool,
+}
+
+impl ConfigState {
+    /// The state config space shows, read through `read` (offset, bytes): the command register,
+    /// and Device Control of the PCI Express capability (found by walking the capability list).
+    pub fn read(read: impl Fn(u16, &mut [u8]) -> Result<(), TargetError>) -> Result<ConfigState, TargetError> {
+        use bnxt::pci::regs;
+        let read16 = |offset: u16| {
+            let mut b = [0u8; 2];
+            read(offset, &mut b).map(|()| u16::from_le_bytes(b))
+        };
+        let command = read16(regs::COMMAND)?;
+        let mut ptr = [0u8; 1];
+        read(0x34, &mut ptr)?;
+        let mut at = u16::from(ptr[0] & 0xfc);
+        let mut pcie = None;
+        for _ in 0..48 {
+            if at < 0x40 {
+                break;
+            }
+            let header = read16(at)?;
+            if header as u8 == regs::CAP_ID_EXP {
+                pcie = Some(at);
+                break;
+            }
+            at = (header >> 8) & 0xfc;
+        }
+        let pcie = pcie.ok_or_else(|| {
+            TargetError::Pci(PciError::Config {
+                offset: 0x34,
+                len: 1,
+                reason: "no PCI Express capability in the capability list".into(),
+            })
+        })?;
+        let devctl = read16(pcie + regs::EXP_DEVCTL)?;
+        Ok(ConfigState {
+            memory: command & regs::COMMAND_MEMORY != 0,
+            bus_master: command & regs::COMMAND_MASTER != 0,
+            relaxed_ordering: devctl & regs::EXP_DEVCTL_RELAX_EN != 0,
+        })
+    }
 }
 
 /// A NIC's inner state, as only a model can show it (`inspect` steps).
@@ -169,6 +212,7 @@ pub trait Session {
 pub fn from_spec(spec: &str) -> Result<Box<dyn Target>, TargetError> {
     match spec {
         "model" => Ok(Box::new(model::ModelTarget)),
+        vfio::KIND => Ok(Box::new(vfio::VfioTarget::new(bnxt::sysfs::SysfsMachine::new())?)),
         other if other.starts_with("vfio-user:") => {
             Ok(Box::new(vfio_user::VfioUserTarget::from_spec(&other["vfio-user:".len()..])?))
         }

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bnxt::dma::{DmaBuffer, HostPages, PAGE_SIZE};
-use bnxt::pci::{Clock, ConfigExt, Machine, PciError, PciFunction, regs};
+use bnxt::pci::{Clock, ConfigExt, Machine, PciError, PciFunction, check_config_access, regs};
 use bnxt_model::host_memory::{DmaBacking, HeapBacking};
 use bnxt_model::world::{World, WorldConfig};
 
@@ -224,16 +224,4 @@ impl PciFunction for ModelFunction {
     fn clock(&self) -> &dyn Clock {
         &self.clock
     }
-}
-
-fn check_config_access(offset: u16, len: usize) -> Result<(), PciError> {
-    let aligned = matches!(len, 1 | 2 | 4) && usize::from(offset) % len == 0;
-    if !aligned || usize::from(offset) + len > 4096 {
-        return Err(PciError::Config {
-            offset,
-            len,
-            reason: "not a naturally aligned 1, 2 or 4 byte access inside 4 KiB".into(),
-        });
-    }
-    Ok(())
 }

@@ -31,7 +31,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bnxt::pci::regs;
 use bnxt::vfio_user::{Client, VfioUserMachine};
 use bnxt::{Clock, Machine, PciError};
 use bnxt_hsi::hwrm::req_name;
@@ -269,30 +268,6 @@ impl VfioUserSession {
             .region_read(PCI_CONFIG_REGION_INDEX, u64::from(offset), data)
             .map_err(|e| TargetError::Pci(PciError::Config { offset, len: data.len(), reason: e.to_string() }))
     }
-
-    fn config16(&self, nic: usize, offset: u16) -> Result<u16, TargetError> {
-        let mut b = [0u8; 2];
-        self.config(nic, offset, &mut b)?;
-        Ok(u16::from_le_bytes(b))
-    }
-
-    /// The PCI Express capability's offset (walking the capability list).
-    fn pcie_capability(&self, nic: usize) -> Result<u16, TargetError> {
-        let mut ptr = [0u8; 1];
-        self.config(nic, 0x34, &mut ptr)?;
-        let mut at = u16::from(ptr[0] & 0xfc);
-        for _ in 0..48 {
-            if at < 0x40 {
-                break;
-            }
-            let header = self.config16(nic, at)?;
-            if header as u8 == regs::CAP_ID_EXP {
-                return Ok(at);
-            }
-            at = (header >> 8) & 0xfc;
-        }
-        Err(cannot(format!("find NIC {nic}'s PCI Express capability")))
-    }
 }
 
 impl Session for VfioUserSession {
@@ -305,13 +280,7 @@ impl Session for VfioUserSession {
     }
 
     fn config_state(&self, nic: usize) -> Result<ConfigState, TargetError> {
-        let command = self.config16(nic, regs::COMMAND)?;
-        let devctl = self.config16(nic, self.pcie_capability(nic)? + regs::EXP_DEVCTL)?;
-        Ok(ConfigState {
-            memory: command & regs::COMMAND_MEMORY != 0,
-            bus_master: command & regs::COMMAND_MASTER != 0,
-            relaxed_ordering: devctl & regs::EXP_DEVCTL_RELAX_EN != 0,
-        })
+        ConfigState::read(|offset, data| self.config(nic, offset, data))
     }
 
     fn internals(&self, nic: usize) -> Result<Internals, TargetError> {

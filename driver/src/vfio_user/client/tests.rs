@@ -19,7 +19,8 @@ use rustix::fs::SealFlags;
 use zerocopy::{FromBytes, IntoBytes};
 
 use super::{Client, ClientError};
-use crate::vfio_user::memory::{IovaAllocator, allocate};
+use crate::dma::IovaAllocator;
+use crate::vfio_user::memory::allocate;
 
 /// What the scripted server does with a message after the device discovery.
 enum Act {

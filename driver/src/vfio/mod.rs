@@ -1,0 +1,20 @@
+//! The VFIO backend of the seam: real BCM57608 functions bound to the kernel's vfio-pci driver,
+//! reached through `/dev/vfio` (Linux Documentation/driver-api/vfio.rst) with the type1 IOMMU.
+//! [`crate::sysfs::SysfsMachine`] lists a machine's functions and takes them through here.
+//!
+//! * [`sys`]: the ioctls, each wrapped once;
+//! * [`container`]: an IOMMU group in its container, and the container's bus addresses;
+//! * [`bar`]: BARs, mapped or through pread/pwrite;
+//! * [`memory`]: DMA memory mapped into the container;
+//! * [`function`]: a [`crate::PciFunction`] over them.
+//!
+//! Time is real here: a firmware timeout costs its wall time.
+
+pub mod bar;
+pub mod container;
+pub mod function;
+pub mod memory;
+pub mod sys;
+
+pub use container::{Container, ContainerError};
+pub use function::VfioFunction;
