@@ -7684,3 +7684,30 @@ impl HwrmCfaL2SetRxMaskCmdErr {
     pub const CODE_INVALID_VNIC_ID: u8 = 0x3;
     pub const CODE_INVALID_ACTION: u8 = 0x4;
 }
+
+/// `struct tlv` (bnxt_hsi.h line 61, 8 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tlv {
+    pub cmd_discr: U16,
+    pub reserved_8b: u8,
+    pub flags: u8,
+    pub tlv_type: U16,
+    pub length: U16,
+}
+const _: () = {
+    assert!(size_of::<Tlv>() == 8);
+    assert!(offset_of!(Tlv, cmd_discr) == 0x0);
+    assert!(offset_of!(Tlv, reserved_8b) == 0x2);
+    assert!(offset_of!(Tlv, flags) == 0x3);
+    assert!(offset_of!(Tlv, tlv_type) == 0x4);
+    assert!(offset_of!(Tlv, length) == 0x6);
+};
+impl Tlv {
+    pub const FLAGS_MORE: u8 = 0x1;
+    pub const FLAGS_MORE_LAST: u8 = 0x0;
+    pub const FLAGS_MORE_NOT_LAST: u8 = 0x1;
+    pub const FLAGS_REQUIRED: u8 = 0x2;
+    pub const FLAGS_REQUIRED_NO: u8 = 0x0;
+    pub const FLAGS_REQUIRED_YES: u8 = 0x2;
+}

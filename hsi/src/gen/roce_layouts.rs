@@ -4044,3 +4044,611 @@ impl CreqQueryRoceStatsResp {
     pub const V: u8 = 0x1;
     pub const EVENT_QUERY_ROCE_STATS: u8 = 0x8e;
 }
+
+/// `struct cmdq_modify_roce_cc` (roce_hsi.h line 3126, 56 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CmdqModifyRoceCc {
+    pub opcode: u8,
+    pub cmd_size: u8,
+    pub flags: U16,
+    pub cookie: U16,
+    pub resp_size: u8,
+    pub reserved8: u8,
+    pub resp_addr: U64,
+    pub modify_mask: U32,
+    pub enable_cc: u8,
+    pub g: u8,
+    pub num_phases_per_state: u8,
+    pub pkts_per_phase: u8,
+    pub init_cr: U16,
+    pub init_tr: U16,
+    pub tos_dscp_tos_ecn: u8,
+    pub alt_vlan_pcp: u8,
+    pub alt_tos_dscp: U16,
+    pub rtt: U16,
+    pub tcp_cp: U16,
+    pub cc_mode: u8,
+    pub tx_queue: u8,
+    pub inactivity_th: U16,
+    pub time_per_phase: u8,
+    pub reserved8_1: u8,
+    pub reserved16: U16,
+    pub reserved32: U32,
+    pub reserved64: U64,
+}
+const _: () = {
+    assert!(size_of::<CmdqModifyRoceCc>() == 56);
+    assert!(offset_of!(CmdqModifyRoceCc, opcode) == 0x0);
+    assert!(offset_of!(CmdqModifyRoceCc, cmd_size) == 0x1);
+    assert!(offset_of!(CmdqModifyRoceCc, flags) == 0x2);
+    assert!(offset_of!(CmdqModifyRoceCc, cookie) == 0x4);
+    assert!(offset_of!(CmdqModifyRoceCc, resp_size) == 0x6);
+    assert!(offset_of!(CmdqModifyRoceCc, reserved8) == 0x7);
+    assert!(offset_of!(CmdqModifyRoceCc, resp_addr) == 0x8);
+    assert!(offset_of!(CmdqModifyRoceCc, modify_mask) == 0x10);
+    assert!(offset_of!(CmdqModifyRoceCc, enable_cc) == 0x14);
+    assert!(offset_of!(CmdqModifyRoceCc, g) == 0x15);
+    assert!(offset_of!(CmdqModifyRoceCc, num_phases_per_state) == 0x16);
+    assert!(offset_of!(CmdqModifyRoceCc, pkts_per_phase) == 0x17);
+    assert!(offset_of!(CmdqModifyRoceCc, init_cr) == 0x18);
+    assert!(offset_of!(CmdqModifyRoceCc, init_tr) == 0x1a);
+    assert!(offset_of!(CmdqModifyRoceCc, tos_dscp_tos_ecn) == 0x1c);
+    assert!(offset_of!(CmdqModifyRoceCc, alt_vlan_pcp) == 0x1d);
+    assert!(offset_of!(CmdqModifyRoceCc, alt_tos_dscp) == 0x1e);
+    assert!(offset_of!(CmdqModifyRoceCc, rtt) == 0x20);
+    assert!(offset_of!(CmdqModifyRoceCc, tcp_cp) == 0x22);
+    assert!(offset_of!(CmdqModifyRoceCc, cc_mode) == 0x24);
+    assert!(offset_of!(CmdqModifyRoceCc, tx_queue) == 0x25);
+    assert!(offset_of!(CmdqModifyRoceCc, inactivity_th) == 0x26);
+    assert!(offset_of!(CmdqModifyRoceCc, time_per_phase) == 0x28);
+    assert!(offset_of!(CmdqModifyRoceCc, reserved8_1) == 0x29);
+    assert!(offset_of!(CmdqModifyRoceCc, reserved16) == 0x2a);
+    assert!(offset_of!(CmdqModifyRoceCc, reserved32) == 0x2c);
+    assert!(offset_of!(CmdqModifyRoceCc, reserved64) == 0x30);
+};
+impl CmdqModifyRoceCc {
+    pub const OPCODE_MODIFY_ROCE_CC: u8 = 0x8c;
+    pub const MODIFY_MASK_ENABLE_CC: u32 = 0x1;
+    pub const MODIFY_MASK_G: u32 = 0x2;
+    pub const MODIFY_MASK_NUMPHASEPERSTATE: u32 = 0x4;
+    pub const MODIFY_MASK_INIT_CR: u32 = 0x8;
+    pub const MODIFY_MASK_INIT_TR: u32 = 0x10;
+    pub const MODIFY_MASK_TOS_ECN: u32 = 0x20;
+    pub const MODIFY_MASK_TOS_DSCP: u32 = 0x40;
+    pub const MODIFY_MASK_ALT_VLAN_PCP: u32 = 0x80;
+    pub const MODIFY_MASK_ALT_TOS_DSCP: u32 = 0x100;
+    pub const MODIFY_MASK_RTT: u32 = 0x200;
+    pub const MODIFY_MASK_CC_MODE: u32 = 0x400;
+    pub const MODIFY_MASK_TCP_CP: u32 = 0x800;
+    pub const MODIFY_MASK_TX_QUEUE: u32 = 0x1000;
+    pub const MODIFY_MASK_INACTIVITY_CP: u32 = 0x2000;
+    pub const MODIFY_MASK_TIME_PER_PHASE: u32 = 0x4000;
+    pub const MODIFY_MASK_PKTS_PER_PHASE: u32 = 0x8000;
+    pub const ENABLE_CC: u8 = 0x1;
+    pub const RSVD1_MASK: u8 = 0xfe;
+    pub const TOS_ECN_MASK: u8 = 0x3;
+    pub const TOS_DSCP_MASK: u8 = 0xfc;
+    pub const ALT_VLAN_PCP_MASK: u8 = 0x7;
+    pub const RSVD3_MASK: u8 = 0xf8;
+    pub const ALT_TOS_DSCP_MASK: u16 = 0x3f;
+    pub const RSVD4_MASK: u16 = 0xffc0;
+    pub const RTT_MASK: u16 = 0x3fff;
+    pub const RSVD5_MASK: u16 = 0xc000;
+    pub const TCP_CP_MASK: u16 = 0x3ff;
+    pub const RSVD6_MASK: u16 = 0xfc00;
+    pub const CC_MODE_DCTCP_CC_MODE: u8 = 0x0;
+    pub const CC_MODE_PROBABILISTIC_CC_MODE: u8 = 0x1;
+}
+
+/// `struct cmdq_modify_roce_cc_gen1_tlv` (roce_hsi.h line 3291, 96 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CmdqModifyRoceCcGen1Tlv {
+    pub cmd_discr: U16,
+    pub reserved_8b: u8,
+    pub tlv_flags: u8,
+    pub tlv_type: U16,
+    pub length: U16,
+    pub reserved64: U64,
+    pub modify_mask: U64,
+    pub inactivity_th_hi: U16,
+    pub min_time_between_cnps: U16,
+    pub init_cp: U16,
+    pub tr_update_mode: u8,
+    pub tr_update_cycles: u8,
+    pub fr_num_rtts: u8,
+    pub ai_rate_increase: u8,
+    pub reduction_relax_rtts_th: U16,
+    pub additional_relax_cr_th: U16,
+    pub cr_min_th: U16,
+    pub bw_avg_weight: u8,
+    pub actual_cr_factor: u8,
+    pub max_cp_cr_th: U16,
+    pub cp_bias_en: u8,
+    pub cp_bias: u8,
+    pub cnp_ecn: u8,
+    pub rtt_jitter_en: u8,
+    pub link_bytes_per_usec: U16,
+    pub reset_cc_cr_th: U16,
+    pub cr_width: u8,
+    pub quota_period_min: u8,
+    pub quota_period_max: u8,
+    pub quota_period_abs_max: u8,
+    pub tr_lower_bound: U16,
+    pub cr_prob_factor: u8,
+    pub tr_prob_factor: u8,
+    pub fairness_cr_th: U16,
+    pub red_div: u8,
+    pub cnp_ratio_th: u8,
+    pub exp_ai_rtts: U16,
+    pub exp_ai_cr_cp_ratio: u8,
+    pub use_rate_table: u8,
+    pub cp_exp_update_th: U16,
+    pub high_exp_ai_rtts_th1: U16,
+    pub high_exp_ai_rtts_th2: U16,
+    pub actual_cr_cong_free_rtts_th: U16,
+    pub severe_cong_cr_th1: U16,
+    pub severe_cong_cr_th2: U16,
+    pub link64B_per_rtt: U32,
+    pub cc_ack_bytes: u8,
+    pub reduce_init_en: u8,
+    pub reduce_init_cong_free_rtts_th: U16,
+    pub random_no_red_en: u8,
+    pub actual_cr_shift_correction_en: u8,
+    pub quota_period_adjust_en: u8,
+    pub reserved: [u8; 5],
+}
+const _: () = {
+    assert!(size_of::<CmdqModifyRoceCcGen1Tlv>() == 96);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, cmd_discr) == 0x0);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, reserved_8b) == 0x2);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, tlv_flags) == 0x3);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, tlv_type) == 0x4);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, length) == 0x6);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, reserved64) == 0x8);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, modify_mask) == 0x10);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, inactivity_th_hi) == 0x18);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, min_time_between_cnps) == 0x1a);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, init_cp) == 0x1c);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, tr_update_mode) == 0x1e);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, tr_update_cycles) == 0x1f);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, fr_num_rtts) == 0x20);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, ai_rate_increase) == 0x21);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, reduction_relax_rtts_th) == 0x22);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, additional_relax_cr_th) == 0x24);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, cr_min_th) == 0x26);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, bw_avg_weight) == 0x28);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, actual_cr_factor) == 0x29);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, max_cp_cr_th) == 0x2a);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, cp_bias_en) == 0x2c);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, cp_bias) == 0x2d);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, cnp_ecn) == 0x2e);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, rtt_jitter_en) == 0x2f);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, link_bytes_per_usec) == 0x30);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, reset_cc_cr_th) == 0x32);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, cr_width) == 0x34);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, quota_period_min) == 0x35);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, quota_period_max) == 0x36);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, quota_period_abs_max) == 0x37);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, tr_lower_bound) == 0x38);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, cr_prob_factor) == 0x3a);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, tr_prob_factor) == 0x3b);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, fairness_cr_th) == 0x3c);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, red_div) == 0x3e);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, cnp_ratio_th) == 0x3f);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, exp_ai_rtts) == 0x40);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, exp_ai_cr_cp_ratio) == 0x42);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, use_rate_table) == 0x43);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, cp_exp_update_th) == 0x44);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, high_exp_ai_rtts_th1) == 0x46);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, high_exp_ai_rtts_th2) == 0x48);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, actual_cr_cong_free_rtts_th) == 0x4a);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, severe_cong_cr_th1) == 0x4c);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, severe_cong_cr_th2) == 0x4e);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, link64B_per_rtt) == 0x50);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, cc_ack_bytes) == 0x54);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, reduce_init_en) == 0x55);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, reduce_init_cong_free_rtts_th) == 0x56);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, random_no_red_en) == 0x58);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, actual_cr_shift_correction_en) == 0x59);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, quota_period_adjust_en) == 0x5a);
+    assert!(offset_of!(CmdqModifyRoceCcGen1Tlv, reserved) == 0x5b);
+};
+impl CmdqModifyRoceCcGen1Tlv {
+    pub const TLV_FLAGS_MORE: u8 = 0x1;
+    pub const TLV_FLAGS_MORE_LAST: u8 = 0x0;
+    pub const TLV_FLAGS_MORE_NOT_LAST: u8 = 0x1;
+    pub const TLV_FLAGS_REQUIRED: u8 = 0x2;
+    pub const TLV_FLAGS_REQUIRED_NO: u8 = 0x0;
+    pub const TLV_FLAGS_REQUIRED_YES: u8 = 0x2;
+    pub const MODIFY_MASK_MIN_TIME_BETWEEN_CNPS: u64 = 0x1;
+    pub const MODIFY_MASK_INIT_CP: u64 = 0x2;
+    pub const MODIFY_MASK_TR_UPDATE_MODE: u64 = 0x4;
+    pub const MODIFY_MASK_TR_UPDATE_CYCLES: u64 = 0x8;
+    pub const MODIFY_MASK_FR_NUM_RTTS: u64 = 0x10;
+    pub const MODIFY_MASK_AI_RATE_INCREASE: u64 = 0x20;
+    pub const MODIFY_MASK_REDUCTION_RELAX_RTTS_TH: u64 = 0x40;
+    pub const MODIFY_MASK_ADDITIONAL_RELAX_CR_TH: u64 = 0x80;
+    pub const MODIFY_MASK_CR_MIN_TH: u64 = 0x100;
+    pub const MODIFY_MASK_BW_AVG_WEIGHT: u64 = 0x200;
+    pub const MODIFY_MASK_ACTUAL_CR_FACTOR: u64 = 0x400;
+    pub const MODIFY_MASK_MAX_CP_CR_TH: u64 = 0x800;
+    pub const MODIFY_MASK_CP_BIAS_EN: u64 = 0x1000;
+    pub const MODIFY_MASK_CP_BIAS: u64 = 0x2000;
+    pub const MODIFY_MASK_CNP_ECN: u64 = 0x4000;
+    pub const MODIFY_MASK_RTT_JITTER_EN: u64 = 0x8000;
+    pub const MODIFY_MASK_LINK_BYTES_PER_USEC: u64 = 0x10000;
+    pub const MODIFY_MASK_RESET_CC_CR_TH: u64 = 0x20000;
+    pub const MODIFY_MASK_CR_WIDTH: u64 = 0x40000;
+    pub const MODIFY_MASK_QUOTA_PERIOD_MIN: u64 = 0x80000;
+    pub const MODIFY_MASK_QUOTA_PERIOD_MAX: u64 = 0x100000;
+    pub const MODIFY_MASK_QUOTA_PERIOD_ABS_MAX: u64 = 0x200000;
+    pub const MODIFY_MASK_TR_LOWER_BOUND: u64 = 0x400000;
+    pub const MODIFY_MASK_CR_PROB_FACTOR: u64 = 0x800000;
+    pub const MODIFY_MASK_TR_PROB_FACTOR: u64 = 0x1000000;
+    pub const MODIFY_MASK_FAIRNESS_CR_TH: u64 = 0x2000000;
+    pub const MODIFY_MASK_RED_DIV: u64 = 0x4000000;
+    pub const MODIFY_MASK_CNP_RATIO_TH: u64 = 0x8000000;
+    pub const MODIFY_MASK_EXP_AI_RTTS: u64 = 0x10000000;
+    pub const MODIFY_MASK_EXP_AI_CR_CP_RATIO: u64 = 0x20000000;
+    pub const MODIFY_MASK_CP_EXP_UPDATE_TH: u64 = 0x40000000;
+    pub const MODIFY_MASK_HIGH_EXP_AI_RTTS_TH1: u64 = 0x80000000;
+    pub const MODIFY_MASK_HIGH_EXP_AI_RTTS_TH2: u64 = 0x100000000;
+    pub const MODIFY_MASK_USE_RATE_TABLE: u64 = 0x200000000;
+    pub const MODIFY_MASK_LINK64B_PER_RTT: u64 = 0x400000000;
+    pub const MODIFY_MASK_ACTUAL_CR_CONG_FREE_RTTS_TH: u64 = 0x800000000;
+    pub const MODIFY_MASK_SEVERE_CONG_CR_TH1: u64 = 0x1000000000;
+    pub const MODIFY_MASK_SEVERE_CONG_CR_TH2: u64 = 0x2000000000;
+    pub const MODIFY_MASK_CC_ACK_BYTES: u64 = 0x4000000000;
+    pub const MODIFY_MASK_REDUCE_INIT_EN: u64 = 0x8000000000;
+    pub const MODIFY_MASK_REDUCE_INIT_CONG_FREE_RTTS_TH: u64 = 0x10000000000;
+    pub const MODIFY_MASK_RANDOM_NO_RED_EN: u64 = 0x20000000000;
+    pub const MODIFY_MASK_ACTUAL_CR_SHIFT_CORRECTION_EN: u64 = 0x40000000000;
+    pub const MODIFY_MASK_QUOTA_PERIOD_ADJUST_EN: u64 = 0x80000000000;
+    pub const CNP_ECN_NOT_ECT: u8 = 0x0;
+    pub const CNP_ECN_ECT_1: u8 = 0x1;
+    pub const CNP_ECN_ECT_0: u8 = 0x2;
+}
+
+/// `struct creq_modify_roce_cc_resp` (roce_hsi.h line 3549, 16 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CreqModifyRoceCcResp {
+    pub type_: u8,
+    pub status: u8,
+    pub cookie: U16,
+    pub reserved32: U32,
+    pub v: u8,
+    pub event: u8,
+    pub reserved48: [u8; 6],
+}
+const _: () = {
+    assert!(size_of::<CreqModifyRoceCcResp>() == 16);
+    assert!(offset_of!(CreqModifyRoceCcResp, type_) == 0x0);
+    assert!(offset_of!(CreqModifyRoceCcResp, status) == 0x1);
+    assert!(offset_of!(CreqModifyRoceCcResp, cookie) == 0x2);
+    assert!(offset_of!(CreqModifyRoceCcResp, reserved32) == 0x4);
+    assert!(offset_of!(CreqModifyRoceCcResp, v) == 0x8);
+    assert!(offset_of!(CreqModifyRoceCcResp, event) == 0x9);
+    assert!(offset_of!(CreqModifyRoceCcResp, reserved48) == 0xa);
+};
+impl CreqModifyRoceCcResp {
+    pub const TYPE_MASK: u8 = 0x3f;
+    pub const TYPE_QP_EVENT: u8 = 0x38;
+    pub const V: u8 = 0x1;
+    pub const EVENT_MODIFY_ROCE_CC: u8 = 0x8c;
+}
+
+/// `struct creq_query_roce_cc_resp` (roce_hsi.h line 2805, 16 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CreqQueryRoceCcResp {
+    pub type_: u8,
+    pub status: u8,
+    pub cookie: U16,
+    pub size: U32,
+    pub v: u8,
+    pub event: u8,
+    pub reserved48: [u8; 6],
+}
+const _: () = {
+    assert!(size_of::<CreqQueryRoceCcResp>() == 16);
+    assert!(offset_of!(CreqQueryRoceCcResp, type_) == 0x0);
+    assert!(offset_of!(CreqQueryRoceCcResp, status) == 0x1);
+    assert!(offset_of!(CreqQueryRoceCcResp, cookie) == 0x2);
+    assert!(offset_of!(CreqQueryRoceCcResp, size) == 0x4);
+    assert!(offset_of!(CreqQueryRoceCcResp, v) == 0x8);
+    assert!(offset_of!(CreqQueryRoceCcResp, event) == 0x9);
+    assert!(offset_of!(CreqQueryRoceCcResp, reserved48) == 0xa);
+};
+impl CreqQueryRoceCcResp {
+    pub const TYPE_MASK: u8 = 0x3f;
+    pub const TYPE_QP_EVENT: u8 = 0x38;
+    pub const V: u8 = 0x1;
+    pub const EVENT_QUERY_ROCE_CC: u8 = 0x8d;
+}
+
+/// `struct creq_query_roce_cc_resp_sb` (roce_hsi.h line 2823, 32 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CreqQueryRoceCcRespSb {
+    pub opcode: u8,
+    pub status: u8,
+    pub cookie: U16,
+    pub flags: U16,
+    pub resp_size: u8,
+    pub reserved8: u8,
+    pub enable_cc: u8,
+    pub tos_dscp_tos_ecn: u8,
+    pub g: u8,
+    pub num_phases_per_state: u8,
+    pub init_cr: U16,
+    pub init_tr: U16,
+    pub alt_vlan_pcp: u8,
+    pub alt_tos_dscp: u8,
+    pub cc_mode: u8,
+    pub tx_queue: u8,
+    pub rtt: U16,
+    pub tcp_cp: U16,
+    pub inactivity_th: U16,
+    pub pkts_per_phase: u8,
+    pub time_per_phase: u8,
+    pub reserved32: U32,
+}
+const _: () = {
+    assert!(size_of::<CreqQueryRoceCcRespSb>() == 32);
+    assert!(offset_of!(CreqQueryRoceCcRespSb, opcode) == 0x0);
+    assert!(offset_of!(CreqQueryRoceCcRespSb, status) == 0x1);
+    assert!(offset_of!(CreqQueryRoceCcRespSb, cookie) == 0x2);
+    assert!(offset_of!(CreqQueryRoceCcRespSb, flags) == 0x4);
+    assert!(offset_of!(CreqQueryRoceCcRespSb, resp_size) == 0x6);
+    assert!(offset_of!(CreqQueryRoceCcRespSb, reserved8) == 0x7);
+    assert!(offset_of!(CreqQueryRoceCcRespSb, enable_cc) == 0x8);
+    assert!(offset_of!(CreqQueryRoceCcRespSb, tos_dscp_tos_ecn) == 0x9);
+    assert!(offset_of!(CreqQueryRoceCcRespSb, g) == 0xa);
+    assert!(offset_of!(CreqQueryRoceCcRespSb, num_phases_per_state) == 0xb);
+    assert!(offset_of!(CreqQueryRoceCcRespSb, init_cr) == 0xc);
+    assert!(offset_of!(CreqQueryRoceCcRespSb, init_tr) == 0xe);
+    assert!(offset_of!(CreqQueryRoceCcRespSb, alt_vlan_pcp) == 0x10);
+    assert!(offset_of!(CreqQueryRoceCcRespSb, alt_tos_dscp) == 0x11);
+    assert!(offset_of!(CreqQueryRoceCcRespSb, cc_mode) == 0x12);
+    assert!(offset_of!(CreqQueryRoceCcRespSb, tx_queue) == 0x13);
+    assert!(offset_of!(CreqQueryRoceCcRespSb, rtt) == 0x14);
+    assert!(offset_of!(CreqQueryRoceCcRespSb, tcp_cp) == 0x16);
+    assert!(offset_of!(CreqQueryRoceCcRespSb, inactivity_th) == 0x18);
+    assert!(offset_of!(CreqQueryRoceCcRespSb, pkts_per_phase) == 0x1a);
+    assert!(offset_of!(CreqQueryRoceCcRespSb, time_per_phase) == 0x1b);
+    assert!(offset_of!(CreqQueryRoceCcRespSb, reserved32) == 0x1c);
+};
+impl CreqQueryRoceCcRespSb {
+    pub const OPCODE_QUERY_ROCE_CC: u8 = 0x8d;
+    pub const ENABLE_CC: u8 = 0x1;
+    pub const UNUSED7_MASK: u8 = 0xfe;
+    pub const TOS_ECN_MASK: u8 = 0x3;
+    pub const TOS_DSCP_MASK: u8 = 0xfc;
+    pub const ALT_VLAN_PCP_MASK: u8 = 0x7;
+    pub const RSVD1_MASK: u8 = 0xf8;
+    pub const ALT_TOS_DSCP_MASK: u8 = 0x3f;
+    pub const RSVD4_MASK: u8 = 0xc0;
+    pub const CC_MODE_DCTCP: u8 = 0x0;
+    pub const CC_MODE_PROBABILISTIC: u8 = 0x1;
+    pub const RTT_MASK: u16 = 0x3fff;
+    pub const RSVD5_MASK: u16 = 0xc000;
+    pub const TCP_CP_MASK: u16 = 0x3ff;
+    pub const RSVD6_MASK: u16 = 0xfc00;
+}
+
+/// `struct creq_query_roce_cc_resp_sb_tlv` (roce_hsi.h line 2877, 48 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CreqQueryRoceCcRespSbTlv {
+    pub cmd_discr: U16,
+    pub reserved_8b: u8,
+    pub tlv_flags: u8,
+    pub tlv_type: U16,
+    pub length: U16,
+    pub total_size: u8,
+    pub reserved56: [u8; 7],
+    pub opcode: u8,
+    pub status: u8,
+    pub cookie: U16,
+    pub flags: U16,
+    pub resp_size: u8,
+    pub reserved8: u8,
+    pub enable_cc: u8,
+    pub tos_dscp_tos_ecn: u8,
+    pub g: u8,
+    pub num_phases_per_state: u8,
+    pub init_cr: U16,
+    pub init_tr: U16,
+    pub alt_vlan_pcp: u8,
+    pub alt_tos_dscp: u8,
+    pub cc_mode: u8,
+    pub tx_queue: u8,
+    pub rtt: U16,
+    pub tcp_cp: U16,
+    pub inactivity_th: U16,
+    pub pkts_per_phase: u8,
+    pub time_per_phase: u8,
+    pub reserved32: U32,
+}
+const _: () = {
+    assert!(size_of::<CreqQueryRoceCcRespSbTlv>() == 48);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, cmd_discr) == 0x0);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, reserved_8b) == 0x2);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, tlv_flags) == 0x3);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, tlv_type) == 0x4);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, length) == 0x6);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, total_size) == 0x8);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, reserved56) == 0x9);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, opcode) == 0x10);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, status) == 0x11);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, cookie) == 0x12);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, flags) == 0x14);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, resp_size) == 0x16);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, reserved8) == 0x17);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, enable_cc) == 0x18);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, tos_dscp_tos_ecn) == 0x19);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, g) == 0x1a);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, num_phases_per_state) == 0x1b);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, init_cr) == 0x1c);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, init_tr) == 0x1e);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, alt_vlan_pcp) == 0x20);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, alt_tos_dscp) == 0x21);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, cc_mode) == 0x22);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, tx_queue) == 0x23);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, rtt) == 0x24);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, tcp_cp) == 0x26);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, inactivity_th) == 0x28);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, pkts_per_phase) == 0x2a);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, time_per_phase) == 0x2b);
+    assert!(offset_of!(CreqQueryRoceCcRespSbTlv, reserved32) == 0x2c);
+};
+impl CreqQueryRoceCcRespSbTlv {
+    pub const TLV_FLAGS_MORE: u8 = 0x1;
+    pub const TLV_FLAGS_MORE_LAST: u8 = 0x0;
+    pub const TLV_FLAGS_MORE_NOT_LAST: u8 = 0x1;
+    pub const TLV_FLAGS_REQUIRED: u8 = 0x2;
+    pub const TLV_FLAGS_REQUIRED_NO: u8 = 0x0;
+    pub const TLV_FLAGS_REQUIRED_YES: u8 = 0x2;
+    pub const OPCODE_QUERY_ROCE_CC: u8 = 0x8d;
+    pub const ENABLE_CC: u8 = 0x1;
+    pub const UNUSED7_MASK: u8 = 0xfe;
+    pub const TOS_ECN_MASK: u8 = 0x3;
+    pub const TOS_DSCP_MASK: u8 = 0xfc;
+    pub const ALT_VLAN_PCP_MASK: u8 = 0x7;
+    pub const RSVD1_MASK: u8 = 0xf8;
+    pub const ALT_TOS_DSCP_MASK: u8 = 0x3f;
+    pub const RSVD4_MASK: u8 = 0xc0;
+    pub const CC_MODE_DCTCP: u8 = 0x0;
+    pub const CC_MODE_PROBABILISTIC: u8 = 0x1;
+    pub const RTT_MASK: u16 = 0x3fff;
+    pub const RSVD5_MASK: u16 = 0xc000;
+    pub const TCP_CP_MASK: u16 = 0x3ff;
+    pub const RSVD6_MASK: u16 = 0xfc00;
+}
+
+/// `struct creq_query_roce_cc_gen1_resp_sb_tlv` (roce_hsi.h line 2945, 88 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CreqQueryRoceCcGen1RespSbTlv {
+    pub cmd_discr: U16,
+    pub reserved_8b: u8,
+    pub tlv_flags: u8,
+    pub tlv_type: U16,
+    pub length: U16,
+    pub reserved64: U64,
+    pub inactivity_th_hi: U16,
+    pub min_time_between_cnps: U16,
+    pub init_cp: U16,
+    pub tr_update_mode: u8,
+    pub tr_update_cycles: u8,
+    pub fr_num_rtts: u8,
+    pub ai_rate_increase: u8,
+    pub reduction_relax_rtts_th: U16,
+    pub additional_relax_cr_th: U16,
+    pub cr_min_th: U16,
+    pub bw_avg_weight: u8,
+    pub actual_cr_factor: u8,
+    pub max_cp_cr_th: U16,
+    pub cp_bias_en: u8,
+    pub cp_bias: u8,
+    pub cnp_ecn: u8,
+    pub rtt_jitter_en: u8,
+    pub link_bytes_per_usec: U16,
+    pub reset_cc_cr_th: U16,
+    pub cr_width: u8,
+    pub quota_period_min: u8,
+    pub quota_period_max: u8,
+    pub quota_period_abs_max: u8,
+    pub tr_lower_bound: U16,
+    pub cr_prob_factor: u8,
+    pub tr_prob_factor: u8,
+    pub fairness_cr_th: U16,
+    pub red_div: u8,
+    pub cnp_ratio_th: u8,
+    pub exp_ai_rtts: U16,
+    pub exp_ai_cr_cp_ratio: u8,
+    pub use_rate_table: u8,
+    pub cp_exp_update_th: U16,
+    pub high_exp_ai_rtts_th1: U16,
+    pub high_exp_ai_rtts_th2: U16,
+    pub actual_cr_cong_free_rtts_th: U16,
+    pub severe_cong_cr_th1: U16,
+    pub severe_cong_cr_th2: U16,
+    pub link64B_per_rtt: U32,
+    pub cc_ack_bytes: u8,
+    pub reduce_init_en: u8,
+    pub reduce_init_cong_free_rtts_th: U16,
+    pub random_no_red_en: u8,
+    pub actual_cr_shift_correction_en: u8,
+    pub quota_period_adjust_en: u8,
+    pub reserved: [u8; 5],
+}
+const _: () = {
+    assert!(size_of::<CreqQueryRoceCcGen1RespSbTlv>() == 88);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, cmd_discr) == 0x0);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, reserved_8b) == 0x2);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, tlv_flags) == 0x3);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, tlv_type) == 0x4);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, length) == 0x6);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, reserved64) == 0x8);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, inactivity_th_hi) == 0x10);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, min_time_between_cnps) == 0x12);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, init_cp) == 0x14);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, tr_update_mode) == 0x16);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, tr_update_cycles) == 0x17);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, fr_num_rtts) == 0x18);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, ai_rate_increase) == 0x19);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, reduction_relax_rtts_th) == 0x1a);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, additional_relax_cr_th) == 0x1c);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, cr_min_th) == 0x1e);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, bw_avg_weight) == 0x20);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, actual_cr_factor) == 0x21);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, max_cp_cr_th) == 0x22);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, cp_bias_en) == 0x24);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, cp_bias) == 0x25);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, cnp_ecn) == 0x26);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, rtt_jitter_en) == 0x27);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, link_bytes_per_usec) == 0x28);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, reset_cc_cr_th) == 0x2a);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, cr_width) == 0x2c);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, quota_period_min) == 0x2d);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, quota_period_max) == 0x2e);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, quota_period_abs_max) == 0x2f);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, tr_lower_bound) == 0x30);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, cr_prob_factor) == 0x32);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, tr_prob_factor) == 0x33);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, fairness_cr_th) == 0x34);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, red_div) == 0x36);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, cnp_ratio_th) == 0x37);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, exp_ai_rtts) == 0x38);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, exp_ai_cr_cp_ratio) == 0x3a);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, use_rate_table) == 0x3b);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, cp_exp_update_th) == 0x3c);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, high_exp_ai_rtts_th1) == 0x3e);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, high_exp_ai_rtts_th2) == 0x40);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, actual_cr_cong_free_rtts_th) == 0x42);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, severe_cong_cr_th1) == 0x44);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, severe_cong_cr_th2) == 0x46);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, link64B_per_rtt) == 0x48);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, cc_ack_bytes) == 0x4c);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, reduce_init_en) == 0x4d);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, reduce_init_cong_free_rtts_th) == 0x4e);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, random_no_red_en) == 0x50);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, actual_cr_shift_correction_en) == 0x51);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, quota_period_adjust_en) == 0x52);
+    assert!(offset_of!(CreqQueryRoceCcGen1RespSbTlv, reserved) == 0x53);
+};
+impl CreqQueryRoceCcGen1RespSbTlv {
+    pub const TLV_FLAGS_MORE: u8 = 0x1;
+    pub const TLV_FLAGS_MORE_LAST: u8 = 0x0;
+    pub const TLV_FLAGS_MORE_NOT_LAST: u8 = 0x1;
+    pub const TLV_FLAGS_REQUIRED: u8 = 0x2;
+    pub const TLV_FLAGS_REQUIRED_NO: u8 = 0x0;
+    pub const TLV_FLAGS_REQUIRED_YES: u8 = 0x2;
+    pub const CNP_ECN_NOT_ECT: u8 = 0x0;
+    pub const CNP_ECN_ECT_1: u8 = 0x1;
+    pub const CNP_ECN_ECT_0: u8 = 0x2;
+}

@@ -67,6 +67,8 @@ commands! {
     CmdqQueryFunc => CreqQueryFuncResp, 0x83, "QUERY_FUNC";
     CmdqSetFuncResources => CreqSetFuncResourcesResp, 0x84, "SET_FUNC_RESOURCES";
     CmdqQueryVersion => CreqQueryVersionResp, 0x8b, "QUERY_VERSION";
+    CmdqModifyRoceCc => CreqModifyRoceCcResp, 0x8c, "MODIFY_ROCE_CC";
+    CmdqQueryRoceCc => CreqQueryRoceCcResp, 0x8d, "QUERY_ROCE_CC";
     CmdqQueryRoceStats => CreqQueryRoceStatsResp, 0x8e, "QUERY_ROCE_STATS";
 }
 

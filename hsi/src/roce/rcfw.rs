@@ -34,6 +34,16 @@ pub const TLV_HEADER_BYTES: usize = 16;
 /// Byte of `roce_tlv` holding the command's whole size in 16-byte slots, the header included
 /// (qplib_tlv.h `roce_tlv.total_size`; `bnxt_qplib_get_cmd_slots`).
 pub const TLV_TOTAL_SIZE_BYTE: usize = 8;
+/// `tlv.tlv_type` of the command a TLV-encapsulated command carries first (bnxt_hsi.h
+/// `TLV_TYPE_ROCE_SP_COMMAND`; qplib_tlv.h `ROCE_1ST_TLV_PREP`).
+pub const TLV_TYPE_ROCE_SP_COMMAND: u16 = 0x3;
+/// `tlv.tlv_type` of the generation-1 congestion-control parameters in QUERY_ROCE_CC's side
+/// buffer (bnxt_hsi.h `TLV_TYPE_QUERY_ROCE_CC_GEN1`; roce_hsi.h
+/// `creq_query_roce_cc_gen1_resp_sb_tlv`).
+pub const TLV_TYPE_QUERY_ROCE_CC_GEN1: u16 = 0x4;
+/// `tlv.tlv_type` of MODIFY_ROCE_CC's generation-1 extension (bnxt_hsi.h
+/// `TLV_TYPE_MODIFY_ROCE_CC_GEN1`; roce_hsi.h `cmdq_modify_roce_cc_gen1_tlv`).
+pub const TLV_TYPE_MODIFY_ROCE_CC_GEN1: u16 = 0x5;
 
 /// `creq_base.type`: command completion or QP/CQ error (`CREQ_BASE_TYPE_QP_EVENT`).
 pub const CREQ_TYPE_QP_EVENT: u8 = 0x38;
