@@ -12,9 +12,6 @@ use common::Rig;
 use roce_support::*;
 use zerocopy::{FromZeros, IntoBytes};
 
-const INVALID_PARAMETER: u8 = 5;
-const FAIL: u8 = 1;
-
 #[test]
 fn query_func_reports_p7_caps_and_the_limits_of_the_context_memory() {
     let mut rig = Rig::new(1);
@@ -257,26 +254,46 @@ fn func_reset_and_flr_drop_every_roce_object_and_the_channel() {
 
 #[test]
 fn a_tlv_encapsulated_command_is_answered_with_its_inner_opcode_and_cookie() {
-    // MODIFY_ROCE_CC as bnxt_re sends it on P7 (qplib_sp.c bnxt_qplib_modify_cc): a 16-byte
+    // MODIFY_ROCE_CC as Linux's bnxt_re sends it on P7 (qplib_sp.c bnxt_qplib_modify_cc): a 16-byte
     // roce_tlv header (cmd_discr CMD_DISCR_TLV_ENCAP, flags REQUIRED|MORE, tlv_type
-    // ROCE_SP_COMMAND, length 56, total_size 19 slots), the command, then extension TLVs.
+    // ROCE_SP_COMMAND, length 56, total_size 11 slots), the command, 8 bytes of padding, then the
+    // generation-1 extension TLV.
     let mut rig = Rig::new(1);
     let mut f = Func::bring_up(&mut rig, 0, 64, 64);
     f.initialize(&mut rig);
-    let mut cmd = vec![0u8; 19 * 16];
-    cmd[0..2].copy_from_slice(&0x8000u16.to_le_bytes());
-    cmd[3] = 0x03;
-    cmd[4..6].copy_from_slice(&3u16.to_le_bytes());
-    cmd[6..8].copy_from_slice(&56u16.to_le_bytes());
-    cmd[8] = 19;
-    cmd[16] = 0x8c; // MODIFY_ROCE_CC
-    cmd[17] = 56; // bnxt_qplib_set_cmd_slots leaves the inner size in bytes for TLV commands
-    cmd[20..22].copy_from_slice(&0x1234u16.to_le_bytes());
-    f.submit(&mut rig, &cmd);
-    let c = f.wait(&mut rig, 0x1234);
+    let mut base = CmdqModifyRoceCc::new_zeroed();
+    base.modify_mask = CmdqModifyRoceCc::MODIFY_MASK_ENABLE_CC.into();
+    base.enable_cc = 1;
+    let before = f.prod;
+    let cookie = f.send_modify_cc_tlv(&mut rig, base, &[gen1_tlv(CmdqModifyRoceCcGen1Tlv::new_zeroed(), false)]);
+    assert_eq!(f.prod - before, 11, "11 slots");
+    let c = f.wait(&mut rig, cookie);
+    assert_eq!((c.event, c.status), (0x8c, 0), "answered as MODIFY_ROCE_CC: {:?}", last_refusal(&mut rig));
+    assert!(rig.world.device(0).roce().state().cc.base.enable);
+    // The channel took all 11 slots: the next plain command is read where it was put.
+    f.ok(&mut rig, CmdqQueryVersion::new_zeroed());
+    // Broadcom's out-of-tree bnxt_re adds generation-2 and "ext" TLVs (19 slots in all,
+    // qplib_tlv.h bnxt_qplib_tlv_modify_cc_req), which the model does not keep.
+    let ext = |ty: u16, bytes: usize, more: bool| {
+        let mut t = vec![0u8; bytes];
+        t[0..2].copy_from_slice(&0x8000u16.to_le_bytes());
+        t[3] = 2 | u8::from(more);
+        t[4..6].copy_from_slice(&ty.to_le_bytes());
+        t[6..8].copy_from_slice(&((bytes - 16) as u16).to_le_bytes());
+        t
+    };
+    let exts = [
+        gen1_tlv(CmdqModifyRoceCcGen1Tlv::new_zeroed(), true),
+        ext(0x7, 32, true),
+        ext(0x9, 48, true),
+        ext(0xb, 48, false),
+    ];
+    let before = f.prod;
+    let cookie = f.send_modify_cc_tlv(&mut rig, base, &exts);
+    assert_eq!(f.prod - before, 19, "19 slots");
+    let c = f.wait(&mut rig, cookie);
     assert_eq!((c.event, c.status), (0x8c, 4), "answered as MODIFY_ROCE_CC, NOT_IMPLEMENTED");
-    assert_eq!(rig.world.nic_state(0).roce.unimplemented_commands.get(&0x8c), Some(&1));
-    // The channel took all 19 slots: the next plain command is read where it was put.
+    assert_eq!(rig.world.nic_state(0).roce.unimplemented_features, 1);
     f.ok(&mut rig, CmdqQueryVersion::new_zeroed());
     // Too long for the firmware (40 slots): refused, but answered on the inner cookie.
     let mut long = vec![0u8; 40 * 16];

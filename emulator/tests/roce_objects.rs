@@ -7,20 +7,8 @@ mod roce_support;
 
 use bnxt_hsi::roce::gid::{gid_for_command, mac_for_command};
 use bnxt_hsi::roce::layouts::*;
-use common::Rig;
 use roce_support::*;
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
-
-const RESOURCES: u8 = 2;
-const NOT_IMPLEMENTED: u8 = 4;
-const INVALID_PARAMETER: u8 = 5;
-
-fn up() -> (Rig, Func) {
-    let mut rig = Rig::new(1);
-    let mut f = Func::bring_up(&mut rig, 0, 1024, 256);
-    f.initialize(&mut rig);
-    (rig, f)
-}
 
 fn gid_cmd(gid: [u8; 16], mac: [u8; 6]) -> CmdqAddGid {
     let mut g = CmdqAddGid::new_zeroed();

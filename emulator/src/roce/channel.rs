@@ -22,6 +22,7 @@
 //! commands it takes are swallowed, refused or answered late. They outlive a function reset, so
 //! a fault's `nth` counts commands since the model was made.
 
+use bnxt_hsi::hwrm::layouts::Tlv;
 use bnxt_hsi::roce::layouts::{CmdqBase, CmdqInit};
 use bnxt_hsi::roce::rcfw::{
     CMD_DISCR_TLV_ENCAP, CMDQ_INIT_SIZE_SHIFT, CMDQ_PROD_MASK, CMDQE_BYTES, FIRMWARE_FIRST_FLAG, TLV_HEADER_BYTES,
@@ -94,8 +95,9 @@ pub struct RawCommand {
     /// Every byte of it (`slots` × 16; without the TLV header when encapsulated), or why it
     /// could not be taken whole.
     pub bytes: Result<Vec<u8>, String>,
-    /// Whether it came TLV-encapsulated.
-    pub encapsulated: bool,
+    /// The `tlv` part of its `roce_tlv` header (qplib_tlv.h) when it came TLV-encapsulated: the
+    /// command's length in bytes and whether extension TLVs follow it.
+    pub tlv: Option<Tlv>,
 }
 
 /// The firmware's side of the CMDQ.
@@ -204,7 +206,8 @@ impl Channel {
                 _ => &head,
             };
             let base = CmdqBase::ref_from_bytes(base_bytes).expect("16-byte header");
-            out.push(RawCommand { opcode: base.opcode, cookie: base.cookie.get(), slots, bytes, encapsulated });
+            let tlv = encapsulated.then(|| Tlv::read_from_prefix(&head).expect("16-byte slot").0);
+            out.push(RawCommand { opcode: base.opcode, cookie: base.cookie.get(), slots, bytes, tlv });
             self.cons = self.cons.wrapping_add(u16::from(slots));
             left -= u32::from(slots);
         }

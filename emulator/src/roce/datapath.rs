@@ -18,6 +18,7 @@
 //! * Frames to one of the NIC's own MACs (a QP connected to another QP of the same NIC) do not go
 //!   on the wire: the NIC loops them back to itself [`LOOPBACK_LATENCY`] later, as a NIC's
 //!   internal switch does (the hardware's own hairpin timing is not public).
+//! * The GSI QP (QP1) has no transport: its WQEs and frames go to [`super::gsi`].
 //! * When the transport enters the error state on its own (retry exceeded, a NAK, a local
 //!   protection error), the QP moves to ERR and a QP error notification goes to the CREQ.
 
@@ -43,7 +44,7 @@ use super::caps::{LOOPBACK_LATENCY, MAX_INLINE_DATA, MAX_INLINE_DATA_VAR_WQE};
 use super::cq::CqeOutcome;
 use super::engine::{Env, RoceEngine};
 use super::memory::{INLINE_LKEY, QpMemory};
-use super::qp::Qp;
+use super::qp::{Qp, QpKind};
 use super::state::RoceState;
 use super::wqe::{SqWqe, read_rq_wqe, read_sq_wqe};
 
@@ -77,10 +78,10 @@ impl RoceEngine {
         self.done = done;
     }
 
-    /// Read newly posted receive WQEs.
+    /// Read newly posted receive WQEs (the GSI QP's stay in its ring: [`super::gsi`]).
     fn read_rq(&mut self, now: Duration, qpn: u32, env: &mut Env<'_>, done: &mut Vec<Done>) {
         let Some(qp) = self.st.qps.get_mut(&qpn) else { return };
-        if !matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Err) {
+        if qp.kind == QpKind::Gsi || !matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Err) {
             return;
         }
         while qp.rq.taken != qp.rq.prod {
@@ -126,9 +127,12 @@ impl RoceEngine {
         }
     }
 
-    /// Read newly posted send WQEs.
+    /// Read newly posted send WQEs (the GSI QP's: [`super::gsi`]).
     fn read_sq(&mut self, now: Duration, qpn: u32, env: &mut Env<'_>, done: &mut Vec<Done>) {
         let Some(qp) = self.st.qps.get_mut(&qpn) else { return };
+        if qp.kind == QpKind::Gsi {
+            return self.gsi_sends(now, qpn, env, done);
+        }
         if !matches!(qp.state, QpState::Rts | QpState::Err) {
             return;
         }
@@ -396,6 +400,9 @@ impl RoceEngine {
         let qpn = parsed.transport.bth.dest_qp;
         let RoceState { qps, keys, dirty, .. } = &mut self.st;
         let Some(Qp { transport: Some(t), inline, pd, .. }) = qps.get_mut(&qpn) else {
+            if qps.get(&qpn).is_some_and(|q| q.kind == QpKind::Gsi) {
+                return self.gsi_frame(now, qpn, env);
+            }
             self.counters.rx_no_qp += 1;
             env.rec.record(now, EventKind::FrameDropped { reason: format!("no QP {qpn} ready to receive (RTS)") });
             return;

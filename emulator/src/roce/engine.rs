@@ -293,7 +293,7 @@ impl RoceEngine {
         for raw in cmds {
             self.counters.commands += 1;
             let mut summary = raw.bytes.as_ref().map(|b| cmd::summary(raw.opcode, b)).unwrap_or_default();
-            if raw.encapsulated {
+            if raw.tlv.is_some() {
                 summary.insert_str(0, "tlv ");
             }
             env.rec.record(
@@ -307,7 +307,7 @@ impl RoceEngine {
                 (Injected::Refuse(r), _) => Err(r.clone()),
                 (_, Err(why)) => Err(cmd::Refusal::invalid(why.clone())),
                 (_, Ok(bytes)) => {
-                    let c = Cmd { opcode: raw.opcode, cookie: raw.cookie, bytes };
+                    let c = Cmd { opcode: raw.opcode, cookie: raw.cookie, bytes, tlv: raw.tlv };
                     let cx = CmdCtx { mem: env.mem, fw: env.fw, limits: cx_limits };
                     cmd::execute(&mut self.st, &c, &cx)
                 }

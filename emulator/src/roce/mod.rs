@@ -9,6 +9,7 @@
 //! which knows nothing of the BCM57608's work-queue or completion formats.
 
 pub mod caps;
+pub mod cc;
 pub mod channel;
 mod cmd;
 pub mod counters;
@@ -17,6 +18,7 @@ mod datapath;
 pub mod doorbell;
 pub mod engine;
 pub mod gid;
+mod gsi;
 pub mod memory;
 pub mod mr;
 pub mod nq;

@@ -1,5 +1,5 @@
-//! Queue pairs as the firmware keeps them: what CREATE_QP gave (rings, CQs, PD, WQE mode), what
-//! MODIFY_QP set, the RC state machine, and the rings' producer and consumer positions
+//! Queue pairs as the firmware keeps them: what CREATE_QP gave (type, rings, CQs, PD, WQE mode),
+//! what MODIFY_QP set, the state machine, and the rings' producer and consumer positions
 //! (hardware-map §4.5, §5.1-5.3; bnxt_re qplib_fp.c `bnxt_qplib_create_qp`,
 //! `bnxt_qplib_modify_qp`, `bnxt_qplib_query_qp`; ib_verbs.c `bnxt_re_modify_qp`).
 //!
@@ -17,6 +17,36 @@ use crate::roce::transport::{RcQp, RecvWqe};
 
 use super::pages::PageList;
 use super::wqe::{STATIC_WQE_SLOTS, SqLayout};
+
+/// The QP types the model keeps (roce_hsi.h `CMDQ_CREATE_QP_TYPE_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QpKind {
+    /// Reliable connected (`TYPE_RC`, 2): the transport the model carries out.
+    Rc,
+    /// The general services interface QP, QP1 (`TYPE_GSI`, 7): on P5 and P7 bnxt_re creates
+    /// ib_mad's QP1 with CREATE_QP of this type (ib_verbs.c `bnxt_re_init_qp_type`,
+    /// `bnxt_re_create_qp`). The model keeps it, its rings and its state; the UD data path
+    /// behind it (sending and receiving MADs) is not modelled.
+    Gsi,
+}
+
+impl QpKind {
+    /// The type code CREATE_QP and MODIFY_QP use (`CMDQ_CREATE_QP_TYPE_*`, `CMDQ_MODIFY_QP_QP_TYPE_*`).
+    pub fn code(self) -> u8 {
+        match self {
+            QpKind::Rc => bnxt_hsi::roce::layouts::CmdqCreateQp::TYPE_RC,
+            QpKind::Gsi => bnxt_hsi::roce::layouts::CmdqCreateQp::TYPE_GSI,
+        }
+    }
+
+    /// Name for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            QpKind::Rc => "RC",
+            QpKind::Gsi => "GSI",
+        }
+    }
+}
 
 /// A ring position: index within `size`, and the epoch bit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -159,6 +189,8 @@ pub struct QpAttributes {
 pub struct Qp {
     /// QP number.
     pub id: u32,
+    /// Type.
+    pub kind: QpKind,
     /// `qp_handle`, echoed in CQEs.
     pub handle: u64,
     /// Protection domain.
@@ -194,8 +226,9 @@ pub struct Qp {
     pub in_flight: VecDeque<(u64, (u32, u32))>,
 }
 
-/// Transitions MODIFY_QP takes for an RC QP, with the attributes each requires (IBA Vol 1
-/// §11.2.4.2 table "QP state transition attributes", as bnxt_re sends them: hardware-map §4.5).
+/// Transitions MODIFY_QP takes, the same for RC and GSI QPs (IBA Vol 1 §10.3, the QP state
+/// diagram, as bnxt_re sends them: hardware-map §4.5); the attributes each requires depend on the
+/// type.
 pub fn transition_allowed(from: QpState, to: QpState) -> bool {
     use QpState::*;
     matches!((from, to), (Reset, Init) | (Init, Init) | (Init, Rtr) | (Rtr, Rts) | (Rts, Rts) | (_, Err) | (_, Reset))

@@ -1,8 +1,9 @@
 //! Every object the RoCE firmware keeps for its function: whether INITIALIZE_FW ran, the GID
-//! table, CQs, keys and QPs.
+//! table, CQs, keys, QPs and the congestion-control parameters.
 
 use std::collections::BTreeMap;
 
+use super::cc::CcParams;
 use super::cq::Cq;
 use super::gid::GidTable;
 use super::mr::KeyTable;
@@ -34,6 +35,10 @@ pub struct RoceState {
     pub qps: BTreeMap<u32, Qp>,
     /// QPs whose transport has work to look at (new WQEs, a state change).
     pub dirty: QpSet,
+    /// Congestion-control parameters (MODIFY_ROCE_CC, QUERY_ROCE_CC). They go with the rest on
+    /// DEINITIALIZE_FW and a function reset (whether the firmware keeps them across a driver
+    /// reload is not public).
+    pub cc: CcParams,
 }
 
 /// A set of QP numbers, taken smallest first: the QPs with work to look at. It holds one or

@@ -15,6 +15,7 @@ use bnxt_hsi::roce::doorbell::{DbType, Doorbell};
 use bnxt_hsi::roce::gid::{gid_for_command, ipv4_mapped_gid, mac_for_command};
 use bnxt_hsi::roce::layouts::*;
 use bnxt_hsi::roce::msn::{MsnEntry, table_entries};
+use bnxt_hsi::roce::rcfw::{CMD_DISCR_TLV_ENCAP, TLV_TYPE_MODIFY_ROCE_CC_GEN1, TLV_TYPE_ROCE_SP_COMMAND};
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use crate::common::{Pages, Rig, req};
@@ -32,6 +33,24 @@ pub const CQ_ENTRIES: u32 = 16;
 pub const MRAV_ENTRIES: u32 = 32;
 /// Regions the context memory above holds.
 pub const REGIONS: u32 = 24;
+
+/// CREQ statuses the tests expect (roce_hsi.h `CREQ_QP_EVENT_STATUS_*`).
+pub const FAIL: u8 = 1;
+/// RESOURCES.
+pub const RESOURCES: u8 = 2;
+/// NOT_IMPLEMENTED.
+pub const NOT_IMPLEMENTED: u8 = 4;
+/// INVALID_PARAMETER.
+pub const INVALID_PARAMETER: u8 = 5;
+
+/// One NIC with its RoCE function brought up (CREQ of 1024 entries, CMDQ of 256 slots) and
+/// initialized.
+pub fn up() -> (Rig, Func) {
+    let mut rig = Rig::new(1);
+    let mut f = Func::bring_up(&mut rig, 0, 1024, 256);
+    f.initialize(&mut rig);
+    (rig, f)
+}
 
 /// A CREQ completion as read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -375,6 +394,42 @@ impl Func {
         (c, rig.peek(self.nic, self.sb, sb_len))
     }
 
+    /// MODIFY_ROCE_CC TLV-encapsulated as bnxt_re sends it on P5/P7 (qplib_sp.c
+    /// `bnxt_qplib_modify_cc`; qplib_tlv.h `ROCE_1ST_TLV_PREP`): a `roce_tlv` header (CMD_DISCR_TLV_ENCAP,
+    /// REQUIRED, MORE when extensions follow, type ROCE_SP_COMMAND, length 56, total_size), the
+    /// command (its `cmd_size` in bytes, as bnxt_re leaves it inside a TLV), 8 bytes of padding,
+    /// then `exts` (whole extension TLVs, each padded to 16 bytes); the cookie.
+    pub fn send_modify_cc_tlv(&mut self, rig: &mut Rig, mut base: CmdqModifyRoceCc, exts: &[Vec<u8>]) -> u16 {
+        self.cookie = self.cookie.wrapping_add(1);
+        base.opcode = CmdqModifyRoceCc::OPCODE_MODIFY_ROCE_CC;
+        base.cmd_size = size_of::<CmdqModifyRoceCc>() as u8;
+        base.cookie = self.cookie.into();
+        let mut cmd = vec![0u8; 16];
+        cmd.extend_from_slice(base.as_bytes());
+        cmd.extend_from_slice(&[0u8; 8]);
+        for e in exts {
+            cmd.extend_from_slice(e);
+            cmd.resize(cmd.len().div_ceil(16) * 16, 0);
+        }
+        cmd[0..2].copy_from_slice(&CMD_DISCR_TLV_ENCAP.to_le_bytes());
+        cmd[3] = Tlv::FLAGS_REQUIRED | if exts.is_empty() { 0 } else { Tlv::FLAGS_MORE };
+        cmd[4..6].copy_from_slice(&TLV_TYPE_ROCE_SP_COMMAND.to_le_bytes());
+        cmd[6..8].copy_from_slice(&(size_of::<CmdqModifyRoceCc>() as u16).to_le_bytes());
+        cmd[8] = (cmd.len() / 16) as u8;
+        self.submit(rig, &cmd);
+        self.cookie
+    }
+
+    /// QUERY_ROCE_CC with the side buffer bnxt_re gives on P5/P7 (`resp_size` 9); the completion,
+    /// the base parameters' TLV and the generation-1 TLV.
+    pub fn query_cc(&mut self, rig: &mut Rig) -> (Creq, CreqQueryRoceCcRespSbTlv, CreqQueryRoceCcGen1RespSbTlv) {
+        let (c, sb) = self.query(rig, CmdqQueryRoceCc::new_zeroed(), 144);
+        let base = CreqQueryRoceCcRespSbTlv::read_from_prefix(&sb).unwrap().0;
+        let gen1 =
+            CreqQueryRoceCcGen1RespSbTlv::read_from_prefix(&sb[size_of::<CreqQueryRoceCcRespSbTlv>()..]).unwrap().0;
+        (c, base, gen1)
+    }
+
     /// QUERY_FUNC's side buffer.
     pub fn query_func(&mut self, rig: &mut Rig) -> CreqQueryFuncRespSb {
         let (c, sb) = self.query(rig, CmdqQueryFunc::new_zeroed(), size_of::<CreqQueryFuncRespSb>());
@@ -521,6 +576,53 @@ impl Func {
         qp
     }
 
+    /// A CREATE_QP request for the GSI QP (QP1) as bnxt_re sends it on P5/P7 (qplib_fp.c
+    /// `bnxt_qplib_create_qp` with type GSI): SQ memory for the ring alone (no MSN table), no
+    /// ORRQ/IRRQ; the request and the QP as the driver keeps it.
+    pub fn gsi_request(
+        &mut self,
+        rig: &Rig,
+        variable: bool,
+        sq_size: u32,
+        rq_size: u32,
+        scq: &TCq,
+        rcq: &TCq,
+    ) -> (CmdqCreateQp, TQp) {
+        let (mut c, mut qp) = self.qp_request(rig, variable, sq_size, rq_size, scq, rcq);
+        let (sq_table, sq_base) = pbl(rig, self.nic, &mut self.pages, u64::from(qp.depth) * 16);
+        c.type_ = CmdqCreateQp::TYPE_GSI;
+        c.sq_pbl = sq_table.into();
+        c.orrq_addr = 0.into();
+        c.irrq_addr = 0.into();
+        qp.sq_base = sq_base;
+        qp.msn_entries = 0;
+        (c, qp)
+    }
+
+    /// MODIFY_QP of the GSI QP through RESET→INIT→RTR→RTS as ib_mad asks and bnxt_re sends it
+    /// (mad.c `ib_mad_port_start`: PKEY_INDEX and QKEY, then the state alone, then SQ_PSN;
+    /// qplib_fp.c `__filter_modify_flags` adds PATH_MTU and SGID_INDEX at INIT→RTR).
+    pub fn gsi_to_rts(&mut self, rig: &mut Rig, qp: &TQp, qkey: u32, sq_psn: u32) {
+        type M = CmdqModifyQp;
+        let step = |state: u8, mask: u32| {
+            let mut m = M::new_zeroed();
+            m.qp_cid = qp.id.into();
+            m.modify_mask = (M::MODIFY_MASK_STATE | mask).into();
+            m.network_type_en_sqd_async_notify_new_state = state;
+            m
+        };
+        let mut init = step(M::NEW_STATE_INIT, M::MODIFY_MASK_PKEY | M::MODIFY_MASK_QKEY);
+        init.pkey = 0xffff.into();
+        init.qkey = qkey.into();
+        self.ok(rig, init);
+        let mut rtr = step(M::NEW_STATE_RTR, M::MODIFY_MASK_PATH_MTU | M::MODIFY_MASK_SGID_INDEX);
+        rtr.path_mtu_pingpong_push_enable = M::PATH_MTU_MTU_1024;
+        self.ok(rig, rtr);
+        let mut rts = step(M::NEW_STATE_RTS, M::MODIFY_MASK_SQ_PSN);
+        rts.sq_psn = sq_psn.into();
+        self.ok(rig, rts);
+    }
+
     /// MODIFY_QP RESET→INIT→RTR→RTS towards `peer` (its GID, MAC and QP number), as bnxt_re sends
     /// the three transitions; `psn` is both directions' starting PSN.
     pub fn connect(&mut self, rig: &mut Rig, qp: &mut TQp, sgid_index: u16, peer: (&[u8; 16], [u8; 6], u32), psn: u32) {
@@ -627,11 +729,14 @@ impl Func {
             rig.poke(self.nic, qp.sq_base + u64::from(s) * 16, slot);
         }
         let packets = length.div_ceil(qp.mtu).max(1);
-        let entry =
-            MsnEntry { start_psn: qp.psn, next_psn: (qp.psn + packets) & 0xff_ffff, start_slot: start_slot as u16 };
-        let msn_at = qp.sq_base + u64::from(qp.depth) * 16 + u64::from(qp.msn) * 8;
-        rig.poke(self.nic, msn_at, &entry.encode().to_le_bytes());
-        qp.msn = (qp.msn + 1) % qp.msn_entries;
+        // RC QPs have an MSN table after the ring; the GSI QP has none.
+        if qp.msn_entries > 0 {
+            let entry =
+                MsnEntry { start_psn: qp.psn, next_psn: (qp.psn + packets) & 0xff_ffff, start_slot: start_slot as u16 };
+            let msn_at = qp.sq_base + u64::from(qp.depth) * 16 + u64::from(qp.msn) * 8;
+            rig.poke(self.nic, msn_at, &entry.encode().to_le_bytes());
+            qp.msn = (qp.msn + 1) % qp.msn_entries;
+        }
         qp.psn = (qp.psn + packets) & 0xff_ffff;
         let step = if qp.variable { u32::from(wqe_size) } else { 1 };
         qp.sq_prod += step;
@@ -664,6 +769,17 @@ impl Func {
         }
         ring(rig, self.nic, Doorbell::roce(DbType::Rq, qp.id, qp.rq_prod, qp.rq_epoch, 0));
     }
+}
+
+/// MODIFY_ROCE_CC's generation-1 extension TLV as bnxt_re fills it (qplib_tlv.h
+/// `ROCE_EXT_TLV_PREP`: CMD_DISCR_TLV_ENCAP, type MODIFY_ROCE_CC_GEN1, length 80, REQUIRED, MORE
+/// when `more`).
+pub fn gen1_tlv(mut ext: CmdqModifyRoceCcGen1Tlv, more: bool) -> Vec<u8> {
+    ext.cmd_discr = CMD_DISCR_TLV_ENCAP.into();
+    ext.tlv_type = TLV_TYPE_MODIFY_ROCE_CC_GEN1.into();
+    ext.length = ((size_of::<CmdqModifyRoceCcGen1Tlv>() - 16) as u16).into();
+    ext.tlv_flags = Tlv::FLAGS_REQUIRED | if more { Tlv::FLAGS_MORE } else { 0 };
+    ext.as_bytes().to_vec()
 }
 
 /// The reason the last refused RoCE command gave, from the event log.

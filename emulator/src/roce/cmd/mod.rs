@@ -10,13 +10,16 @@
 //! implemented ones it does not model), INVALID_CMD for opcodes the interface does not define.
 //! Refusals and unimplemented opcodes are logged and counted.
 
+mod cc;
 mod cq;
 pub mod faults;
 mod func;
 mod gid;
+mod modify_qp;
 mod mr;
 mod qp;
 
+use bnxt_hsi::hwrm::layouts::Tlv;
 use bnxt_hsi::roce::command::Command;
 use bnxt_hsi::roce::layouts::{CmdqBase as B, *};
 use bnxt_hsi::roce::rcfw::{CreqStatus, opcode_name};
@@ -34,8 +37,10 @@ pub struct Cmd<'a> {
     pub opcode: u8,
     /// `cookie`.
     pub cookie: u16,
-    /// Every byte of it (a multiple of 16).
+    /// Every byte of it (a multiple of 16; without the `roce_tlv` header when encapsulated).
     pub bytes: &'a [u8],
+    /// The `tlv` of its `roce_tlv` header when it came TLV-encapsulated.
+    pub tlv: Option<Tlv>,
 }
 
 impl Cmd<'_> {
@@ -130,7 +135,13 @@ pub fn parse<T: FromBytes + KnownLayout + Immutable + Command>(cmd: &Cmd<'_>, mi
 
 /// Write a side buffer (`sb`, with its `creq_resp_sb_hdr` filled here) to the command's
 /// `resp_addr`, checking `resp_size` holds it.
-pub fn write_side_buffer(cmd: &Cmd<'_>, cx: &CmdCtx<'_>, mut sb: Vec<u8>) -> Result<(), Refusal> {
+pub fn write_side_buffer(cmd: &Cmd<'_>, cx: &CmdCtx<'_>, sb: Vec<u8>) -> Result<(), Refusal> {
+    write_side_buffer_at(cmd, cx, sb, 0)
+}
+
+/// [`write_side_buffer`] for a side buffer whose `creq_resp_sb_hdr` starts `header` bytes in (after
+/// the `roce_tlv` header of a TLV-formatted one); `resp_size` there is the whole buffer's.
+pub fn write_side_buffer_at(cmd: &Cmd<'_>, cx: &CmdCtx<'_>, mut sb: Vec<u8>, header: usize) -> Result<(), Refusal> {
     let need = sb.len();
     if cmd.resp_bytes() < need {
         return Err(Refusal::invalid(format!(
@@ -143,10 +154,11 @@ pub fn write_side_buffer(cmd: &Cmd<'_>, cx: &CmdCtx<'_>, mut sb: Vec<u8>) -> Res
     if addr == 0 {
         return Err(Refusal::invalid("resp_addr is 0 but the command answers in a side buffer"));
     }
-    sb[0] = cmd.opcode;
-    sb[1] = 0;
-    sb[2..4].copy_from_slice(&cmd.cookie.to_le_bytes());
-    sb[6] = (need / 16) as u8;
+    let h = &mut sb[header..header + 8];
+    h[0] = cmd.opcode;
+    h[1] = 0;
+    h[2..4].copy_from_slice(&cmd.cookie.to_le_bytes());
+    h[6] = (need / 16) as u8;
     cx.mem.write(addr, &sb).map_err(|e| Refusal::hardware(format!("side buffer: {e}")))
 }
 
@@ -162,7 +174,7 @@ pub enum Support {
 }
 
 /// Opcodes the model carries out.
-pub const IMPLEMENTED: [u8; 17] = [
+pub const IMPLEMENTED: [u8; 19] = [
     B::OPCODE_QUERY_FUNC,
     B::OPCODE_QUERY_VERSION,
     B::OPCODE_INITIALIZE_FW,
@@ -180,6 +192,8 @@ pub const IMPLEMENTED: [u8; 17] = [
     B::OPCODE_MODIFY_QP,
     B::OPCODE_QUERY_QP,
     B::OPCODE_DESTROY_QP,
+    B::OPCODE_MODIFY_ROCE_CC,
+    B::OPCODE_QUERY_ROCE_CC,
 ];
 
 /// How the model handles `opcode`.
@@ -226,9 +240,11 @@ pub fn execute(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
         B::OPCODE_REGISTER_MR => mr::register_mr(st, cmd, cx),
         B::OPCODE_DEREGISTER_MR => mr::deregister_mr(st, cmd),
         B::OPCODE_CREATE_QP => qp::create_qp(st, cmd, cx),
-        B::OPCODE_MODIFY_QP => qp::modify_qp(st, cmd, cx),
+        B::OPCODE_MODIFY_QP => modify_qp::modify_qp(st, cmd, cx),
         B::OPCODE_QUERY_QP => qp::query_qp(st, cmd, cx),
         B::OPCODE_DESTROY_QP => qp::destroy_qp(st, cmd),
+        B::OPCODE_MODIFY_ROCE_CC => cc::modify_roce_cc(st, cmd),
+        B::OPCODE_QUERY_ROCE_CC => cc::query_roce_cc(st, cmd, cx),
         other => unreachable!("opcode 0x{other:02x} is listed as implemented"),
     }
 }
@@ -271,6 +287,13 @@ pub fn summary(opcode: u8, bytes: &[u8]) -> String {
         B::OPCODE_DEALLOCATE_KEY => format!("key=0x{:x}", get(0x14, 4)),
         B::OPCODE_DELETE_GID => format!("gid_index={}", get(0x10, 2)),
         B::OPCODE_INITIALIZE_FW => format!("flags=0x{:x} stat_ctx_id={}", get(2, 2), get(0x6c, 4)),
+        B::OPCODE_MODIFY_ROCE_CC => format!(
+            "mask=0x{:x} enable_cc={} tos=0x{:x} cc_mode={}",
+            get(0x10, 4),
+            get(0x14, 1),
+            get(0x1c, 1),
+            get(0x24, 1)
+        ),
         _ => String::new(),
     }
 }
