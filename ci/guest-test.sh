@@ -6,20 +6,27 @@
 # `ip link set up`, and (with two NICs) frames exchanged between the two netdevs across a virtual
 # Ethernet segment (a `bnxt-model segment` hub both model processes join), and between the first
 # of them and the guest's own QEMU virtio-net NIC, joined to the same hub through QEMU's stream
-# netdev; bnxt_re must register an InfiniBand device per function (how far it gets beyond that is
-# recorded, not required). Ends with a summary per kernel and exits non-zero if any kernel failed.
+# netdev; bnxt_re must register an InfiniBand device per function, with no RoCE command refused and
+# no failed step in its probe (ib_mad's QP1, congestion control). Ends with a summary per kernel and
+# exits non-zero if any kernel failed.
 #
 # usage: ci/guest-test.sh [--no-model] [--nics N] [--kernels "trixie sid"] [--no-link] [--no-traffic]
-#                         [--no-qemu-nic] [--no-ib] [--out DIR] [--record-fixtures]
+#                         [--no-qemu-nic] [--no-ib] [--out DIR] [--record-fixtures] [--driver]
 #   --no-model         boot without any device: checks the tooling (bnxt_en loads, finds no function)
 #   --nics N           model processes / vfio-user devices per guest (1 or 2, default 2)
 #   --kernels LIST     which guest kernels (default: trixie sid)
 #   --no-link          do not require the link to come up
 #   --no-traffic       with two NICs: no shared segment and no ARP exchange between them
 #   --no-qemu-nic      with traffic: no virtio-net NIC of the guest's own on the segment
-#   --no-ib            do not require bnxt_re to register an InfiniBand device per function (it does
-#                      against the model, though its QP1 and congestion control are not modelled)
+#   --no-ib            do not require bnxt_re to register an InfiniBand device per function, nor its
+#                      probe to pass without a refused RoCE command (only record how far it got)
 #   --out DIR          where consoles, model logs and results go (default <repo>/out/guest)
+#   --driver           instead of Linux's drivers, our own: the guest gets an emulated Intel IOMMU
+#                      (intel_iommu=on), vfio-pci, bnxt-rig and the scenarios; bnxt_en takes the
+#                      functions, `bnxt-rig detach` moves them to vfio-pci, `bnxt-rig run --target
+#                      vfio` runs scenarios/nic and scenarios/roce on them (what needs the model's
+#                      fault injection or virtual time is skipped), `bnxt-rig attach` gives them
+#                      back and bnxt_en must take them again (ci/guest/init-driver)
 #   --record-fixtures  copy each kernel's HWRM request logs, the requests answered CMD_NOT_SUPPORTED
 #                      and bnxt_re's kernel messages to fixtures/guest/<kernel suite>/
 # Env: BNXT_VM_CACHE (see ci/fetch-vm.sh); BNXT_MODEL (the model binary; default: built with
@@ -47,7 +54,8 @@ set -euo pipefail
 . "$(dirname "$0")/guest/lib.sh"
 G=$BNXT_REPO/ci/guest
 
-no_model=0 nics=2 kernels="${BNXT_GUEST_SUITES[*]}" link=1 traffic=1 peer=1 ib=1 record=0 out=$BNXT_REPO/out/guest
+no_model=0 nics=2 kernels="${BNXT_GUEST_SUITES[*]}" link=1 traffic=1 peer=1 ib=1 record=0 driver=0
+out=$BNXT_REPO/out/guest
 while [ $# -gt 0 ]; do
   case $1 in
     --no-model) no_model=1 ;;
@@ -59,6 +67,7 @@ while [ $# -gt 0 ]; do
     --no-ib) ib=0 ;;
     --out) out=$2; shift ;;
     --record-fixtures) record=1 ;;
+    --driver) driver=1 ;;
     *) die "unknown argument $1 (see the comment at the top of $0)" ;;
   esac
   shift
@@ -66,6 +75,11 @@ done
 case $nics in 1|2) ;; *) die "--nics must be 1 or 2" ;; esac
 [ "$nics" = 2 ] && [ $no_model = 0 ] && [ $link = 1 ] || traffic=0
 [ $traffic = 1 ] || peer=0
+if [ $driver = 1 ]; then
+  [ $no_model = 0 ] || die "--driver needs the model"
+  peer=0 record=0
+  [ "$out" = "$BNXT_REPO/out/guest" ] && out=$BNXT_REPO/out/guest-driver
+fi
 started=$(date +%s)
 mkdir -p "$out"; out=$(cd "$out" && pwd)
 
@@ -80,6 +94,21 @@ if [ $no_model = 0 ]; then
   fi
   [ -x "$model" ] || die "no model binary at $model"
 fi
+rig=
+if [ $driver = 1 ]; then
+  (cd "$BNXT_REPO" && cargo build --release -q -p bnxt-rig) || die "building bnxt-rig failed"
+  rig=${CARGO_TARGET_DIR:-$BNXT_REPO/target}/release/bnxt-rig
+fi
+
+# driver_files: SRC:DEST pairs for the initramfs of --driver: bnxt-rig with the shared libraries it
+# loads (from this machine: the guest has no libc of its own), and the scenarios.
+driver_files() {
+  local lib
+  echo "$rig:bin/bnxt-rig"
+  for lib in $(ldd "$rig" | awk '/=> \//{print $3} /^\t\/lib/{print $1}'); do echo "$lib:${lib#/}"; done
+  find "$BNXT_REPO/scenarios/nic" "$BNXT_REPO/scenarios/roce" -name '*.yaml' \
+    | while read -r f; do echo "$f:scenarios/${f#"$BNXT_REPO"/scenarios/}"; done
+}
 
 # MAC of model NIC i (1-based): locally administered, unique per NIC.
 mac_of() { printf '02:57:60:80:00:%02x' "$1"; }
@@ -154,9 +183,13 @@ run_suite() {
   pids=()
   trap stop_models EXIT
   trap 'stop_models; exit 143' TERM INT
-  local modules="bnxt_en bnxt_re ib_core ib_uverbs" qemu_extra=${QEMU_EXTRA:-}
+  local modules="bnxt_en bnxt_re ib_core ib_uverbs" qemu_extra=${QEMU_EXTRA:-} init=$G/init extra=()
   [ $peer = 1 ] && modules="$modules virtio_pci? virtio_net"
-  GUEST_MODULES=$modules bash "$G/mkinitramfs.sh" "$suite" "$dir/initramfs.cpio.gz"
+  if [ $driver = 1 ]; then
+    modules="bnxt_en vfio_pci vfio_iommu_type1"; init=$G/init-driver
+    mapfile -t extra < <(driver_files)
+  fi
+  GUEST_INIT=$init GUEST_MODULES=$modules bash "$G/mkinitramfs.sh" "$suite" "$dir/initramfs.cpio.gz" "${extra[@]}"
   SOCKS=()
   if [ $no_model = 0 ]; then
     start_models "$dir"; expect=$nics
@@ -176,12 +209,19 @@ run_suite() {
     qemu_extra="-netdev stream,id=seg0,server=off,addr.type=unix,addr.path=$dir/segment.sock"
     qemu_extra="$qemu_extra -device virtio-net-pci,netdev=seg0,mac=$PEER_MAC,addr=0x10,romfile= ${QEMU_EXTRA:-}"
   fi
+  local iommu=
+  if [ $driver = 1 ]; then
+    words="intel_iommu=on bnxt.run_args=${BNXT_RUN_ARGS:-}"; iommu=1
+    checks=(--nics "$nics")
+  fi
   t0=$(date +%s)
-  QEMU_EXTRA=$qemu_extra APPEND="$words ${APPEND:-}" bash "$G/run-guest.sh" "$suite" "$dir/initramfs.cpio.gz" "$dir/console.log" \
+  IOMMU=$iommu QEMU_EXTRA=$qemu_extra APPEND="$words ${APPEND:-}" bash "$G/run-guest.sh" "$suite" "$dir/initramfs.cpio.gz" "$dir/console.log" \
     "${SOCKS[@]}" || guest_rc=$?
   stop_models
   secs=$(( $(date +%s) - t0 ))
-  if python3 "$G/check-summary.py" "$dir/console.log" "${checks[@]}" && [ $guest_rc = 0 ]; then
+  local checker=$G/check-summary.py
+  [ $driver = 1 ] && checker=$G/check-driver.py
+  if python3 "$checker" "$dir/console.log" "${checks[@]}" && [ $guest_rc = 0 ]; then
     echo "guest-test $suite: PASS"; verdict=PASS
   else
     echo "guest-test $suite: FAIL (guest exit $guest_rc; console $dir/console.log), its last lines:"

@@ -4,7 +4,8 @@
 # ci/guest/init as /init, and bnxt_en, bnxt_re, ib_core and ib_uverbs with everything they depend on,
 # laid out under /lib/modules/<version>/ with a modules.dep so that the guest's `modprobe` works.
 # SRC:DEST pairs add host files (DEST relative to the initramfs root).
-# Env: GUEST_MODULES overrides the module list (default "bnxt_en bnxt_re ib_core ib_uverbs").
+# Env: GUEST_MODULES overrides the module list (default "bnxt_en bnxt_re ib_core ib_uverbs");
+#      GUEST_INIT another /init (default ci/guest/init).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -18,7 +19,7 @@ read -r -a mods <<< "${GUEST_MODULES:-bnxt_en bnxt_re ib_core ib_uverbs}"
 root=$(mktemp -d); trap 'rm -rf "$root"' EXIT
 mkdir -p "$root"/{bin,proc,sys,dev,tmp,lib/modules/"$ver"}
 cp "$BNXT_VM_CACHE/busybox" "$root/bin/busybox"
-cp "$here/init" "$root/init"; chmod 755 "$root/init"
+cp "${GUEST_INIT:-$here/init}" "$root/init"; chmod 755 "$root/init"
 
 # The modules, uncompressed, at their usual paths, and a modules.dep for them.
 mapfile -t rels < <(python3 "$here/modules.py" closure "$moddir" "${mods[@]}")
