@@ -15,7 +15,9 @@ usage: check-summary.py CONSOLE_LOG --functions N [--mac MAC ...] [--link] [--tr
   --peer-mac MAC  the guest's QEMU virtio-net NIC, on the model's segment, carries MAC: the ARP from
                   the first bnxt_en netdev to it must be answered from MAC, and it must count sent and
                   received packets (QEMU's stream netdev framing against the model's segment hub)
-  --ib            bnxt_re must register an InfiniBand device per function (otherwise only recorded)
+  --ib            bnxt_re must register an InfiniBand device per function, and its probe must not report
+                  a RoCE command the firmware refused or a step it could not take (QP1 for ib_mad,
+                  congestion control: BNXT_RE_ERRORS); otherwise only recorded
   --json OUT      also write what was found, and every failure, as JSON
 
 Exit status 0 when every check passed, 1 when one failed, 2 for bad usage or an unreadable log.
@@ -37,6 +39,12 @@ DRIVER_ERRORS = re.compile(r'Resp cmpl intr err|hwrm_ring_(alloc|free) type \d+ 
                            r'Not enough rings|failed to update (link|phy)|Invalid Tx completion|'
                            r'RX cons \w+ != expected|Failed to set async event|bnxt_init_nic err|'
                            r'hwrm req_type 0x\w+ seq id 0x\w+ error 0x(?!ffff\b)[0-9a-f]+', re.I)
+
+# bnxt_re's complaints during its probe (qplib_rcfw.c prints every RoCE command the firmware refused as
+# "QPLIB: cmdq[cookie]=opcode status N"; ib_verbs.c and main.c name the step that failed: QP1 for
+# ib_mad, the port, congestion control). With --ib none of them may appear.
+BNXT_RE_ERRORS = re.compile(r"QPLIB: cmdq\[0x[0-9a-f]+\]=0x[0-9a-f]+ status |Couldn't (create ib_mad QP1|open port)|"
+                            r'Failed to (setup CC|query CC|create HW QP|modify HW QP)', re.I)
 
 
 def parse(text):
@@ -172,6 +180,9 @@ def check(summary, functions, macs, want_link, want_ib, want_traffic=False, peer
         count = int(rec.get('ib_devices', [{}])[0].get('count', 0))
         if count < functions:
             fails.append(f'bnxt_re registered {count} InfiniBand device(s), expected {functions}')
+        for line in summary['dmesg']:
+            if BNXT_RE_ERRORS.search(line):
+                fails.append(f'bnxt_re: {line.strip()}')
     return fails
 
 
