@@ -58,6 +58,14 @@ pub const PM_CAP: u16 = 0x40;
 pub const MSIX_CAP: u16 = 0x50;
 /// Where the model places the PCI Express capability.
 pub const EXP_CAP: u16 = 0x60;
+/// `PCI_CAP_ID_VPD`.
+pub const CAP_ID_VPD: u8 = 0x03;
+/// Where the model places the Vital Product Data capability (after the PCI Express capability's
+/// 0x3c bytes).
+pub const VPD_CAP: u16 = 0xa0;
+/// `PCI_VPD_ADDR_F`: in the VPD address register, set by the device when a read completes,
+/// cleared when a write does.
+pub const VPD_ADDR_F: u16 = 0x8000;
 /// Where the model places the Device Serial Number extended capability.
 pub const DSN_CAP: u16 = 0x100;
 
@@ -120,6 +128,8 @@ pub struct ConfigSpace {
     reset: Box<[u8; CONFIG_SPACE_SIZE]>,
     wmask: Box<[u8; CONFIG_SPACE_SIZE]>,
     w1c: Box<[u8; CONFIG_SPACE_SIZE]>,
+    /// The Vital Product Data the VPD capability serves (`crate::vpd`).
+    vpd: std::sync::Arc<[u8]>,
 }
 
 impl std::fmt::Debug for ConfigSpace {
@@ -225,7 +235,7 @@ fn reset_image(serial: u64) -> Image {
 
     // PCI Express capability, version 2, endpoint.
     im.ro8(EXP_CAP, CAP_ID_EXP);
-    im.ro8(EXP_CAP + 1, 0x00);
+    im.ro8(EXP_CAP + 1, VPD_CAP as u8);
     im.ro16(EXP_CAP + 2, 0x0002);
     // DevCap: MPS 512 B, extended tags, L0s/L1 acceptable latency "no limit", role-based error
     // reporting, FLR.
@@ -253,6 +263,13 @@ fn reset_image(serial: u64) -> Image {
     // LinkSta2: equalization complete, phases 1-3 successful.
     im.ro16(EXP_CAP + 0x32, 0x001e);
 
+    // Vital Product Data, last in the list: the address register (bits 14:0, and the F flag
+    // that starts and completes an access) and the data register (PCI Local Bus 3.0 §I.3).
+    im.ro8(VPD_CAP, CAP_ID_VPD);
+    im.ro8(VPD_CAP + 1, 0x00);
+    im.rw16(VPD_CAP + 2, 0, 0xffff);
+    im.rw32(VPD_CAP + 4, 0, 0xffff_ffff);
+
     // Device Serial Number extended capability, version 1, last in the list.
     im.ro32(DSN_CAP, (1 << 16) | EXT_CAP_ID_DSN as u32);
     im.ro32(DSN_CAP + 4, serial as u32);
@@ -264,7 +281,13 @@ impl ConfigSpace {
     /// Config space just out of reset, for a function whose serial number is `serial`.
     pub fn new(serial: u64) -> ConfigSpace {
         let im = reset_image(serial);
-        ConfigSpace { reset: im.bytes.clone(), bytes: im.bytes, wmask: im.wmask, w1c: im.w1c }
+        ConfigSpace {
+            reset: im.bytes.clone(),
+            bytes: im.bytes,
+            wmask: im.wmask,
+            w1c: im.w1c,
+            vpd: crate::vpd::image(serial).into(),
+        }
     }
 
     /// Read `data.len()` bytes at `offset`; bytes past the end of config space read as all-ones.
@@ -294,11 +317,36 @@ impl ConfigSpace {
             let cleared = old & self.w1c[at] & v;
             self.bytes[at] = (kept | (v & self.wmask[at])) & !cleared;
         }
+        let vpd_addr = usize::from(VPD_CAP + 2)..usize::from(VPD_CAP + 4);
+        let written = usize::from(offset)..usize::from(offset) + data.len();
+        if written.start < vpd_addr.end && vpd_addr.start < written.end {
+            self.vpd_access();
+        }
         ConfigEffects {
             command_changed: before_cmd != self.command() & (COMMAND_MEMORY | COMMAND_MASTER),
             relaxed_ordering_changed: before_ro != self.relaxed_ordering(),
             flr,
         }
+    }
+
+    /// A write of the VPD address register starts an access, which the model completes at once:
+    /// with F clear, a read of the four bytes at the address into the data register, then F set;
+    /// with F set, a write, which the model's read-only VPD ignores (loudly), then F clear.
+    fn vpd_access(&mut self) {
+        let reg = self.u16_at(VPD_CAP + 2);
+        let addr = usize::from(reg & !VPD_ADDR_F);
+        let data_at = usize::from(VPD_CAP + 4);
+        let f = if reg & VPD_ADDR_F == 0 {
+            for i in 0..4 {
+                self.bytes[data_at + i] = self.vpd.get(addr + i).copied().unwrap_or(0);
+            }
+            VPD_ADDR_F
+        } else {
+            tracing::warn!(addr, "VPD write ignored: the model's VPD has no writable (VPD-W) area");
+            0
+        };
+        let done = (reg & !VPD_ADDR_F) | f;
+        self.bytes[usize::from(VPD_CAP + 2)..usize::from(VPD_CAP + 4)].copy_from_slice(&done.to_le_bytes());
     }
 
     /// Return every register to its reset value (function-level reset).
@@ -395,5 +443,33 @@ mod tests {
         assert!(!cs.relaxed_ordering());
         cs.reset();
         assert!(cs.relaxed_ordering());
+    }
+
+    #[test]
+    fn vpd_is_read_four_bytes_at_a_time_through_the_capability_and_writes_are_refused() {
+        let mut cs = ConfigSpace::new(0x0257_60ff_fe80_0001);
+        // The capability list reaches the VPD capability after the PCI Express one.
+        let mut b = [0u8; 1];
+        cs.read(EXP_CAP + 1, &mut b);
+        assert_eq!(u16::from(b[0]), VPD_CAP);
+        cs.read(VPD_CAP, &mut b);
+        assert_eq!(b[0], CAP_ID_VPD);
+        // Read the whole image as Linux's pci_vpd_read does: address with F clear, wait for F,
+        // take the data register.
+        let want = crate::vpd::image(0x0257_60ff_fe80_0001);
+        let mut got = Vec::new();
+        for addr in (0..want.len() as u16).step_by(4) {
+            cs.write(VPD_CAP + 2, &addr.to_le_bytes());
+            let reg = r32(&cs, VPD_CAP) >> 16;
+            assert_eq!(reg as u16, addr | VPD_ADDR_F, "F set once the read is done");
+            got.extend(r32(&cs, VPD_CAP + 4).to_le_bytes());
+        }
+        assert_eq!(&got[..want.len()], &want[..]);
+        // A write (F set) changes nothing and completes with F clear.
+        cs.write(VPD_CAP + 4, &0xdead_beefu32.to_le_bytes());
+        cs.write(VPD_CAP + 2, &VPD_ADDR_F.to_le_bytes());
+        assert_eq!((r32(&cs, VPD_CAP) >> 16) as u16, 0);
+        cs.write(VPD_CAP + 2, &0u16.to_le_bytes());
+        assert_eq!(r32(&cs, VPD_CAP + 4).to_le_bytes(), want[..4]);
     }
 }

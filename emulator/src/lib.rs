@@ -23,4 +23,5 @@ pub mod regs;
 pub mod roce;
 pub mod serve;
 pub mod vfio_user;
+pub mod vpd;
 pub mod world;

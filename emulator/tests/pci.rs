@@ -77,7 +77,7 @@ fn bar_sizes_are_probed_by_writing_all_ones() {
 }
 
 #[test]
-fn the_capability_lists_lead_to_pm_msix_pcie_and_dsn() {
+fn the_capability_lists_lead_to_pm_msix_pcie_vpd_and_dsn() {
     let mut w = world();
     assert_ne!(cfg16(&mut w, STATUS) & STATUS_CAP_LIST, 0);
     let mut found = Vec::new();
@@ -89,7 +89,7 @@ fn the_capability_lists_lead_to_pm_msix_pcie_and_dsn() {
         ptr = (hdr >> 8) as u8;
     }
     let ids: Vec<u8> = found.iter().map(|(id, _)| *id).collect();
-    assert_eq!(ids, vec![CAP_ID_PM, CAP_ID_MSIX, CAP_ID_EXP]);
+    assert_eq!(ids, vec![CAP_ID_PM, CAP_ID_MSIX, CAP_ID_EXP, CAP_ID_VPD]);
     let msix = found[1].1 as u16;
     assert_eq!((cfg16(&mut w, msix + 2) & 0x7ff) + 1, MSIX_VECTORS);
     assert_eq!(cfg32(&mut w, msix + 4), 4, "table at offset 0 of BAR4");
