@@ -4,7 +4,9 @@
 #   - QEMU 11 (Debian sid's qemu-system-x86: the first Debian QEMU with the vfio-user-pci client device)
 #     in a private prefix with its own glibc, run through that prefix's ld.so ($BNXT_VM_CACHE/qemu.sh);
 #   - the guest kernels: Debian trixie's (6.12) and sid's (7.x) linux-image-amd64, with their modules;
-#   - busybox-static, for the initramfs (ci/guest/mkinitramfs.sh).
+#   - busybox-static, for the initramfs (ci/guest/mkinitramfs.sh);
+#   - rdma-core's user space from sid (ibverbs-utils, libibverbs1, ibverbs-providers, libnl) with sid's
+#     glibc, for the verbs guest test ($BNXT_VM_CACHE/verbs-root).
 # Verification: apt checks each signed InRelease against the host's Debian archive keyring and each .deb
 # against the SHA256 of the signed package index; this script checks every .deb's SHA256 once more
 # against the index before unpacking it. What was fetched is listed in $BNXT_VM_CACHE/manifest.txt.
@@ -117,6 +119,15 @@ if [ ! -x "$C/busybox" ]; then
   DEBS=(); fetch_debs sid busybox-static
   unpack_into "$C/busybox-root" "${DEBS[@]}"
   cp "$C/busybox-root/usr/bin/busybox" "$C/busybox.tmp" && mv "$C/busybox.tmp" "$C/busybox"
+fi
+
+# --- rdma-core's user space for the guest's verbs test (guest-test.sh --verbs): ibv_devinfo and
+# ibv_rc_pingpong (ibverbs-utils), libibverbs with its netlink libraries, the providers (libbnxt_re
+# among them) and sid's glibc, which the initramfs carries with its own ld.so. libibverbs1's dependency
+# on systemd (for sysusers) is left out: nothing in the guest runs it.
+if [ ! -x "$C/verbs-root/usr/bin/ibv_rc_pingpong" ]; then
+  DEBS=(); fetch_debs sid ibverbs-utils ibverbs-providers libibverbs1 libnl-3-200 libnl-route-3-200 libc6
+  unpack_into "$C/verbs-root" "${DEBS[@]}"
 fi
 
 # The manifest lists what this run fetched or checked; a run that fetched nothing keeps the old one.

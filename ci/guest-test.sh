@@ -11,7 +11,7 @@
 # exits non-zero if any kernel failed.
 #
 # usage: ci/guest-test.sh [--no-model] [--nics N] [--kernels "trixie sid"] [--no-link] [--no-traffic]
-#                         [--no-qemu-nic] [--no-ib] [--out DIR] [--record-fixtures] [--driver]
+#                         [--no-qemu-nic] [--no-ib] [--out DIR] [--record-fixtures] [--driver] [--verbs]
 #   --no-model         boot without any device: checks the tooling (bnxt_en loads, finds no function)
 #   --nics N           model processes / vfio-user devices per guest (1 or 2, default 2)
 #   --kernels LIST     which guest kernels (default: trixie sid)
@@ -27,6 +27,11 @@
 #                      vfio` runs scenarios/nic and scenarios/roce on them (what needs the model's
 #                      fault injection or virtual time is skipped), `bnxt-rig attach` gives them
 #                      back and bnxt_en must take them again (ci/guest/init-driver)
+#   --verbs            rdma-core's user space on Linux's bnxt_re (two NICs on the segment): the guest
+#                      gets sid's ibverbs-utils, libibverbs, libbnxt_re and glibc; ci/guest/init-verbs
+#                      addresses both netdevs on one subnet, runs ibv_devinfo and ibv_rc_pingpong
+#                      between bnxt_re1 (server) and bnxt_re0 (client) over their RoCE v2 IPv4 GIDs,
+#                      and ci/guest/check-verbs.py requires both sides to finish with exit status 0
 #   --record-fixtures  copy each kernel's HWRM request logs, the requests answered CMD_NOT_SUPPORTED
 #                      and bnxt_re's kernel messages to fixtures/guest/<kernel suite>/
 # Env: BNXT_VM_CACHE (see ci/fetch-vm.sh); BNXT_MODEL (the model binary; default: built with
@@ -36,7 +41,8 @@
 #      RE_WAIT (s the guest gives `modprobe bnxt_re`, default 120: bnxt_re's probe of both
 #      functions fits even if a RoCE command went unanswered (a 40 s firmware timeout each); the
 #      guest's power-off would wait for it
-#      anyway); APPEND (more kernel words); SERIAL=1 (run the kernels one after the other).
+#      anyway); PP_ITERS, PP_WAIT (--verbs: ibv_rc_pingpong's iterations, default 100, and the
+#      seconds it may take, default 120); APPEND (more kernel words); SERIAL=1 (run the kernels one after the other).
 #
 # The model command line this script relies on (crate bnxt-model):
 #
@@ -54,7 +60,7 @@ set -euo pipefail
 . "$(dirname "$0")/guest/lib.sh"
 G=$BNXT_REPO/ci/guest
 
-no_model=0 nics=2 kernels="${BNXT_GUEST_SUITES[*]}" link=1 traffic=1 peer=1 ib=1 record=0 driver=0
+no_model=0 nics=2 kernels="${BNXT_GUEST_SUITES[*]}" link=1 traffic=1 peer=1 ib=1 record=0 driver=0 verbs=0
 out=$BNXT_REPO/out/guest
 while [ $# -gt 0 ]; do
   case $1 in
@@ -68,6 +74,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift ;;
     --record-fixtures) record=1 ;;
     --driver) driver=1 ;;
+    --verbs) verbs=1 ;;
     *) die "unknown argument $1 (see the comment at the top of $0)" ;;
   esac
   shift
@@ -79,6 +86,11 @@ if [ $driver = 1 ]; then
   [ $no_model = 0 ] || die "--driver needs the model"
   peer=0 record=0
   [ "$out" = "$BNXT_REPO/out/guest" ] && out=$BNXT_REPO/out/guest-driver
+fi
+if [ $verbs = 1 ]; then
+  [ $no_model = 0 ] && [ $driver = 0 ] && [ "$nics" = 2 ] || die "--verbs needs the model, two NICs and not --driver"
+  traffic=1 peer=0 record=0
+  [ "$out" = "$BNXT_REPO/out/guest" ] && out=$BNXT_REPO/out/guest-verbs
 fi
 started=$(date +%s)
 mkdir -p "$out"; out=$(cd "$out" && pwd)
@@ -108,6 +120,19 @@ driver_files() {
   for lib in $(ldd "$rig" | awk '/=> \//{print $3} /^\t\/lib/{print $1}'); do echo "$lib:${lib#/}"; done
   find "$BNXT_REPO/scenarios/nic" "$BNXT_REPO/scenarios/roce" -name '*.yaml' \
     | while read -r f; do echo "$f:scenarios/${f#"$BNXT_REPO"/scenarios/}"; done
+}
+
+# verbs_files: SRC:DEST pairs for the initramfs of --verbs: ibv_devinfo, ibv_rc_pingpong, libibverbs
+# and its libraries, the bnxt_re provider with its driver file, and sid's glibc with its ld.so at the
+# path the binaries name (all from the cache ci/fetch-vm.sh fills).
+verbs_files() {
+  local r=$BNXT_VM_CACHE/verbs-root l=usr/lib/x86_64-linux-gnu f
+  [ -x "$r/usr/bin/ibv_rc_pingpong" ] || die "no rdma-core user space in $r: run ci/fetch-vm.sh"
+  for f in usr/bin/ibv_devinfo usr/bin/ibv_rc_pingpong $l/libc.so.6 $l/libibverbs.so.1 $l/libnl-3.so.200 \
+    $l/libnl-route-3.so.200 $l/libibverbs/libbnxt_re-rdmav*.so etc/libibverbs.d/bnxt_re.driver; do
+    for g in $r/$f; do [ -e "$g" ] || die "$g is missing"; echo "$g:${g#"$r"/}"; done
+  done
+  echo "$r/$l/ld-linux-x86-64.so.2:lib64/ld-linux-x86-64.so.2"
 }
 
 # MAC of model NIC i (1-based): locally administered, unique per NIC.
@@ -189,6 +214,12 @@ run_suite() {
     modules="bnxt_en vfio_pci vfio_iommu_type1"; init=$G/init-driver
     mapfile -t extra < <(driver_files)
   fi
+  if [ $verbs = 1 ]; then
+    init=$G/init-verbs
+    mapfile -t extra < <(verbs_files)
+    [ -n "${VERBS_DEBUG_BIN:-}" ] && for b in $VERBS_DEBUG_BIN; do extra+=("$b:bin/$(basename "$b")")
+      for lib in $(ldd "$b" | awk '/=> \//{print $3}'); do case $lib in */libc.so.6) ;; *) extra+=("$lib:${lib#/}");; esac; done; done
+  fi
   GUEST_INIT=$init GUEST_MODULES=$modules bash "$G/mkinitramfs.sh" "$suite" "$dir/initramfs.cpio.gz" "${extra[@]}"
   SOCKS=()
   if [ $no_model = 0 ]; then
@@ -214,6 +245,10 @@ run_suite() {
     words="intel_iommu=on bnxt.run_args=${BNXT_RUN_ARGS:-}"; iommu=1
     checks=(--nics "$nics")
   fi
+  if [ $verbs = 1 ]; then
+    words="bnxt.iters=${PP_ITERS:-100} bnxt.pp_wait=${PP_WAIT:-120}"
+    checks=(--nics "$nics")
+  fi
   t0=$(date +%s)
   IOMMU=$iommu QEMU_EXTRA=$qemu_extra APPEND="$words ${APPEND:-}" bash "$G/run-guest.sh" "$suite" "$dir/initramfs.cpio.gz" "$dir/console.log" \
     "${SOCKS[@]}" || guest_rc=$?
@@ -221,6 +256,7 @@ run_suite() {
   secs=$(( $(date +%s) - t0 ))
   local checker=$G/check-summary.py
   [ $driver = 1 ] && checker=$G/check-driver.py
+  [ $verbs = 1 ] && checker=$G/check-verbs.py
   if python3 "$checker" "$dir/console.log" "${checks[@]}" && [ $guest_rc = 0 ]; then
     echo "guest-test $suite: PASS"; verdict=PASS
   else
