@@ -128,7 +128,7 @@ driver_files() {
 verbs_files() {
   local r=$BNXT_VM_CACHE/verbs-root l=usr/lib/x86_64-linux-gnu f
   [ -x "$r/usr/bin/ibv_rc_pingpong" ] || die "no rdma-core user space in $r: run ci/fetch-vm.sh"
-  for f in usr/bin/ibv_devinfo usr/bin/ibv_rc_pingpong $l/libc.so.6 $l/libibverbs.so.1 $l/libnl-3.so.200 \
+  for f in usr/bin/ibv_devinfo usr/bin/ibv_{rc,ud,uc,srq}_pingpong $l/libc.so.6 $l/libibverbs.so.1 $l/libnl-3.so.200 \
     $l/libnl-route-3.so.200 $l/libibverbs/libbnxt_re-rdmav*.so etc/libibverbs.d/bnxt_re.driver; do
     for g in $r/$f; do [ -e "$g" ] || die "$g is missing"; echo "$g:${g#"$r"/}"; done
   done
