@@ -112,6 +112,11 @@ pub struct OutputArgs {
     /// Run up to N scenarios at once (on the model, each has its own machine).
     #[arg(long, short = 'j', value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub jobs: u16,
+    /// With --jobs: the most memory the regions of the scenarios running at once may ask for
+    /// (a size: 8GiB, 512MiB); a scenario that alone asks for more runs by itself. Default: half
+    /// the memory the kernel says is available (MemAvailable).
+    #[arg(long, value_name = "SIZE", value_parser = crate::scenario::values::parse_size)]
+    pub memory_budget: Option<u64>,
     /// Write the run record (for `replay`) to FILE instead of target/bnxt-rig/runs/ (or
     /// $BNXT_RIG_RUNS).
     #[arg(long, value_name = "FILE")]

@@ -66,6 +66,7 @@ pub fn replay(args: &ReplayArgs, verbose: bool) -> ExitCode {
         junit: absolute(&args.output.junit),
         json: absolute(&args.output.json),
         jobs: args.output.jobs,
+        memory_budget: args.output.memory_budget,
         record: absolute(&args.output.record),
     };
     if let Err(e) = std::env::set_current_dir(&record.cwd) {
@@ -138,7 +139,8 @@ fn execute(plan: &Plan, verbose: bool) -> ExitCode {
     let mut tally = Tally::default();
     let mut outcomes: Vec<ScenarioOutcome> = Vec::with_capacity(chosen.len());
     let mut broken_console = None;
-    run_all(&chosen, &target, &options, jobs, |_, outcome| {
+    let budget = plan.output.memory_budget.unwrap_or_else(crate::run::budget::default_budget);
+    run_all(&chosen, &target, &options, jobs, budget, |_, outcome| {
         tally.add(&outcome);
         if broken_console.is_none()
             && let Err(e) = progress.suspend(|| console.scenario(&outcome))

@@ -4,6 +4,7 @@
 //! scenario with the verdict TIMEOUT ([`watch`]); [`schedule`] runs several scenarios at once,
 //! each on its own thread, and stops waiting for one that hangs.
 
+pub mod budget;
 pub mod exec;
 pub mod fill;
 pub mod outcome;

@@ -1,12 +1,14 @@
 //! Running the scenarios of a suite: each on a thread of its own (so that one that hangs where
 //! no clock is watched can be given up), up to `jobs` at once where the target allows it (on the
-//! model each scenario has its own world), their outcomes handed on in suite order.
+//! model each scenario has its own world) and as the memory budget allows (`super::budget`),
+//! their outcomes handed on in suite order.
 
 use std::collections::BTreeMap;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::budget::admits;
 use super::outcome::{ScenarioOutcome, TimedOut, TimeoutClock, Verdict};
 use super::panic::catch;
 use super::{RunOptions, SharedTarget, blank_outcome, run_scenario};
@@ -26,22 +28,29 @@ struct Running {
 }
 
 /// Run `scenarios` on `target`, `jobs` at a time (one at a time on a target that cannot run
-/// scenarios side by side), calling `done` with each outcome in the order of `scenarios`.
+/// scenarios side by side) while the regions of those running ask for at most `budget` bytes,
+/// calling `done` with each outcome in the order of `scenarios`.
 pub fn run_all(
     scenarios: &[Scenario],
     target: &SharedTarget,
     options: &RunOptions,
     jobs: usize,
+    budget: u64,
     mut done: impl FnMut(usize, ScenarioOutcome),
 ) {
     let jobs = if target.parallel() { jobs.max(1) } else { 1 };
     let hard_limit = options.wall_limit.saturating_add(GRACE);
     let (tx, rx) = mpsc::channel::<(usize, ScenarioOutcome)>();
     let mut running: BTreeMap<usize, Running> = BTreeMap::new();
+    let need: Vec<u64> = scenarios.iter().map(Scenario::region_bytes).collect();
+    let in_flight = |running: &BTreeMap<usize, Running>| running.keys().map(|&i| need[i]).fold(0, u64::saturating_add);
     let mut finished: BTreeMap<usize, ScenarioOutcome> = BTreeMap::new();
     let (mut next, mut reported) = (0, 0);
     while reported < scenarios.len() {
-        while next < scenarios.len() && running.len() < jobs {
+        while next < scenarios.len()
+            && running.len() < jobs
+            && admits(in_flight(&running), need[next], budget, running.len())
+        {
             let (scenario, shared, opts, tx) = (scenarios[next].clone(), target.clone(), options.clone(), tx.clone());
             let i = next;
             let spawned = std::thread::Builder::new()

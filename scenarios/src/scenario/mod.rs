@@ -84,6 +84,24 @@ impl Scenario {
     }
 }
 
+impl Scenario {
+    /// The most memory its regions could hold at once: every `region` step's bytes, those inside
+    /// a repeat once per time round (an upper bound: regions deregistered meanwhile count too).
+    pub fn region_bytes(&self) -> u64 {
+        fn sum(steps: &[Step]) -> u64 {
+            steps
+                .iter()
+                .map(|s| match &s.action {
+                    Action::Region { bytes, .. } => *bytes,
+                    Action::Repeat { times, steps } => sum(steps).saturating_mul(u64::from(*times)),
+                    _ => 0,
+                })
+                .fold(0, u64::saturating_add)
+        }
+        sum(&self.steps)
+    }
+}
+
 /// Call `f` on every step of `steps`, those inside repeats too, in file order.
 pub fn visit_steps<'s>(steps: &'s [Step], f: &mut impl FnMut(&'s Step)) {
     for step in steps {
