@@ -32,6 +32,7 @@
 #                      addresses both netdevs on one subnet, runs ibv_devinfo and ibv_rc_pingpong
 #                      between bnxt_re1 (server) and bnxt_re0 (client) over their RoCE v2 IPv4 GIDs,
 #                      and ci/guest/check-verbs.py requires both sides to finish with exit status 0
+#                      and the segment's capture to hold their RoCE v2 packets both ways
 #   --record-fixtures  copy each kernel's HWRM request logs, the requests answered CMD_NOT_SUPPORTED
 #                      and bnxt_re's kernel messages to fixtures/guest/<kernel suite>/
 # Env: BNXT_VM_CACHE (see ci/fetch-vm.sh); BNXT_MODEL (the model binary; default: built with
@@ -247,7 +248,7 @@ run_suite() {
   fi
   if [ $verbs = 1 ]; then
     words="bnxt.iters=${PP_ITERS:-100} bnxt.pp_wait=${PP_WAIT:-120}"
-    checks=(--nics "$nics")
+    checks=(--nics "$nics" --pcap "$dir/segment.pcap" --iters "${PP_ITERS:-100}")
   fi
   t0=$(date +%s)
   IOMMU=$iommu QEMU_EXTRA=$qemu_extra APPEND="$words ${APPEND:-}" bash "$G/run-guest.sh" "$suite" "$dir/initramfs.cpio.gz" "$dir/console.log" \

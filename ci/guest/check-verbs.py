@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Checks what ci/guest/init-verbs reported: rdma-core's ibv_rc_pingpong on bnxt_re against the model.
 
-usage: check-verbs.py CONSOLE_LOG --nics N
+usage: check-verbs.py CONSOLE_LOG --nics N [--pcap SEGMENT_PCAP --iters N]
 
 bnxt_en, bnxt_re and ib_uverbs loaded; N InfiniBand devices, each with a user-verbs node;
 ibv_devinfo listed N devices with an active port; each bnxt_re device has a RoCE v2 GID for its
 netdev's IPv4 address; in each pingpong run (polled, and with completion events), ibv_rc_pingpong's
 server and client both exited 0, found no invalid data (--chk) and printed their "N bytes in S seconds"
-line; no kernel warning or bnxt_re complaint. Prints what failed; exit 1 then.
+line; no kernel warning or bnxt_re complaint. With --pcap (the segment hub's capture): the RC traffic
+really crossed the segment, as RoCE v2 (UDP port 4791) between the two netdevs' addresses, at least
+one packet per message each way (2 runs x N iterations). Prints what failed; exit 1 then.
 """
 import argparse
 import importlib.util
@@ -21,6 +23,45 @@ _spec = importlib.util.spec_from_file_location(
 summary_check = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(summary_check)
 
+# RoCE v2's UDP destination port (IANA; the InfiniBand Architecture Specification, Annex A17).
+ROCEV2_PORT = 4791
+# The addresses ci/guest/init-verbs gives the first two netdevs.
+ADDRS = ('10.57.0.1', '10.57.0.2')
+
+
+def rocev2_frames(path):
+    """Counts of RoCE v2 frames in the pcap file at path, by (source, destination) IPv4 address."""
+    import struct
+    counts = {}
+    with open(path, 'rb') as f:
+        data = f.read()
+    if len(data) < 24:
+        raise ValueError(f'{path}: shorter than a pcap header')
+    magic = data[:4]
+    if magic in (bytes.fromhex('d4c3b2a1'), bytes.fromhex('4d3cb2a1')):
+        endian = '<'
+    elif magic in (bytes.fromhex('a1b2c3d4'), bytes.fromhex('a1b23c4d')):
+        endian = '>'
+    else:
+        raise ValueError(f'{path}: not a pcap file (magic {magic.hex()})')
+    at = 24
+    while at + 16 <= len(data):
+        incl, = struct.unpack_from(endian + 'I', data, at + 8)
+        frame = data[at + 16:at + 16 + incl]
+        at += 16 + incl
+        if len(frame) < 14 + 20 + 8 or frame[12:14] != b'\x08\x00':
+            continue
+        ip = frame[14:]
+        ihl = (ip[0] & 0x0f) * 4
+        if ip[9] != 17 or len(ip) < ihl + 8:
+            continue
+        dport, = struct.unpack_from('>H', ip, ihl + 2)
+        if dport == ROCEV2_PORT:
+            key = ('.'.join(map(str, ip[12:16])), '.'.join(map(str, ip[16:20])))
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
 # The pingpong runs ci/guest/init-verbs makes: polling the CQs, and waiting for completion events.
 MODES = ('poll', 'events')
 
@@ -29,6 +70,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('console')
     ap.add_argument('--nics', type=int, required=True)
+    ap.add_argument('--pcap')
+    ap.add_argument('--iters', type=int, default=100)
     a = ap.parse_args()
     with open(a.console, errors='replace') as f:
         summary = summary_check.parse(f.read())
@@ -69,6 +112,17 @@ def main():
     for line in summary['dmesg']:
         if summary_check.FATAL.search(line) or summary_check.BNXT_RE_ERRORS.search(line):
             bad.append(f'kernel log: {line.strip()}')
+    if a.pcap:
+        try:
+            frames = rocev2_frames(a.pcap)
+        except (OSError, ValueError) as e:
+            bad.append(f'segment capture: {e}')
+            frames = {}
+        for src, dst in (ADDRS, ADDRS[::-1]):
+            n = frames.get((src, dst), 0)
+            if n < len(MODES) * a.iters:
+                bad.append(f'segment capture: {n} RoCE v2 frames from {src} to {dst}, '
+                           f'expected at least {len(MODES) * a.iters} (a packet per message)')
     for b in bad:
         print(f'FAIL {a.console}: {b}')
     if not bad:
