@@ -43,7 +43,8 @@
 #      functions fits even if a RoCE command went unanswered (a 40 s firmware timeout each); the
 #      guest's power-off would wait for it
 #      anyway); PP_ITERS, PP_WAIT (--verbs: ibv_rc_pingpong's iterations, default 100, and the
-#      seconds it may take, default 120); APPEND (more kernel words); SERIAL=1 (run the kernels one after the other).
+#      seconds it may take, default 120); VERBS_DEBUG_BIN (--verbs: host binaries, e.g. /usr/bin/strace,
+#      put into the guest's /bin with the host libraries they load, glibc aside); APPEND (more kernel words); SERIAL=1 (run the kernels one after the other).
 #
 # The model command line this script relies on (crate bnxt-model):
 #
