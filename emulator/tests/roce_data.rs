@@ -251,6 +251,7 @@ fn bad_doorbells_are_ignored_and_counted() {
         p.rig.world.bar_write(0, 2, offset, &value.to_le_bytes());
     }
     p.rig.world.bar_write(0, 2, DB, &1u32.to_le_bytes());
+    p.rig.world.bar_write(0, 2, DB, &Doorbell::roce(DbType::CqCutoffAck, 1, 0, false, 0).encode().to_le_bytes());
     p.rig.world.bar_write(0, 2, DB, &Doorbell::roce(DbType::Srq, 1, 0, false, 0).encode().to_le_bytes());
     p.rig.world.advance(MS);
     let st = p.rig.world.nic_state(0);
@@ -258,7 +259,8 @@ fn bad_doorbells_are_ignored_and_counted() {
         assert_eq!(st.roce.bad_doorbells.get(reason), Some(&1), "{reason}");
     }
     assert_eq!(st.roce.bad_doorbells.get("a 32-bit store: P7 doorbells are single 64-bit stores"), Some(&1));
-    assert_eq!(st.roce.unimplemented_doorbells, 1, "SRQ doorbells are not modelled");
+    assert_eq!(st.roce.unimplemented_doorbells, 1, "CQ resize (CQ_CUTOFF_ACK) is not modelled");
+    assert_eq!(st.roce.bad_doorbells.get("no SRQ with this xid"), Some(&1));
     assert_eq!(st.roce.frames_sent, 0, "no WQE was taken from any of them");
     assert!(p.cq[0].peek(&p.rig, 0).is_none());
 }

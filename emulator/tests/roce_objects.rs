@@ -184,7 +184,11 @@ fn qps_check_their_rings_cqs_and_buffers_and_stop_at_the_context_limit() {
     };
     let cases: [(CmdqCreateQp, u8, &str); 9] = [
         (bad(&|c| c.type_ = CmdqCreateQp::TYPE_UD), NOT_IMPLEMENTED, "UD"),
-        (bad(&|c| c.qp_flags = (c.qp_flags.get() | CmdqCreateQp::QP_FLAGS_SRQ_USED).into()), NOT_IMPLEMENTED, "SRQ"),
+        (
+            bad(&|c| c.qp_flags = (c.qp_flags.get() | CmdqCreateQp::QP_FLAGS_SRQ_USED).into()),
+            INVALID_PARAMETER,
+            "SRQ_USED naming no SRQ",
+        ),
         (bad(&|c| c.sq_size = 0.into()), INVALID_PARAMETER, "sq_size 0"),
         (bad(&|c| c.scq_cid = 3.into()), INVALID_PARAMETER, "no such CQ"),
         (bad(&|c| c.rq_fwo_rq_sge = 0.into()), INVALID_PARAMETER, "rq_sge 0"),

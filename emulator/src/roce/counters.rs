@@ -38,6 +38,8 @@ pub struct RoceCounters {
     pub msn_mismatches: u64,
     /// CQEs written.
     pub cqes: u64,
+    /// SRQ limit events posted to NQs.
+    pub srq_limit_events: u64,
     /// CQEs lost to full CQs.
     pub cq_overflows: u64,
     /// CQ notifications posted to NQs.

@@ -272,7 +272,7 @@ impl RoceEngine {
     }
 
     /// Write one completion as a CQE.
-    fn complete(&mut self, now: Duration, qpn: u32, d: Done, env: &mut Env<'_>) {
+    pub(super) fn complete(&mut self, now: Duration, qpn: u32, d: Done, env: &mut Env<'_>) {
         let Some(qp) = self.st.qps.get_mut(&qpn) else { return };
         let (cq, cqe, requester, status, solicited) = match d {
             Done::Send(c) => {
@@ -398,6 +398,12 @@ impl RoceEngine {
             return;
         }
         let qpn = parsed.transport.bth.dest_qp;
+        if let Some(q) = self.st.qps.get(&qpn)
+            && let (Some(srq), Some(t)) = (q.srq, q.transport.as_ref())
+            && t.needs_receive(&parsed)
+        {
+            self.take_from_srq(now, qpn, srq, env);
+        }
         let RoceState { qps, keys, dirty, .. } = &mut self.st;
         let Some(Qp { transport: Some(t), inline, pd, .. }) = qps.get_mut(&qpn) else {
             if qps.get(&qpn).is_some_and(|q| q.kind == QpKind::Gsi) {

@@ -11,9 +11,9 @@
 //! What: one 64-bit store, decoded as `dbc_dbc64`. P7 requires the valid bit: a doorbell
 //! without it is ignored and counted, as are undefined types and paths, 32-bit stores, and
 //! doorbells naming objects that do not exist or indexes outside their ring. RoCE-path doorbells
-//! of types SQ, RQ, CQ, CQ_ARMENA, CQ_ARMALL, CQ_ARMSE, NQ and NQ_ARM are carried out, and NQ
-//! and NQ_ARM on the L2 path too (an NQ serves both engines); SRQ, cut-off, push and other L2
-//! doorbells are not modelled (counted as unimplemented). NULL does nothing.
+//! of types SQ, RQ, SRQ, SRQ_ARM, SRQ_ARMENA, CQ, CQ_ARMENA, CQ_ARMALL, CQ_ARMSE, NQ and NQ_ARM
+//! are carried out, and NQ and NQ_ARM on the L2 path too (an NQ serves both engines); cut-off,
+//! push and other L2 doorbells are not modelled (counted as unimplemented). NULL does nothing.
 
 use std::time::Duration;
 
@@ -130,9 +130,10 @@ impl RoceEngine {
                 }
             }
             DbType::Null => Ok(()),
-            DbType::Srq | DbType::SrqArm | DbType::SrqArmEna => {
-                return self.unimplemented_doorbell(now, offset, value, "SRQ doorbells (SRQs are not modelled)", env);
-            }
+            DbType::Srq => self.srq_producer_doorbell(&db),
+            DbType::SrqArm => self.srq_arm_doorbell(now, &db, env),
+            // Taken and without further effect (see `super::srq`).
+            DbType::SrqArmEna => self.st.srqs.get(&db.xid).map(|_| ()).ok_or("no SRQ with this xid"),
             DbType::CqCutoffAck => {
                 return self.unimplemented_doorbell(
                     now,
@@ -170,6 +171,32 @@ impl RoceEngine {
         }
         *prod = new;
         self.st.dirty.insert(db.xid);
+        Ok(())
+    }
+
+    /// An SRQ producer doorbell: the receive WQEs up to `index` are posted.
+    fn srq_producer_doorbell(&mut self, db: &Doorbell) -> Result<(), &'static str> {
+        let srq = self.st.srqs.get_mut(&db.xid).ok_or("no SRQ with this xid")?;
+        let size = srq.ring.size;
+        if db.index >= size {
+            return Err("SRQ producer index beyond srq_size");
+        }
+        let new = RingPos { index: db.index, epoch: db.epoch };
+        if srq.ring.taken.distance(new, size) > u64::from(size) {
+            return Err("SRQ producer more than a ring ahead of the consumer");
+        }
+        srq.ring.prod = new;
+        // QPs waiting for receive WQEs find them when the next request arrives (the requester
+        // retries after an RNR NAK).
+        Ok(())
+    }
+
+    /// SRQ_ARM: the limit is the index; the event fires at once if the SRQ is already below it.
+    fn srq_arm_doorbell(&mut self, now: Duration, db: &Doorbell, env: &mut Env<'_>) -> Result<(), &'static str> {
+        let srq = self.st.srqs.get_mut(&db.xid).ok_or("no SRQ with this xid")?;
+        srq.limit = db.index;
+        srq.armed = true;
+        self.srq_limit_check(now, db.xid, env);
         Ok(())
     }
 

@@ -24,6 +24,8 @@ pub mod mr;
 pub mod nq;
 pub mod pages;
 pub mod qp;
+pub mod srq;
+mod srq_path;
 pub mod state;
 mod timers;
 pub mod transport;

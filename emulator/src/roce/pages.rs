@@ -9,7 +9,7 @@ use crate::firmware::page_table::{PageTableError, TableSpec, walk_split};
 use crate::host_memory::{DmaError, HostMemory};
 
 /// Pages of host memory holding `len` bytes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PageList {
     pages: Vec<u64>,
     page_shift: u32,

@@ -211,8 +211,10 @@ pub struct Qp {
     pub set_mask: u32,
     /// Send queue.
     pub sq: SendRing,
-    /// Receive queue.
+    /// Receive queue (empty, of size 0, when the QP takes receive WQEs from an SRQ).
     pub rq: RecvRing,
+    /// The SRQ the QP takes receive WQEs from (`srq_cid` with `SRQ_USED`).
+    pub srq: Option<u32>,
     /// Source MAC frames carry (from the source GID), once at RTR.
     pub src_mac: Option<MacAddr>,
     /// The transport, from RTS on.

@@ -1,5 +1,5 @@
 //! Every object the RoCE firmware keeps for its function: whether INITIALIZE_FW ran, the GID
-//! table, CQs, keys, QPs and the congestion-control parameters.
+//! table, CQs, keys, QPs, SRQs and the congestion-control parameters.
 
 use std::collections::BTreeMap;
 
@@ -8,6 +8,7 @@ use super::cq::Cq;
 use super::gid::GidTable;
 use super::mr::KeyTable;
 use super::qp::Qp;
+use super::srq::Srq;
 
 /// What INITIALIZE_FW set up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +34,8 @@ pub struct RoceState {
     pub keys: KeyTable,
     /// QPs by number.
     pub qps: BTreeMap<u32, Qp>,
+    /// SRQs by id.
+    pub srqs: BTreeMap<u32, Srq>,
     /// QPs whose transport has work to look at (new WQEs, a state change).
     pub dirty: QpSet,
     /// Congestion-control parameters (MODIFY_ROCE_CC, QUERY_ROCE_CC). They go with the rest on

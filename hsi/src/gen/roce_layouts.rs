@@ -9,6 +9,264 @@ use zerocopy::big_endian::{U16 as BeU16, U32 as BeU32, U64 as BeU64};
 use zerocopy::little_endian::{I32, I64, U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
+/// `struct cmdq_create_srq` (roce_hsi.h line 1276, 64 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CmdqCreateSrq {
+    pub opcode: u8,
+    pub cmd_size: u8,
+    pub flags: U16,
+    pub cookie: U16,
+    pub resp_size: u8,
+    pub reserved8: u8,
+    pub resp_addr: U64,
+    pub srq_handle: U64,
+    pub pg_size_lvl: U16,
+    pub eventq_id: U16,
+    pub srq_size: U16,
+    pub srq_fwo: U16,
+    pub dpi: U32,
+    pub pd_id: U32,
+    pub pbl: U64,
+    pub steering_tag: U16,
+    pub pbl_pg_size: u8,
+    pub reserved40: [u8; 5],
+    pub reserved64: U64,
+}
+const _: () = {
+    assert!(size_of::<CmdqCreateSrq>() == 64);
+    assert!(offset_of!(CmdqCreateSrq, opcode) == 0x0);
+    assert!(offset_of!(CmdqCreateSrq, cmd_size) == 0x1);
+    assert!(offset_of!(CmdqCreateSrq, flags) == 0x2);
+    assert!(offset_of!(CmdqCreateSrq, cookie) == 0x4);
+    assert!(offset_of!(CmdqCreateSrq, resp_size) == 0x6);
+    assert!(offset_of!(CmdqCreateSrq, reserved8) == 0x7);
+    assert!(offset_of!(CmdqCreateSrq, resp_addr) == 0x8);
+    assert!(offset_of!(CmdqCreateSrq, srq_handle) == 0x10);
+    assert!(offset_of!(CmdqCreateSrq, pg_size_lvl) == 0x18);
+    assert!(offset_of!(CmdqCreateSrq, eventq_id) == 0x1a);
+    assert!(offset_of!(CmdqCreateSrq, srq_size) == 0x1c);
+    assert!(offset_of!(CmdqCreateSrq, srq_fwo) == 0x1e);
+    assert!(offset_of!(CmdqCreateSrq, dpi) == 0x20);
+    assert!(offset_of!(CmdqCreateSrq, pd_id) == 0x24);
+    assert!(offset_of!(CmdqCreateSrq, pbl) == 0x28);
+    assert!(offset_of!(CmdqCreateSrq, steering_tag) == 0x30);
+    assert!(offset_of!(CmdqCreateSrq, pbl_pg_size) == 0x32);
+    assert!(offset_of!(CmdqCreateSrq, reserved40) == 0x33);
+    assert!(offset_of!(CmdqCreateSrq, reserved64) == 0x38);
+};
+impl CmdqCreateSrq {
+    pub const OPCODE_CREATE_SRQ: u8 = 0x5;
+    pub const FLAGS_STEERING_TAG_VALID: u16 = 0x1;
+    pub const FLAGS_PBL_PG_SIZE_VALID: u16 = 0x2;
+    pub const LVL_MASK: u16 = 0x3;
+    pub const LVL_LVL_0: u16 = 0x0;
+    pub const LVL_LVL_1: u16 = 0x1;
+    pub const LVL_LVL_2: u16 = 0x2;
+    pub const PG_SIZE_MASK: u16 = 0x1c;
+    pub const PG_SIZE_PG_4K: u16 = 0x0;
+    pub const PG_SIZE_PG_8K: u16 = 0x4;
+    pub const PG_SIZE_PG_64K: u16 = 0x8;
+    pub const PG_SIZE_PG_2M: u16 = 0xc;
+    pub const PG_SIZE_PG_8M: u16 = 0x10;
+    pub const PG_SIZE_PG_1G: u16 = 0x14;
+    pub const UNUSED11_MASK: u16 = 0xffe0;
+    pub const EVENTQ_ID_MASK: u16 = 0xfff;
+    pub const UNUSED4_MASK: u16 = 0xf000;
+    pub const SRQ_FWO_MASK: u16 = 0xfff;
+    pub const SRQ_SGE_MASK: u16 = 0xf000;
+    pub const PBL_PG_SIZE_MASK: u8 = 0x7;
+    pub const PBL_PG_SIZE_PG_4K: u8 = 0x0;
+    pub const PBL_PG_SIZE_PG_8K: u8 = 0x1;
+    pub const PBL_PG_SIZE_PG_64K: u8 = 0x2;
+    pub const PBL_PG_SIZE_PG_2M: u8 = 0x3;
+    pub const PBL_PG_SIZE_PG_8M: u8 = 0x4;
+    pub const PBL_PG_SIZE_PG_1G: u8 = 0x5;
+}
+
+/// `struct creq_create_srq_resp` (roce_hsi.h line 1337, 16 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CreqCreateSrqResp {
+    pub type_: u8,
+    pub status: u8,
+    pub cookie: U16,
+    pub xid: U32,
+    pub v: u8,
+    pub event: u8,
+    pub context_size: u8,
+    pub reserved48: [u8; 5],
+}
+const _: () = {
+    assert!(size_of::<CreqCreateSrqResp>() == 16);
+    assert!(offset_of!(CreqCreateSrqResp, type_) == 0x0);
+    assert!(offset_of!(CreqCreateSrqResp, status) == 0x1);
+    assert!(offset_of!(CreqCreateSrqResp, cookie) == 0x2);
+    assert!(offset_of!(CreqCreateSrqResp, xid) == 0x4);
+    assert!(offset_of!(CreqCreateSrqResp, v) == 0x8);
+    assert!(offset_of!(CreqCreateSrqResp, event) == 0x9);
+    assert!(offset_of!(CreqCreateSrqResp, context_size) == 0xa);
+    assert!(offset_of!(CreqCreateSrqResp, reserved48) == 0xb);
+};
+impl CreqCreateSrqResp {
+    pub const TYPE_MASK: u8 = 0x3f;
+    pub const TYPE_QP_EVENT: u8 = 0x38;
+    pub const V: u8 = 0x1;
+    pub const EVENT_CREATE_SRQ: u8 = 0x5;
+}
+
+/// `struct cmdq_destroy_srq` (roce_hsi.h line 1356, 24 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CmdqDestroySrq {
+    pub opcode: u8,
+    pub cmd_size: u8,
+    pub flags: U16,
+    pub cookie: U16,
+    pub resp_size: u8,
+    pub reserved8: u8,
+    pub resp_addr: U64,
+    pub srq_cid: U32,
+    pub unused_0: U32,
+}
+const _: () = {
+    assert!(size_of::<CmdqDestroySrq>() == 24);
+    assert!(offset_of!(CmdqDestroySrq, opcode) == 0x0);
+    assert!(offset_of!(CmdqDestroySrq, cmd_size) == 0x1);
+    assert!(offset_of!(CmdqDestroySrq, flags) == 0x2);
+    assert!(offset_of!(CmdqDestroySrq, cookie) == 0x4);
+    assert!(offset_of!(CmdqDestroySrq, resp_size) == 0x6);
+    assert!(offset_of!(CmdqDestroySrq, reserved8) == 0x7);
+    assert!(offset_of!(CmdqDestroySrq, resp_addr) == 0x8);
+    assert!(offset_of!(CmdqDestroySrq, srq_cid) == 0x10);
+    assert!(offset_of!(CmdqDestroySrq, unused_0) == 0x14);
+};
+impl CmdqDestroySrq {
+    pub const OPCODE_DESTROY_SRQ: u8 = 0x6;
+}
+
+/// `struct creq_destroy_srq_resp` (roce_hsi.h line 1371, 16 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CreqDestroySrqResp {
+    pub type_: u8,
+    pub status: u8,
+    pub cookie: U16,
+    pub xid: U32,
+    pub v: u8,
+    pub event: u8,
+    pub enable_for_arm: [U16; 3],
+}
+const _: () = {
+    assert!(size_of::<CreqDestroySrqResp>() == 16);
+    assert!(offset_of!(CreqDestroySrqResp, type_) == 0x0);
+    assert!(offset_of!(CreqDestroySrqResp, status) == 0x1);
+    assert!(offset_of!(CreqDestroySrqResp, cookie) == 0x2);
+    assert!(offset_of!(CreqDestroySrqResp, xid) == 0x4);
+    assert!(offset_of!(CreqDestroySrqResp, v) == 0x8);
+    assert!(offset_of!(CreqDestroySrqResp, event) == 0x9);
+    assert!(offset_of!(CreqDestroySrqResp, enable_for_arm) == 0xa);
+};
+impl CreqDestroySrqResp {
+    pub const TYPE_MASK: u8 = 0x3f;
+    pub const TYPE_QP_EVENT: u8 = 0x38;
+    pub const V: u8 = 0x1;
+    pub const EVENT_DESTROY_SRQ: u8 = 0x6;
+    pub const UNUSED0_MASK: u16 = 0xffff;
+    pub const ENABLE_FOR_ARM_MASK: u64 = 0x30000;
+}
+
+/// `struct cmdq_query_srq` (roce_hsi.h line 1393, 24 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CmdqQuerySrq {
+    pub opcode: u8,
+    pub cmd_size: u8,
+    pub flags: U16,
+    pub cookie: U16,
+    pub resp_size: u8,
+    pub reserved8: u8,
+    pub resp_addr: U64,
+    pub srq_cid: U32,
+    pub unused_0: U32,
+}
+const _: () = {
+    assert!(size_of::<CmdqQuerySrq>() == 24);
+    assert!(offset_of!(CmdqQuerySrq, opcode) == 0x0);
+    assert!(offset_of!(CmdqQuerySrq, cmd_size) == 0x1);
+    assert!(offset_of!(CmdqQuerySrq, flags) == 0x2);
+    assert!(offset_of!(CmdqQuerySrq, cookie) == 0x4);
+    assert!(offset_of!(CmdqQuerySrq, resp_size) == 0x6);
+    assert!(offset_of!(CmdqQuerySrq, reserved8) == 0x7);
+    assert!(offset_of!(CmdqQuerySrq, resp_addr) == 0x8);
+    assert!(offset_of!(CmdqQuerySrq, srq_cid) == 0x10);
+    assert!(offset_of!(CmdqQuerySrq, unused_0) == 0x14);
+};
+impl CmdqQuerySrq {
+    pub const OPCODE_QUERY_SRQ: u8 = 0x8;
+}
+
+/// `struct creq_query_srq_resp` (roce_hsi.h line 1408, 16 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CreqQuerySrqResp {
+    pub type_: u8,
+    pub status: u8,
+    pub cookie: U16,
+    pub size: U32,
+    pub v: u8,
+    pub event: u8,
+    pub reserved48: [u8; 6],
+}
+const _: () = {
+    assert!(size_of::<CreqQuerySrqResp>() == 16);
+    assert!(offset_of!(CreqQuerySrqResp, type_) == 0x0);
+    assert!(offset_of!(CreqQuerySrqResp, status) == 0x1);
+    assert!(offset_of!(CreqQuerySrqResp, cookie) == 0x2);
+    assert!(offset_of!(CreqQuerySrqResp, size) == 0x4);
+    assert!(offset_of!(CreqQuerySrqResp, v) == 0x8);
+    assert!(offset_of!(CreqQuerySrqResp, event) == 0x9);
+    assert!(offset_of!(CreqQuerySrqResp, reserved48) == 0xa);
+};
+impl CreqQuerySrqResp {
+    pub const TYPE_MASK: u8 = 0x3f;
+    pub const TYPE_QP_EVENT: u8 = 0x38;
+    pub const V: u8 = 0x1;
+    pub const EVENT_QUERY_SRQ: u8 = 0x8;
+}
+
+/// `struct creq_query_srq_resp_sb` (roce_hsi.h line 1426, 32 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CreqQuerySrqRespSb {
+    pub opcode: u8,
+    pub status: u8,
+    pub cookie: U16,
+    pub flags: U16,
+    pub resp_size: u8,
+    pub reserved8: u8,
+    pub xid: U32,
+    pub srq_limit: U16,
+    pub reserved16: U16,
+    pub data: [U32; 4],
+}
+const _: () = {
+    assert!(size_of::<CreqQuerySrqRespSb>() == 32);
+    assert!(offset_of!(CreqQuerySrqRespSb, opcode) == 0x0);
+    assert!(offset_of!(CreqQuerySrqRespSb, status) == 0x1);
+    assert!(offset_of!(CreqQuerySrqRespSb, cookie) == 0x2);
+    assert!(offset_of!(CreqQuerySrqRespSb, flags) == 0x4);
+    assert!(offset_of!(CreqQuerySrqRespSb, resp_size) == 0x6);
+    assert!(offset_of!(CreqQuerySrqRespSb, reserved8) == 0x7);
+    assert!(offset_of!(CreqQuerySrqRespSb, xid) == 0x8);
+    assert!(offset_of!(CreqQuerySrqRespSb, srq_limit) == 0xc);
+    assert!(offset_of!(CreqQuerySrqRespSb, reserved16) == 0xe);
+    assert!(offset_of!(CreqQuerySrqRespSb, data) == 0x10);
+};
+impl CreqQuerySrqRespSb {
+    pub const OPCODE_QUERY_SRQ: u8 = 0x8;
+}
+
 /// `struct cmdq_create_cq` (roce_hsi.h line 1442, 64 bytes).
 #[repr(C)]
 #[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]

@@ -48,6 +48,9 @@ commands! {
     CmdqDestroyQp => CreqDestroyQpResp, 0x02, "DESTROY_QP";
     CmdqModifyQp => CreqModifyQpResp, 0x03, "MODIFY_QP";
     CmdqQueryQp => CreqQueryQpResp, 0x04, "QUERY_QP";
+    CmdqCreateSrq => CreqCreateSrqResp, 0x05, "CREATE_SRQ";
+    CmdqDestroySrq => CreqDestroySrqResp, 0x06, "DESTROY_SRQ";
+    CmdqQuerySrq => CreqQuerySrqResp, 0x08, "QUERY_SRQ";
     CmdqCreateCq => CreqCreateCqResp, 0x09, "CREATE_CQ";
     CmdqDestroyCq => CreqDestroyCqResp, 0x0a, "DESTROY_CQ";
     CmdqResizeCq => CreqResizeCqResp, 0x0c, "RESIZE_CQ";
@@ -74,6 +77,10 @@ commands! {
 
 impl SideBuffer for CmdqQueryFunc {
     type Buffer = CreqQueryFuncRespSb;
+}
+
+impl SideBuffer for CmdqQuerySrq {
+    type Buffer = CreqQuerySrqRespSb;
 }
 
 impl SideBuffer for CmdqQueryQp {

@@ -11,9 +11,9 @@
 
 use bnxt_hsi::roce::layouts::{CmdqCreateCq as C, CmdqDestroyCq, CreqCreateCqResp, CreqDestroyCqResp};
 
-use super::{Cmd, CmdCtx, Outcome, Refusal, answer, parse};
+use super::{Cmd, CmdCtx, Outcome, Refusal, answer, parse, table_shape};
 use crate::firmware::state::RingType;
-use crate::roce::caps::{MAX_CQE, page_shift_of_code};
+use crate::roce::caps::MAX_CQE;
 use crate::roce::cq::Cq;
 use crate::roce::pages::{PageList, PblSpec};
 use crate::roce::state::RoceState;
@@ -28,20 +28,8 @@ pub fn create_cq(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome 
     if flags & C::FLAGS_INFINITE_CQ_MODE != 0 {
         return Err(Refusal::not_implemented("infinite CQ mode is not modelled"));
     }
-    let lvl_size = req.pg_size_lvl.get();
-    let level = (lvl_size & C::LVL_MASK) as u8;
-    if level > 2 {
-        return Err(Refusal::invalid(format!("level {level} is not 0, 1 or 2")));
-    }
-    let code = ((lvl_size & C::PG_SIZE_MASK) >> 2) as u8;
-    let page_shift =
-        page_shift_of_code(code).ok_or_else(|| Refusal::invalid(format!("page size code {code} is not defined")))?;
-    let table_shift = if flags & C::FLAGS_PBL_PG_SIZE_VALID != 0 {
-        let c = req.pbl_pg_size & C::PBL_PG_SIZE_MASK;
-        page_shift_of_code(c).ok_or_else(|| Refusal::invalid(format!("pbl_pg_size code {c} is not defined")))?
-    } else {
-        12
-    };
+    let pbl_valid = flags & C::FLAGS_PBL_PG_SIZE_VALID != 0;
+    let (level, page_shift, table_shift) = table_shape(req.pg_size_lvl.get(), pbl_valid, req.pbl_pg_size)?;
     let fco_cnq = req.cq_fco_cnq_id.get();
     if fco_cnq & C::CQ_FCO_MASK != 0 {
         return Err(Refusal::not_implemented(format!("first-page offset {} is not modelled", fco_cnq >> 12)));

@@ -18,6 +18,7 @@ mod gid;
 mod modify_qp;
 mod mr;
 mod qp;
+mod srq;
 
 use bnxt_hsi::hwrm::layouts::Tlv;
 use bnxt_hsi::roce::command::Command;
@@ -133,6 +134,40 @@ pub fn parse<T: FromBytes + KnownLayout + Immutable + Command>(cmd: &Cmd<'_>, mi
     Ok(T::read_from_bytes(&buf).expect("buffer of the layout's size"))
 }
 
+/// The page-table shape of a CQ or SRQ (`pg_size_lvl`: level in bits 1:0, page size code in bits
+/// 4:2; `pbl_pg_size` bits 2:0 when its valid flag is set, else 4 KiB table pages), as
+/// roce_hsi.h `cmdq_create_cq` and `cmdq_create_srq` lay them out: (level, page shift, table
+/// shift).
+pub fn table_shape(pg_size_lvl: u32, pbl_valid: bool, pbl_pg_size: u8) -> Result<(u8, u32, u32), Refusal> {
+    let level = (pg_size_lvl & 0x3) as u8;
+    if level > 2 {
+        return Err(Refusal::invalid(format!("level {level} is not 0, 1 or 2")));
+    }
+    let code = ((pg_size_lvl & 0x1c) >> 2) as u8;
+    let page_shift = crate::roce::caps::page_shift_of_code(code)
+        .ok_or_else(|| Refusal::invalid(format!("page size code {code} is not defined")))?;
+    let table_shift = if pbl_valid {
+        let c = pbl_pg_size & 0x7;
+        crate::roce::caps::page_shift_of_code(c)
+            .ok_or_else(|| Refusal::invalid(format!("pbl_pg_size code {c} is not defined")))?
+    } else {
+        12
+    };
+    Ok((level, page_shift, table_shift))
+}
+
+/// A QP's or SRQ's PD (below `max_pd`) and DPI (a doorbell page of BAR2).
+pub fn check_pd_dpi(pd: u32, dpi: u32) -> Result<(), Refusal> {
+    use crate::roce::caps::MAX_PD;
+    if pd >= MAX_PD {
+        return Err(Refusal::invalid(format!("pd_id {pd} is not below max_pd {MAX_PD}")));
+    }
+    if dpi >= cq::MAX_DPI_NUMBER {
+        return Err(Refusal::invalid(format!("dpi {dpi} is not a doorbell page of BAR2")));
+    }
+    Ok(())
+}
+
 /// Write a side buffer (`sb`, with its `creq_resp_sb_hdr` filled here) to the command's
 /// `resp_addr`, checking `resp_size` holds it.
 pub fn write_side_buffer(cmd: &Cmd<'_>, cx: &CmdCtx<'_>, sb: Vec<u8>) -> Result<(), Refusal> {
@@ -174,7 +209,7 @@ pub enum Support {
 }
 
 /// Opcodes the model carries out.
-pub const IMPLEMENTED: [u8; 19] = [
+pub const IMPLEMENTED: [u8; 22] = [
     B::OPCODE_QUERY_FUNC,
     B::OPCODE_QUERY_VERSION,
     B::OPCODE_INITIALIZE_FW,
@@ -192,6 +227,9 @@ pub const IMPLEMENTED: [u8; 19] = [
     B::OPCODE_MODIFY_QP,
     B::OPCODE_QUERY_QP,
     B::OPCODE_DESTROY_QP,
+    B::OPCODE_CREATE_SRQ,
+    B::OPCODE_QUERY_SRQ,
+    B::OPCODE_DESTROY_SRQ,
     B::OPCODE_MODIFY_ROCE_CC,
     B::OPCODE_QUERY_ROCE_CC,
 ];
@@ -243,6 +281,9 @@ pub fn execute(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
         B::OPCODE_MODIFY_QP => modify_qp::modify_qp(st, cmd, cx),
         B::OPCODE_QUERY_QP => qp::query_qp(st, cmd, cx),
         B::OPCODE_DESTROY_QP => qp::destroy_qp(st, cmd),
+        B::OPCODE_CREATE_SRQ => srq::create_srq(st, cmd, cx),
+        B::OPCODE_QUERY_SRQ => srq::query_srq(st, cmd, cx),
+        B::OPCODE_DESTROY_SRQ => srq::destroy_srq(st, cmd),
         B::OPCODE_MODIFY_ROCE_CC => cc::modify_roce_cc(st, cmd),
         B::OPCODE_QUERY_ROCE_CC => cc::query_roce_cc(st, cmd, cx),
         other => unreachable!("opcode 0x{other:02x} is listed as implemented"),
@@ -275,6 +316,8 @@ pub fn summary(opcode: u8, bytes: &[u8]) -> String {
         B::OPCODE_DESTROY_QP | B::OPCODE_QUERY_QP => format!("qp={}", get(0x10, 4)),
         B::OPCODE_CREATE_CQ => format!("cq_size={} nq={} lvl={}", get(0x24, 4), get(0x1c, 4) & 0xfff, get(0x18, 4) & 3),
         B::OPCODE_DESTROY_CQ => format!("cq={}", get(0x10, 4)),
+        B::OPCODE_CREATE_SRQ => format!("srq_size={} nq={} pd={}", get(0x1c, 2), get(0x1a, 2) & 0xfff, get(0x24, 4)),
+        B::OPCODE_DESTROY_SRQ | B::OPCODE_QUERY_SRQ => format!("srq={}", get(0x10, 4)),
         B::OPCODE_REGISTER_MR => format!(
             "key=0x{:x} flags=0x{:x} lvl={} va=0x{:x} size={}",
             get(0x14, 4),

@@ -3,8 +3,9 @@
 //! `bnxt_qplib_destroy_qp`; ib_verbs.c `bnxt_re_create_qp`, `bnxt_re_init_qp_type`,
 //! `bnxt_re_setup_qp_hwqs`, `bnxt_re_qp_alloc_init_xrrq`). MODIFY_QP is in [`super::modify_qp`].
 //!
-//! CREATE_QP: an RC QP or the GSI QP (UD and raw Ethernet QPs are NOT_IMPLEMENTED, as are SRQs and
-//! a first-page offset) with its SQ and RQ behind page tables, the send and receive CQs, PD and
+//! CREATE_QP: an RC QP or the GSI QP (UD and raw Ethernet QPs are NOT_IMPLEMENTED, as are an SRQ
+//! for the GSI QP and a first-page offset) with its SQ and RQ behind page tables (an RC QP with
+//! `SRQ_USED` has no RQ: it takes receive WQEs from SRQ `srq_cid`, which must be in its PD), the send and receive CQs, PD and
 //! DPI. In static WQE mode `sq_size` counts WQEs of 8 slots; with `VARIABLE_SIZED_WQE_ENABLED` it
 //! counts 16-byte slots. An RQ WQE is `32 + 16 × rq_sge` bytes.
 //!
@@ -29,8 +30,7 @@ use bnxt_hsi::roce::msn;
 use bnxt_hsi::roce::qp::QpState;
 use zerocopy::{FromZeros, IntoBytes};
 
-use super::cq::MAX_DPI_NUMBER;
-use super::{Cmd, CmdCtx, Outcome, Refusal, answer, parse, write_side_buffer};
+use super::{Cmd, CmdCtx, Outcome, Refusal, answer, check_pd_dpi, parse, write_side_buffer};
 use crate::firmware::context_mem::ContextLimits;
 use crate::roce::caps::*;
 use crate::roce::pages::{PageList, PblSpec};
@@ -96,18 +96,22 @@ pub fn create_qp(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome 
         t => return Err(Refusal::not_implemented(format!("QP type {t} (only RC, 2, and GSI, 7, are modelled)"))),
     };
     let flags = req.qp_flags.get();
-    if flags & C::QP_FLAGS_SRQ_USED != 0 {
-        return Err(Refusal::not_implemented("shared receive queues are not modelled"));
-    }
+    let srq = if flags & C::QP_FLAGS_SRQ_USED != 0 {
+        if kind != QpKind::Rc {
+            return Err(Refusal::not_implemented("an SRQ for a QP other than RC is not modelled"));
+        }
+        let id = req.srq_cid.get();
+        let s = st.srqs.get(&id).ok_or_else(|| Refusal::invalid(format!("srq_cid {id} is not an SRQ")))?;
+        if s.pd != req.pd_id.get() {
+            return Err(Refusal::invalid(format!("SRQ {id} is in PD {}, the QP in PD {}", s.pd, req.pd_id.get())));
+        }
+        Some(id)
+    } else {
+        None
+    };
     let variable = flags & C::QP_FLAGS_VARIABLE_SIZED_WQE_ENABLED != 0;
-    let pd = req.pd_id.get();
-    if pd >= MAX_PD {
-        return Err(Refusal::invalid(format!("pd_id {pd} is not below max_pd {MAX_PD}")));
-    }
-    let dpi = req.dpi.get();
-    if dpi >= MAX_DPI_NUMBER {
-        return Err(Refusal::invalid(format!("dpi {dpi} is not a doorbell page of BAR2")));
-    }
+    let (pd, dpi) = (req.pd_id.get(), req.dpi.get());
+    check_pd_dpi(pd, dpi)?;
     let (scq, rcq) = (req.scq_cid.get(), req.rcq_cid.get());
     for (what, id) in [("scq_cid", scq), ("rcq_cid", rcq)] {
         if !st.cqs.contains_key(&id) {
@@ -115,7 +119,18 @@ pub fn create_qp(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome 
         }
     }
     let sq = send_ring(cx, &req, kind, variable)?;
-    let rq = recv_ring(cx, &req, variable)?;
+    // With an SRQ, bnxt_re leaves the RQ fields zero (`bnxt_qplib_create_qp`).
+    let rq = match srq {
+        None => recv_ring(cx, &req, variable)?,
+        Some(_) => RecvRing {
+            mem: PageList::default(),
+            size: 0,
+            stride_slots: 0,
+            max_sge: 0,
+            prod: RingPos::default(),
+            taken: RingPos::default(),
+        },
+    };
     let id = match kind {
         QpKind::Rc => {
             // ORRQ and IRRQ, sized for the device's maximum as bnxt_re allocates them.
@@ -140,6 +155,7 @@ pub fn create_qp(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome 
         set_mask: 0,
         sq,
         rq,
+        srq,
         src_mac: None,
         transport: None,
         early_recvs: Default::default(),

@@ -142,6 +142,16 @@ impl RcQp {
         self.settle();
     }
 
+    /// Whether `frame` is the next request (the expected PSN) and takes a receive WQE when it
+    /// arrives (SEND First or Only, RDMA WRITE Only or Last with immediate) while none is posted:
+    /// what a QP on a shared receive queue has one taken from it for first.
+    pub fn needs_receive(&self, frame: &RoceFrame<'_>) -> bool {
+        use crate::net::Opcode as O;
+        let b = &frame.transport.bth;
+        let takes = matches!(b.opcode, O::SendFirst | O::SendOnly | O::SendOnlyImm | O::WriteOnlyImm | O::WriteLastImm);
+        takes && self.state != QpState::Error && self.resp.rq.is_empty() && self.resp.expected_psn() == b.psn
+    }
+
     /// Queue a receive. In the error state it completes flushed at once.
     pub fn post_recv(&mut self, wqe: RecvWqe) {
         if self.state == QpState::Error {

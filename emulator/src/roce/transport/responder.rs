@@ -88,6 +88,11 @@ pub(super) struct RespState {
 }
 
 impl RespState {
+    /// The PSN expected next, as on the wire.
+    pub(super) fn expected_psn(&self) -> u32 {
+        self.epsn.wire()
+    }
+
     pub(super) fn new(epsn: Seq) -> RespState {
         RespState {
             rq: VecDeque::new(),
