@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""Checks what ci/guest/init-verbs reported: rdma-core's ibv_rc_pingpong on bnxt_re against the model.
+"""Checks what ci/guest/init-verbs reported: rdma-core's ibv_rc_pingpong and ibv_srq_pingpong on bnxt_re
+against the model.
 
 usage: check-verbs.py CONSOLE_LOG --nics N [--pcap SEGMENT_PCAP --iters N]
 
 bnxt_en, bnxt_re and ib_uverbs loaded; N InfiniBand devices, each with a user-verbs node;
 ibv_devinfo listed N devices with an active port; each bnxt_re device has a RoCE v2 GID for its
-netdev's IPv4 address; in each pingpong run (polled, and with completion events), ibv_rc_pingpong's
-server and client both exited 0, found no invalid data (--chk) and printed their "N bytes in S seconds"
+netdev's IPv4 address; in each pingpong run (ibv_rc_pingpong polled, and with completion events;
+ibv_srq_pingpong, whose server receives from a shared receive queue), server and client both exited
+0, found no invalid data (--chk) and printed their "N bytes in S seconds"
 line; no kernel warning or bnxt_re complaint. With --pcap (the segment hub's capture): the RC traffic
 really crossed the segment, as RoCE v2 (UDP port 4791) between the two netdevs' addresses, at least
-one packet per message each way (2 runs x N iterations). Prints what failed; exit 1 then.
+one packet per message each way (3 runs x N iterations). Prints what failed; exit 1 then.
 """
 import argparse
 import importlib.util
@@ -62,8 +64,11 @@ def rocev2_frames(path):
     return counts
 
 
-# The pingpong runs ci/guest/init-verbs makes: polling the CQs, and waiting for completion events.
-MODES = ('poll', 'events')
+# The pingpong runs ci/guest/init-verbs makes: ibv_rc_pingpong polling the CQs, and waiting for
+# completion events; ibv_srq_pingpong (runs of `bnxt.more`, ud and uc, are reported only).
+MODES = ('poll', 'events', 'srq')
+# The program of each.
+PROGRAM = {'poll': 'ibv_rc_pingpong', 'events': 'ibv_rc_pingpong', 'srq': 'ibv_srq_pingpong'}
 
 
 def main():
@@ -108,7 +113,7 @@ def main():
                 bad.append(f'no {mode} pingpong result of the {side}')
             elif (w.get('rc') != '0' or w.get('invalid') != '0'
                   or not re.match(r'\d+_bytes_in_[0-9.]+_seconds', w.get('result', ''))):
-                bad.append(f'ibv_rc_pingpong {mode} {side}: {w}')
+                bad.append(f'{PROGRAM[mode]} {mode} {side}: {w}')
     for line in summary['dmesg']:
         if summary_check.FATAL.search(line) or summary_check.BNXT_RE_ERRORS.search(line):
             bad.append(f'kernel log: {line.strip()}')
@@ -127,7 +132,7 @@ def main():
         print(f'FAIL {a.console}: {b}')
     if not bad:
         done = '; '.join(f"{m} {s} {runs[(m, s)]['result'].replace('_', ' ')}" for m in MODES for s in ('server', 'client'))
-        print(f'PASS {a.console}: ibv_rc_pingpong {done}')
+        print(f'PASS {a.console}: pingpong {done}')
     return 1 if bad else 0
 
 
