@@ -490,7 +490,7 @@ fn a_new_pair_of_qps_still_works(p: &mut Pair) {
 #[test]
 fn random_frames_with_good_icrcs_at_a_live_qp_never_crash_the_model() {
     use bnxt_model::net::bth::BthRepr;
-    use bnxt_model::net::ext::{AethRepr, RethRepr, Syndrome};
+    use bnxt_model::net::ext::{AethRepr, DethRepr, RethRepr, Syndrome};
     use bnxt_model::net::opcode::ALL_OPCODES;
     use bnxt_model::net::{MacAddr, Path, Transport, build_frame};
     use rand::{Rng, SeedableRng};
@@ -526,6 +526,9 @@ fn random_frames_with_good_icrcs_at_a_live_qp_never_crash_the_model() {
         }
         if op.has_immdt() {
             t.immdt = Some(rng.random());
+        }
+        if op.has_deth() {
+            t.deth = Some(DethRepr { qkey: rng.random(), src_qp: rng.random_range(0..0x100_0000) });
         }
         let len = if op.has_payload() { rng.random_range(0..=4096) } else { 0 };
         let payload: Vec<u8> = (0..len).map(|_| rng.random()).collect();

@@ -183,7 +183,7 @@ fn qps_check_their_rings_cqs_and_buffers_and_stop_at_the_context_limit() {
         c
     };
     let cases: [(CmdqCreateQp, u8, &str); 9] = [
-        (bad(&|c| c.type_ = CmdqCreateQp::TYPE_UD), NOT_IMPLEMENTED, "UD"),
+        (bad(&|c| c.type_ = CmdqCreateQp::TYPE_RAW_ETHERTYPE), NOT_IMPLEMENTED, "raw Ethernet"),
         (
             bad(&|c| c.qp_flags = (c.qp_flags.get() | CmdqCreateQp::QP_FLAGS_SRQ_USED).into()),
             INVALID_PARAMETER,

@@ -13,6 +13,8 @@ pub enum Layer {
     Udp,
     /// InfiniBand Base Transport Header.
     Bth,
+    /// Datagram Extended Transport Header.
+    Deth,
     /// RDMA Extended Transport Header.
     Reth,
     /// ACK Extended Transport Header.
@@ -30,6 +32,7 @@ impl fmt::Display for Layer {
             Layer::Ipv4 => "IPv4",
             Layer::Udp => "UDP",
             Layer::Bth => "BTH",
+            Layer::Deth => "DETH",
             Layer::Reth => "RETH",
             Layer::Aeth => "AETH",
             Layer::ImmDt => "ImmDt",

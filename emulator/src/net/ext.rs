@@ -1,17 +1,42 @@
-//! Extended transport headers of RC packets: RETH (IBA Vol 1 §9.3.3), AETH (§9.3.5) and
-//! immediate data (ImmDt, §9.3.7).
+//! Extended transport headers: DETH of UD packets (IBA Vol 1 §9.3.2), RETH (§9.3.3), AETH
+//! (§9.3.5) and immediate data (ImmDt, §9.3.7).
 
 use std::time::Duration;
 
 use super::bytes::{be32, be64, put32, put64};
 use super::error::{Layer, WireError, need};
 
+/// Bytes of a DETH: Q_Key (4), reserved (1), source QP (3).
+pub const DETH_LEN: usize = 8;
 /// Bytes of a RETH: virtual address (8), R_Key (4), DMA length (4).
 pub const RETH_LEN: usize = 16;
 /// Bytes of an AETH: syndrome (1), MSN (3).
 pub const AETH_LEN: usize = 4;
 /// Bytes of immediate data.
 pub const IMMDT_LEN: usize = 4;
+
+/// The fields of a DETH (IBA §9.3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DethRepr {
+    /// Queue key the receiving QP checks (§10.2.4).
+    pub qkey: u32,
+    /// The sending QP (24 bits).
+    pub src_qp: u32,
+}
+
+impl DethRepr {
+    /// Read a DETH from the start of `buf` (the reserved byte is ignored).
+    pub fn parse(buf: &[u8]) -> Result<DethRepr, WireError> {
+        need(Layer::Deth, 0, buf, DETH_LEN)?;
+        Ok(DethRepr { qkey: be32(buf, 0), src_qp: be32(buf, 4) & 0xff_ffff })
+    }
+
+    /// Write the DETH at the start of `buf` (at least [`DETH_LEN`] bytes; the reserved byte 0).
+    pub fn emit(&self, buf: &mut [u8]) {
+        put32(buf, 0, self.qkey);
+        put32(buf, 4, self.src_qp & 0xff_ffff);
+    }
+}
 
 /// The fields of a RETH.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,6 +196,16 @@ pub fn emit_immdt(imm: u32, buf: &mut [u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deth_round_trips_and_keeps_the_reserved_byte_zero() {
+        let d = DethRepr { qkey: 0x1122_3344, src_qp: 0x00ab_cdef };
+        let mut b = [0xffu8; DETH_LEN];
+        d.emit(&mut b);
+        assert_eq!(b, [0x11, 0x22, 0x33, 0x44, 0, 0xab, 0xcd, 0xef]);
+        assert_eq!(DethRepr::parse(&b).unwrap(), d);
+        assert!(DethRepr::parse(&b[..7]).is_err());
+    }
 
     #[test]
     fn reth_round_trips_in_network_order() {

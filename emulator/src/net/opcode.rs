@@ -1,13 +1,16 @@
-//! Reliable-connected BTH opcodes and the headers each implies.
+//! The BTH opcodes the model handles (reliable connected, and unreliable datagram SEND Only) and
+//! the headers each implies.
 //!
-//! IBA Vol 1 §9.2.1 (OpCode field: bits 7-5 the transport, 000 = RC; bits 4-0 the operation) and
+//! IBA Vol 1 §9.2.1 (OpCode field: bits 7-5 the transport, 000 = RC, 011 = UD; bits 4-0 the
+//! operation) and
 //! §9.3 (which extended headers follow the BTH for each operation); cross-checked with Linux
 //! include/rdma/ib_pack.h (`IB_OPCODE_RC_*`) and drivers/infiniband/sw/rxe/rxe_opcode.c
-//! (`rxe_opcode[]`: header masks per opcode).
+//! (`rxe_opcode[]`: header masks per opcode; `IB_OPCODE_UD_SEND_ONLY` 0x64 and
+//! `IB_OPCODE_UD_SEND_ONLY_WITH_IMMEDIATE` 0x65 carry a DETH, §9.3.2).
 
 use super::error::{Layer, WireError};
 
-/// An RC opcode the model sends and receives.
+/// An opcode the model sends and receives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Opcode {
@@ -47,10 +50,14 @@ pub enum Opcode {
     ReadResponseOnly = 0x10,
     /// Acknowledge.
     Acknowledge = 0x11,
+    /// UD SEND Only (IBA §9.2.1: transport 011, operation 00100).
+    UdSendOnly = 0x64,
+    /// UD SEND Only with Immediate.
+    UdSendOnlyImm = 0x65,
 }
 
 /// Every opcode in [`Opcode`], in numeric order.
-pub const ALL_OPCODES: [Opcode; 18] = [
+pub const ALL_OPCODES: [Opcode; 20] = [
     Opcode::SendFirst,
     Opcode::SendMiddle,
     Opcode::SendLast,
@@ -69,6 +76,8 @@ pub const ALL_OPCODES: [Opcode; 18] = [
     Opcode::ReadResponseLast,
     Opcode::ReadResponseOnly,
     Opcode::Acknowledge,
+    Opcode::UdSendOnly,
+    Opcode::UdSendOnlyImm,
 ];
 
 impl Opcode {
@@ -98,6 +107,8 @@ impl Opcode {
             Opcode::ReadResponseLast => "RC RDMA Read Response Last",
             Opcode::ReadResponseOnly => "RC RDMA Read Response Only",
             Opcode::Acknowledge => "RC Acknowledge",
+            Opcode::UdSendOnly => "UD Send Only",
+            Opcode::UdSendOnlyImm => "UD Send Only Immediate",
         }
     }
 
@@ -116,7 +127,24 @@ impl Opcode {
 
     /// Whether immediate data follows (after the RETH, if any) (§9.3.7).
     pub fn has_immdt(self) -> bool {
-        matches!(self, Opcode::SendLastImm | Opcode::SendOnlyImm | Opcode::WriteLastImm | Opcode::WriteOnlyImm)
+        matches!(
+            self,
+            Opcode::SendLastImm
+                | Opcode::SendOnlyImm
+                | Opcode::WriteLastImm
+                | Opcode::WriteOnlyImm
+                | Opcode::UdSendOnlyImm
+        )
+    }
+
+    /// Whether a DETH follows the BTH: the UD opcodes (§9.3.2).
+    pub fn has_deth(self) -> bool {
+        self.is_ud()
+    }
+
+    /// Whether it is an unreliable-datagram opcode (transport bits 011).
+    pub fn is_ud(self) -> bool {
+        matches!(self, Opcode::UdSendOnly | Opcode::UdSendOnlyImm)
     }
 
     /// Whether the packet may carry payload (READ requests and ACKs carry none).
@@ -126,12 +154,13 @@ impl Opcode {
 
     /// Bytes of extended headers after the BTH.
     pub fn ext_headers_len(self) -> usize {
-        usize::from(self.has_reth()) * super::ext::RETH_LEN
+        usize::from(self.has_deth()) * super::ext::DETH_LEN
+            + usize::from(self.has_reth()) * super::ext::RETH_LEN
             + usize::from(self.has_aeth()) * super::ext::AETH_LEN
             + usize::from(self.has_immdt()) * super::ext::IMMDT_LEN
     }
 
-    /// Whether a requester sends it (everything but READ responses and ACKs).
+    /// Whether an RC requester sends it (the RC opcodes but READ responses and ACKs).
     pub fn is_request(self) -> bool {
         self <= Opcode::ReadRequest
     }
@@ -149,6 +178,8 @@ impl Opcode {
                 | Opcode::ReadRequest
                 | Opcode::ReadResponseFirst
                 | Opcode::ReadResponseOnly
+                | Opcode::UdSendOnly
+                | Opcode::UdSendOnlyImm
         )
     }
 
@@ -167,6 +198,8 @@ impl Opcode {
                 | Opcode::ReadRequest
                 | Opcode::ReadResponseLast
                 | Opcode::ReadResponseOnly
+                | Opcode::UdSendOnly
+                | Opcode::UdSendOnlyImm
         )
     }
 }
@@ -175,11 +208,11 @@ impl TryFrom<u8> for Opcode {
     type Error = WireError;
 
     fn try_from(code: u8) -> Result<Self, WireError> {
-        ALL_OPCODES.get(usize::from(code)).copied().ok_or(WireError::Unsupported {
+        ALL_OPCODES.iter().copied().find(|o| o.code() == code).ok_or(WireError::Unsupported {
             layer: Layer::Bth,
             field: "opcode",
             value: code.into(),
-            why: "not an RC opcode the model handles (SEND, RDMA WRITE, RDMA READ, Acknowledge)",
+            why: "not an opcode the model handles (RC SEND, RDMA WRITE, RDMA READ, Acknowledge; UD SEND Only)",
         })
     }
 }
@@ -191,10 +224,13 @@ mod tests {
     #[test]
     fn codes_round_trip_and_others_are_refused() {
         for (i, op) in ALL_OPCODES.iter().enumerate() {
-            assert_eq!(usize::from(op.code()), i);
+            if i < 0x12 {
+                assert_eq!(usize::from(op.code()), i);
+            }
             assert_eq!(Opcode::try_from(op.code()).unwrap(), *op);
         }
-        for code in [0x12u8, 0x13, 0x16, 0x24, 0x64, 0x81, 0xff] {
+        assert_eq!((Opcode::UdSendOnly.code(), Opcode::UdSendOnlyImm.code()), (0x64, 0x65));
+        for code in [0x12u8, 0x13, 0x16, 0x24, 0x66, 0x81, 0xff] {
             assert!(matches!(Opcode::try_from(code), Err(WireError::Unsupported { field: "opcode", .. })));
         }
     }
@@ -224,6 +260,10 @@ mod tests {
         }
         assert_eq!(Opcode::WriteOnlyImm.ext_headers_len(), 20);
         assert_eq!(Opcode::Acknowledge.ext_headers_len(), 4);
+        // rxe_opcode.c: UD SEND Only is BTH + DETH (8); with immediate, + ImmDt.
+        assert_eq!(Opcode::UdSendOnly.ext_headers_len(), 8);
+        assert_eq!(Opcode::UdSendOnlyImm.ext_headers_len(), 12);
+        assert!(Opcode::UdSendOnly.is_first() && Opcode::UdSendOnly.is_last() && !Opcode::UdSendOnly.is_request());
         assert!(Opcode::ReadRequest.is_request() && !Opcode::ReadResponseOnly.is_request());
     }
 }

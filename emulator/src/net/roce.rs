@@ -1,4 +1,4 @@
-//! Whole RoCE v2 frames: `Ethernet / IPv4 / UDP / BTH / [RETH | AETH] / [ImmDt] / payload / pad /
+//! Whole RoCE v2 frames: `Ethernet / IPv4 / UDP / BTH / [DETH | RETH | AETH] / [ImmDt] / payload / pad /
 //! ICRC` (IBA Vol 1 Annex A17 over IPv4; the transport headers of §9.2-9.3).
 //!
 //! [`build_frame`], [`build_frame_with`] and [`build_frame_overwrite`] write the headers, let the
@@ -14,7 +14,7 @@ use std::net::Ipv4Addr;
 use super::bth::{self, BthPacket, BthRepr};
 use super::error::{Layer, WireError, need};
 use super::ethernet::{self, ETHERTYPE_IPV4, ETHERTYPE_QINQ, ETHERTYPE_VLAN, EthernetFrame, EthernetRepr, MacAddr};
-use super::ext::{self, AethRepr, RethRepr};
+use super::ext::{self, AethRepr, DethRepr, RethRepr};
 use super::icrc::{self, ICRC_LEN};
 use super::ipv4::{self, Ipv4Packet, Ipv4Repr, PROTOCOL_UDP, ipv4_of_mac};
 use super::opcode::Opcode;
@@ -66,6 +66,8 @@ impl Path {
 pub struct Transport {
     /// Base transport header. The frame builder sets its pad count from the payload length.
     pub bth: BthRepr,
+    /// DETH, present exactly when [`Opcode::has_deth`] (UD).
+    pub deth: Option<DethRepr>,
     /// RETH, present exactly when [`Opcode::has_reth`].
     pub reth: Option<RethRepr>,
     /// AETH, present exactly when [`Opcode::has_aeth`].
@@ -77,7 +79,7 @@ pub struct Transport {
 impl Transport {
     /// Just a BTH (SEND and WRITE Middle, SEND First/Last/Only, READ response Middle).
     pub fn bth(bth: BthRepr) -> Transport {
-        Transport { bth, reth: None, aeth: None, immdt: None }
+        Transport { bth, deth: None, reth: None, aeth: None, immdt: None }
     }
 
     /// Bytes of BTH and extended headers.
@@ -88,6 +90,9 @@ impl Transport {
     /// Check the extended headers against the opcode, and that `payload_len` is allowed.
     pub fn check(&self, payload_len: usize) -> Result<(), WireError> {
         let op = self.bth.opcode;
+        if self.deth.is_some() != op.has_deth() {
+            return Err(WireError::Emit { layer: Layer::Deth, why: "a DETH goes with the UD opcodes only" });
+        }
         if self.reth.is_some() != op.has_reth() {
             return Err(WireError::Emit {
                 layer: Layer::Reth,
@@ -232,6 +237,10 @@ fn write_headers(path: &Path, t: &Transport, layout: &Layout, out: &mut [u8]) ->
     bth.pad_count = (layout.pad_end - layout.payload_end) as u8;
     bth.emit(&mut BthPacket::new_unchecked(&mut out[BTH_OFFSET..]));
     let mut at = EXT_OFFSET;
+    if let Some(deth) = t.deth {
+        deth.emit(&mut out[at..]);
+        at += ext::DETH_LEN;
+    }
     if let Some(reth) = t.reth {
         reth.emit(&mut out[at..]);
         at += ext::RETH_LEN;
@@ -306,6 +315,7 @@ impl<'a> RoceFrame<'a> {
             at_byte += len;
             Ok(&rest[..len])
         };
+        let deth = if op.has_deth() { Some(DethRepr::parse(take(Layer::Deth, ext::DETH_LEN)?)?) } else { None };
         let reth = if op.has_reth() { Some(RethRepr::parse(take(Layer::Reth, ext::RETH_LEN)?)?) } else { None };
         let aeth = if op.has_aeth() { Some(AethRepr::parse(take(Layer::Aeth, ext::AETH_LEN)?)?) } else { None };
         let immdt = if op.has_immdt() { Some(ext::parse_immdt(take(Layer::ImmDt, ext::IMMDT_LEN)?)?) } else { None };
@@ -323,7 +333,7 @@ impl<'a> RoceFrame<'a> {
             eth,
             ip,
             udp,
-            transport: Transport { bth, reth, aeth, immdt },
+            transport: Transport { bth, deth, reth, aeth, immdt },
             payload: &rest[..rest.len() - pad],
             icrc,
         })
@@ -436,6 +446,7 @@ mod tests {
     fn every_kind() -> Vec<(Transport, usize)> {
         let reth = RethRepr { va: 0x1000, rkey: 0x55, dma_len: 8192 };
         let aeth = AethRepr { syndrome: Syndrome::Ack { credits: 0x1f }, msn: 7 };
+        let deth = DethRepr { qkey: 0x1111_1111, src_qp: 0x42 };
         let b = |op| BthRepr::new(op, 0x11, 100);
         vec![
             (Transport::bth(b(Opcode::SendFirst)), 4096),
@@ -456,6 +467,8 @@ mod tests {
             (Transport { aeth: Some(aeth), ..Transport::bth(b(Opcode::ReadResponseLast)) }, 9),
             (Transport { aeth: Some(aeth), ..Transport::bth(b(Opcode::ReadResponseOnly)) }, 10),
             (Transport { aeth: Some(aeth), ..Transport::bth(b(Opcode::Acknowledge)) }, 0),
+            (Transport { deth: Some(deth), ..Transport::bth(b(Opcode::UdSendOnly)) }, 11),
+            (Transport { deth: Some(deth), immdt: Some(4), ..Transport::bth(b(Opcode::UdSendOnlyImm)) }, 12),
             (
                 Transport {
                     aeth: Some(AethRepr { syndrome: Syndrome::Nak(NakCode::PsnSequenceError), msn: 3 }),

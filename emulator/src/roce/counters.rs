@@ -58,6 +58,9 @@ pub struct RoceCounters {
     pub rx_not_ours: u64,
     /// Frames for a QP that does not exist or is not ready to receive.
     pub rx_no_qp: u64,
+    /// UD packets a UD QP dropped (IBA §10.2.4, §9.6: wrong Q_Key or P_Key, a QP not in RTR/RTS,
+    /// no receive WQE posted, an opcode that is not UD).
+    pub ud_dropped: u64,
     /// DMA the engine attempted that failed.
     pub dma_errors: u64,
 }

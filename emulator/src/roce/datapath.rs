@@ -18,7 +18,9 @@
 //! * Frames to one of the NIC's own MACs (a QP connected to another QP of the same NIC) do not go
 //!   on the wire: the NIC loops them back to itself [`LOOPBACK_LATENCY`] later, as a NIC's
 //!   internal switch does (the hardware's own hairpin timing is not public).
-//! * The GSI QP (QP1) has no transport: its WQEs and frames go to [`super::gsi`].
+//! * The GSI QP (QP1) has no transport: its WQEs and frames go to [`super::gsi`]. UD QPs have
+//!   none either: theirs go to [`super::ud`]; their receive WQEs wait in the QP's queue of
+//!   early receives until a packet takes them.
 //! * When the transport enters the error state on its own (retry exceeded, a NAK, a local
 //!   protection error), the QP moves to ERR and a QP error notification goes to the CREQ.
 
@@ -53,6 +55,8 @@ use super::wqe::{SqWqe, read_rq_wqe, read_sq_wqe};
 pub(super) enum Done {
     Send(SendCompletion),
     Recv(RecvCompletion),
+    /// A UD QP's receive completion, with the sender ([`super::ud`]).
+    UdRecv(super::ud::UdRecv),
     /// A WQE the engine refused: its number (or the RQ wr_id) and whether it was a send.
     Refused {
         send: bool,
@@ -132,6 +136,9 @@ impl RoceEngine {
         let Some(qp) = self.st.qps.get_mut(&qpn) else { return };
         if qp.kind == QpKind::Gsi {
             return self.gsi_sends(now, qpn, env, done);
+        }
+        if qp.kind == QpKind::Ud {
+            return self.ud_sends(now, qpn, env, done);
         }
         if !matches!(qp.state, QpState::Rts | QpState::Err) {
             return;
@@ -283,6 +290,15 @@ impl RoceEngine {
                 let (cqe, status) = req_cqe(qp, id, ReqStatus::LocalQpOperation.code());
                 (qp.scq, cqe, true, status, true)
             }
+            Done::UdRecv(u) => {
+                let c = &u.common;
+                let cqe = super::ud::ud_cqe(qp.handle, c, Some((u.src_qp, u.src_mac)));
+                (qp.rcq, cqe, false, c.status.code(), c.solicited || !c.status.is_ok())
+            }
+            Done::Recv(c) if qp.kind == QpKind::Ud => {
+                let cqe = super::ud::ud_cqe(qp.handle, &c, None);
+                (qp.rcq, cqe, false, c.status.code(), c.solicited || !c.status.is_ok())
+            }
             Done::Recv(c) => {
                 let cqe = res_cqe(qp.handle, &c);
                 (qp.rcq, cqe, false, c.status.code(), c.solicited || !c.status.is_ok())
@@ -296,7 +312,9 @@ impl RoceEngine {
                     imm: None,
                     solicited: false,
                 };
-                (qp.rcq, res_cqe(qp.handle, &c), false, c.status.code(), true)
+                let cqe =
+                    if qp.kind == QpKind::Ud { super::ud::ud_cqe(qp.handle, &c, None) } else { res_cqe(qp.handle, &c) };
+                (qp.rcq, cqe, false, c.status.code(), true)
             }
         };
         self.write_cqe(now, cq, qpn, cqe, requester, status, solicited, env);
@@ -349,7 +367,7 @@ impl RoceEngine {
         }
     }
 
-    fn qp_error_event(&mut self, now: Duration, qpn: u32, req: u8, res: u8, env: &mut Env<'_>) {
+    pub(super) fn qp_error_event(&mut self, now: Duration, qpn: u32, req: u8, res: u8, env: &mut Env<'_>) {
         let Some(qp) = self.st.qps.get(&qpn) else { return };
         let mut e = QpErr::new_zeroed();
         e.type_ = CREQ_TYPE_QP_EVENT;
@@ -398,6 +416,9 @@ impl RoceEngine {
             return;
         }
         let qpn = parsed.transport.bth.dest_qp;
+        if self.st.qps.get(&qpn).is_some_and(|q| q.kind == QpKind::Ud) {
+            return self.ud_frame(now, qpn, &parsed, env);
+        }
         if let Some(q) = self.st.qps.get(&qpn)
             && let (Some(srq), Some(t)) = (q.srq, q.transport.as_ref())
             && t.needs_receive(&parsed)

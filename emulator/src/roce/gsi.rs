@@ -1,7 +1,9 @@
 //! The GSI QP's (QP1's) data path, which the model does not carry out: sending and receiving MADs
 //! needs UD send WQEs with address vectors (roce_hsi.h `sq_send` with `avid`, `q_key`, `dst_qp`),
 //! UD receive completions (`cq_res_ud`) and the GRH/IP headers ib_mad expects in front of a
-//! received MAD, none of which the model has. What it does instead, loudly:
+//! received MAD. UD QPs have those ([`super::ud`]); QP1 is not wired to them, and how the
+//! firmware treats QP1's MADs beyond that (P_Key and Q_Key handling of the GSI) is not modelled.
+//! What it does instead, loudly:
 //!
 //! - Receive WQEs posted to QP1 stay in its RQ, unread: the hardware consumes a receive WQE only
 //!   when a MAD arrives, and none is delivered. (A QP1 in ERR leaves them there too; bnxt_re

@@ -8,6 +8,7 @@
 //! out. [`transport`] is the reliable-connected transport (requester, responder and completer),
 //! which knows nothing of the BCM57608's work-queue or completion formats.
 
+pub mod ah;
 pub mod caps;
 pub mod cc;
 pub mod channel;
@@ -29,6 +30,7 @@ mod srq_path;
 pub mod state;
 mod timers;
 pub mod transport;
+mod ud;
 pub mod wqe;
 
 pub use counters::RoceCounters;

@@ -28,6 +28,9 @@ pub enum QpKind {
     /// `bnxt_re_create_qp`). The model keeps it, its rings and its state; the UD data path
     /// behind it (sending and receiving MADs) is not modelled.
     Gsi,
+    /// Unreliable datagram (`TYPE_UD`, 4): SEND Only packets to the address handle and QP each
+    /// send WQE names ([`super::ud`]).
+    Ud,
 }
 
 impl QpKind {
@@ -36,6 +39,7 @@ impl QpKind {
         match self {
             QpKind::Rc => bnxt_hsi::roce::layouts::CmdqCreateQp::TYPE_RC,
             QpKind::Gsi => bnxt_hsi::roce::layouts::CmdqCreateQp::TYPE_GSI,
+            QpKind::Ud => bnxt_hsi::roce::layouts::CmdqCreateQp::TYPE_UD,
         }
     }
 
@@ -44,6 +48,7 @@ impl QpKind {
         match self {
             QpKind::Rc => "RC",
             QpKind::Gsi => "GSI",
+            QpKind::Ud => "UD",
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use super::ah::AhTable;
 use super::cc::CcParams;
 use super::cq::Cq;
 use super::gid::GidTable;
@@ -36,6 +37,8 @@ pub struct RoceState {
     pub qps: BTreeMap<u32, Qp>,
     /// SRQs by id.
     pub srqs: BTreeMap<u32, Srq>,
+    /// Address handles (CREATE_AH).
+    pub ahs: AhTable,
     /// QPs whose transport has work to look at (new WQEs, a state change).
     pub dirty: QpSet,
     /// Congestion-control parameters (MODIFY_ROCE_CC, QUERY_ROCE_CC). They go with the rest on

@@ -45,6 +45,12 @@ pub struct SqWqe {
     pub remote_va: u64,
     /// RDMA: remote key.
     pub remote_key: u32,
+    /// UD SEND: the Q_Key for the DETH (`sq_send.q_key`).
+    pub q_key: u32,
+    /// UD SEND: the destination QP (`sq_send.dst_qp`, 24 bits).
+    pub dst_qp: u32,
+    /// UD SEND: the address vector (`sq_send.avid`, 20 bits).
+    pub avid: u32,
     /// The SGEs (va, lkey, size), as the transport takes them.
     pub sges: SgeList,
     /// Inline data (when `flags` has INLINE).
@@ -220,6 +226,15 @@ fn parse_sq_wqe(
     read_slots(ring, mem, layout.depth, (slot + 2) % layout.depth, data)?;
     let is_rdma =
         matches!(ty, SqBase::WQE_TYPE_WRITE_WQE | SqBase::WQE_TYPE_WRITE_W_IMMEAD | SqBase::WQE_TYPE_READ_WQE);
+    // A SEND's header carries the UD fields where an RDMA header carries the remote address
+    // (roce_hsi.h `sq_send`: q_key at 0x0c, dst_qp at 0x10, avid at 0x14); RC QPs leave them 0.
+    let (q_key, dst_qp, avid) = if is_rdma {
+        (0, 0, 0)
+    } else {
+        use bnxt_hsi::roce::layouts::SqSend as U;
+        let le = |at: usize| u32::from_le_bytes(head[at..at + 4].try_into().expect("4 bytes"));
+        (le(0x0c), le(0x10) & U::DST_QP_MASK, le(0x14) & U::AVID_MASK)
+    };
     let (remote_va, remote_key) = if is_rdma {
         let r = bnxt_hsi::roce::layouts::SqRdmaHdr::read_from_bytes(&head[..32]).expect("32-byte header");
         (r.remote_va.get(), r.remote_key.get())
@@ -248,6 +263,9 @@ fn parse_sq_wqe(
         length,
         remote_va,
         remote_key,
+        q_key,
+        dst_qp,
+        avid,
         sges,
         inline,
     };

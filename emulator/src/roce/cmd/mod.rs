@@ -10,6 +10,7 @@
 //! implemented ones it does not model), INVALID_CMD for opcodes the interface does not define.
 //! Refusals and unimplemented opcodes are logged and counted.
 
+mod ah;
 mod cc;
 mod cq;
 pub mod faults;
@@ -209,7 +210,7 @@ pub enum Support {
 }
 
 /// Opcodes the model carries out.
-pub const IMPLEMENTED: [u8; 22] = [
+pub const IMPLEMENTED: [u8; 24] = [
     B::OPCODE_QUERY_FUNC,
     B::OPCODE_QUERY_VERSION,
     B::OPCODE_INITIALIZE_FW,
@@ -232,6 +233,8 @@ pub const IMPLEMENTED: [u8; 22] = [
     B::OPCODE_DESTROY_SRQ,
     B::OPCODE_MODIFY_ROCE_CC,
     B::OPCODE_QUERY_ROCE_CC,
+    B::OPCODE_CREATE_AH,
+    B::OPCODE_DESTROY_AH,
 ];
 
 /// How the model handles `opcode`.
@@ -286,6 +289,8 @@ pub fn execute(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
         B::OPCODE_DESTROY_SRQ => srq::destroy_srq(st, cmd),
         B::OPCODE_MODIFY_ROCE_CC => cc::modify_roce_cc(st, cmd),
         B::OPCODE_QUERY_ROCE_CC => cc::query_roce_cc(st, cmd, cx),
+        B::OPCODE_CREATE_AH => ah::create_ah(st, cmd, cx),
+        B::OPCODE_DESTROY_AH => ah::destroy_ah(st, cmd),
         other => unreachable!("opcode 0x{other:02x} is listed as implemented"),
     }
 }

@@ -17,6 +17,10 @@
 //!   SQ_PSN). A GSI QP has no destination: its attributes are kept and reported back, and no
 //!   transport is built (the UD data path is not modelled).
 //!
+//! - UD: the same attributes as GSI (IBA §11.2.4.2 names the same for UD and GSI QPs; ibverbs'
+//!   ud_pingpong sends PKEY_INDEX and QKEY, then the state, then SQ_PSN). The QKEY and SQ_PSN
+//!   are what the UD data path puts in the DETH and BTH of each packet.
+//!
 //! Resizing a QP (SQ/RQ size or SGE changes) is NOT_IMPLEMENTED for both types. `qp_type`, when
 //! set (bnxt_re sets it with the mandatory attributes), must be the QP's own type.
 
@@ -83,7 +87,7 @@ const TRANSPORT_ATTRS: u32 = M::MODIFY_MASK_DGID
 
 /// Mask bits `kind` requires for the transition `from` → `to`.
 fn required(kind: QpKind, from: QpState, to: QpState) -> u32 {
-    if kind == QpKind::Gsi {
+    if kind != QpKind::Rc {
         return match (from, to) {
             (QpState::Reset, QpState::Init) => M::MODIFY_MASK_PKEY | M::MODIFY_MASK_QKEY,
             (QpState::Rtr, QpState::Rts) => M::MODIFY_MASK_SQ_PSN,
@@ -349,8 +353,8 @@ pub fn modify_qp(st: &mut RoceState, cmd: &Cmd<'_>, _cx: &CmdCtx<'_>) -> Outcome
     }
     let a = apply(&req, mask, qp)?;
     match to {
-        // The GSI QP has no destination to resolve and no transport to build.
-        QpState::Rtr | QpState::Rts if kind == QpKind::Gsi => qp.state = to,
+        // GSI and UD QPs have no destination to resolve and no transport to build.
+        QpState::Rtr | QpState::Rts if kind != QpKind::Rc => qp.state = to,
         QpState::Rtr if from == QpState::Init => {
             if a.network_type != M::NETWORK_TYPE_ROCEV2_IPV4 {
                 return Err(Refusal::not_implemented(format!(

@@ -3,8 +3,8 @@
 //! `bnxt_qplib_destroy_qp`; ib_verbs.c `bnxt_re_create_qp`, `bnxt_re_init_qp_type`,
 //! `bnxt_re_setup_qp_hwqs`, `bnxt_re_qp_alloc_init_xrrq`). MODIFY_QP is in [`super::modify_qp`].
 //!
-//! CREATE_QP: an RC QP or the GSI QP (UD and raw Ethernet QPs are NOT_IMPLEMENTED, as are an SRQ
-//! for the GSI QP and a first-page offset) with its SQ and RQ behind page tables (an RC QP with
+//! CREATE_QP: an RC, UD or the GSI QP (raw Ethernet QPs are NOT_IMPLEMENTED, as are an SRQ for
+//! a QP other than RC and a first-page offset) with its SQ and RQ behind page tables (an RC QP with
 //! `SRQ_USED` has no RQ: it takes receive WQEs from SRQ `srq_cid`, which must be in its PD), the send and receive CQs, PD and
 //! DPI. In static WQE mode `sq_size` counts WQEs of 8 slots; with `VARIABLE_SIZED_WQE_ENABLED` it
 //! counts 16-byte slots. An RQ WQE is `32 + 16 × rq_sge` bytes.
@@ -15,6 +15,8 @@
 //!   for the device's maximum outstanding READs, as bnxt_re allocates them). QP numbers are QP
 //!   context entries past the L2 and QP1 ones (`ContextLimits`); when they are all used CREATE_QP
 //!   answers RESOURCES.
+//! - UD: like GSI, no MSN table and no ORRQ/IRRQ (`psn_sz` is 0 but for RC); its number is a QP
+//!   context entry past the L2 and QP1 ones, like an RC QP's.
 //! - GSI: bnxt_re on P5/P7 creates ib_mad's QP1 with CREATE_QP of type GSI (not CREATE_QP1, which
 //!   is for older chips); it gives no MSN table and no ORRQ/IRRQ (`psn_sz` is 0 for every type but
 //!   RC in `bnxt_qplib_create_qp`, so the SQ holds only the ring and `orrq_addr`/`irrq_addr` stay
@@ -93,7 +95,10 @@ pub fn create_qp(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome 
     let kind = match req.type_ {
         C::TYPE_RC => QpKind::Rc,
         C::TYPE_GSI => QpKind::Gsi,
-        t => return Err(Refusal::not_implemented(format!("QP type {t} (only RC, 2, and GSI, 7, are modelled)"))),
+        C::TYPE_UD => QpKind::Ud,
+        t => {
+            return Err(Refusal::not_implemented(format!("QP type {t} (only RC, 2, UD, 4, and GSI, 7, are modelled)")));
+        }
     };
     let flags = req.qp_flags.get();
     let srq = if flags & C::QP_FLAGS_SRQ_USED != 0 {
@@ -139,6 +144,7 @@ pub fn create_qp(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome 
             probe_buffer(cx, req.irrq_addr.get(), (2 * rd + 2) * IRRQ_ENTRY, "irrq_addr")?;
             rc_qpn(st, cx)?
         }
+        QpKind::Ud => rc_qpn(st, cx)?,
         QpKind::Gsi => gsi_qpn(st, cx.limits)?,
     };
     let qp = Qp {
@@ -192,7 +198,7 @@ fn send_ring(cx: &CmdCtx<'_>, req: &C, kind: QpKind, variable: bool) -> Result<S
     };
     let (msn_entries, what) = match kind {
         QpKind::Rc => (msn::table_entries(sq_size, variable), "SQ ring and MSN table"),
-        QpKind::Gsi => (0, "SQ ring"),
+        QpKind::Gsi | QpKind::Ud => (0, "SQ ring"),
     };
     let sq_bytes = u64::from(depth) * 16 + u64::from(msn_entries) * msn::ENTRY_BYTES as u64;
     let sq_valid = req.qp_flags.get() & C::QP_FLAGS_SQ_PBL_PG_SIZE_VALID != 0;
@@ -243,11 +249,11 @@ fn max_sge(variable: bool) -> u32 {
     if variable { u32::from(MAX_SGE_VAR_WQE) } else { u32::from(MAX_SGE) }
 }
 
-/// A free RC QP number: a QP context entry past the L2 and QP1 ones.
+/// A free RC or UD QP number: a QP context entry past the L2 and QP1 ones.
 fn rc_qpn(st: &RoceState, cx: &CmdCtx<'_>) -> Result<u32, Refusal> {
     let first = super::func::first_qpn(cx.limits);
     let count = cx.limits.qps.saturating_sub(first);
-    let in_use = st.qps.values().filter(|q| q.kind == QpKind::Rc).count();
+    let in_use = st.qps.values().filter(|q| q.kind != QpKind::Gsi).count();
     if in_use as u64 >= u64::from(count) {
         return Err(Refusal::resources(format!("all {count} QPs the context memory holds are in use")));
     }

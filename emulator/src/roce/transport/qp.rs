@@ -169,7 +169,14 @@ impl RcQp {
             return;
         }
         let p = &self.attrs.path;
-        if frame.transport.bth.dest_qp != self.attrs.qpn || frame.ip.src != p.dst_ip || frame.ip.dst != p.src_ip {
+        // A UD opcode at an RC QP fails the transport header validation (IBA §9.6: the opcode's
+        // transport must be the QP's) and is silently dropped.
+        let foreign = frame.transport.bth.opcode.is_ud();
+        if foreign
+            || frame.transport.bth.dest_qp != self.attrs.qpn
+            || frame.ip.src != p.dst_ip
+            || frame.ip.dst != p.src_ip
+        {
             self.stats.misdirected += 1;
             return;
         }
