@@ -29,8 +29,9 @@
 #                      back and bnxt_en must take them again (ci/guest/init-driver)
 #   --verbs            rdma-core's user space on Linux's bnxt_re (two NICs on the segment): the guest
 #                      gets sid's ibverbs-utils, libibverbs, libbnxt_re and glibc; ci/guest/init-verbs
-#                      addresses both netdevs on one subnet, runs ibv_devinfo, ibv_rc_pingpong and
-#                      ibv_srq_pingpong between bnxt_re1 (server) and bnxt_re0 (client) over their
+#                      addresses both netdevs on one subnet, runs ibv_devinfo, ibv_rc_pingpong,
+#                      ibv_srq_pingpong and ibv_ud_pingpong between bnxt_re1 (server) and bnxt_re0
+#                      (client) over their
 #                      RoCE v2 IPv4 GIDs,
 #                      and ci/guest/check-verbs.py requires both sides to finish with exit status 0
 #                      and the segment's capture to hold their RoCE v2 packets both ways

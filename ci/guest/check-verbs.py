@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
-"""Checks what ci/guest/init-verbs reported: rdma-core's ibv_rc_pingpong and ibv_srq_pingpong on bnxt_re
-against the model.
+"""Checks what ci/guest/init-verbs reported: rdma-core's ibv_rc_pingpong, ibv_srq_pingpong and
+ibv_ud_pingpong on bnxt_re against the model.
 
 usage: check-verbs.py CONSOLE_LOG --nics N [--pcap SEGMENT_PCAP --iters N]
 
 bnxt_en, bnxt_re and ib_uverbs loaded; N InfiniBand devices, each with a user-verbs node;
 ibv_devinfo listed N devices with an active port; each bnxt_re device has a RoCE v2 GID for its
 netdev's IPv4 address; in each pingpong run (ibv_rc_pingpong polled, and with completion events;
-ibv_srq_pingpong, whose server receives from a shared receive queue), server and client both exited
+ibv_srq_pingpong, whose server receives from a shared receive queue; ibv_ud_pingpong, UD QPs and
+address handles), server and client both exited
 0, found no invalid data (--chk) and printed their "N bytes in S seconds"
-line; no kernel warning or bnxt_re complaint. With --pcap (the segment hub's capture): the RC traffic
+line; no kernel warning or bnxt_re complaint. With --pcap (the segment hub's capture): the traffic
 really crossed the segment, as RoCE v2 (UDP port 4791) between the two netdevs' addresses, at least
-one packet per message each way (3 runs x N iterations). Prints what failed; exit 1 then.
+one packet per message each way (4 runs x N iterations). Prints what failed; exit 1 then.
 """
 import argparse
 import importlib.util
@@ -65,10 +66,10 @@ def rocev2_frames(path):
 
 
 # The pingpong runs ci/guest/init-verbs makes: ibv_rc_pingpong polling the CQs, and waiting for
-# completion events; ibv_srq_pingpong (runs of `bnxt.more`, ud and uc, are reported only).
-MODES = ('poll', 'events', 'srq')
+# completion events; ibv_srq_pingpong; ibv_ud_pingpong (runs of `bnxt.more`, uc, are reported only).
+MODES = ('poll', 'events', 'srq', 'ud')
 # The program of each.
-PROGRAM = {'poll': 'ibv_rc_pingpong', 'events': 'ibv_rc_pingpong', 'srq': 'ibv_srq_pingpong'}
+PROGRAM = {'poll': 'ibv_rc_pingpong', 'events': 'ibv_rc_pingpong', 'srq': 'ibv_srq_pingpong', 'ud': 'ibv_ud_pingpong'}
 
 
 def main():
