@@ -42,13 +42,13 @@ use crate::roce::transport::{
     QpState as TState, RecvCompletion, RecvKind, RecvWqe, ReqStatus, RespStatus, SendCompletion, SendOp, SendWqe, Sge,
 };
 
-use super::caps::{LOOPBACK_LATENCY, MAX_INLINE_DATA, MAX_INLINE_DATA_VAR_WQE};
+use super::caps::LOOPBACK_LATENCY;
 use super::cq::CqeOutcome;
 use super::engine::{Env, RoceEngine};
 use super::memory::{INLINE_LKEY, QpMemory};
 use super::qp::{Qp, QpKind};
 use super::state::RoceState;
-use super::wqe::{SqWqe, read_rq_wqe, read_sq_wqe};
+use super::wqe::{SqWqe, read_rq_wqe};
 
 /// A completion waiting to become a CQE.
 #[derive(Debug)]
@@ -143,21 +143,11 @@ impl RoceEngine {
         if !matches!(qp.state, QpState::Rts | QpState::Err) {
             return;
         }
-        let max_inline = if qp.sq.variable { u32::from(MAX_INLINE_DATA_VAR_WQE) } else { MAX_INLINE_DATA };
-        let layout = qp.sq.layout(max_inline);
         let force = qp.flags & bnxt_hsi::roce::layouts::CmdqCreateQp::QP_FLAGS_FORCE_COMPLETION != 0;
-        while qp.sq.taken != qp.sq.prod {
-            let avail = qp.sq.taken.distance(qp.sq.prod, qp.sq.size) as u32;
-            let slot = qp.sq.next_slot();
-            let slots_avail = if qp.sq.variable { avail } else { super::wqe::STATIC_WQE_SLOTS };
-            let seq = qp.sq.wqes;
+        while let Some(taken) = qp.take_send_wqe(env.mem) {
             self.counters.wqes += 1;
-            match read_sq_wqe(&qp.sq.mem, env.mem, layout, slot, slots_avail) {
-                Ok((w, owned)) => {
-                    let step = if qp.sq.variable { owned } else { 1 };
-                    qp.sq.taken = qp.sq.taken.advance(step, qp.sq.size);
-                    qp.sq.wqes += 1;
-                    qp.in_flight.push_back((seq, (slot, owned)));
+            match taken {
+                Ok((seq, slot, w)) => {
                     if let Some(m) = check_msn(qp, env, &w, slot) {
                         self.counters.msn_mismatches += 1;
                         let msg = format!("QP {qpn}: MSN table entry disagrees with WQE {seq}: {m}");
@@ -176,33 +166,15 @@ impl RoceEngine {
                         })),
                     }
                 }
-                Err((e, owned)) => {
+                Err((seq, slot, e)) => {
                     self.counters.bad_wqes += 1;
                     let reason = format!("SQ WQE at slot {slot}: {e}");
                     env.rec.record(now, EventKind::WqeRefused { qp: qpn, reason: reason.clone() });
                     tracing::debug!(qpn, %reason, "SQ WQE refused");
-                    match owned {
-                        Some(n) => {
-                            let step = if qp.sq.variable { n } else { 1 };
-                            qp.sq.taken = qp.sq.taken.advance(step, qp.sq.size);
-                            qp.sq.wqes += 1;
-                            qp.in_flight.push_back((seq, (slot, n)));
-                            if let Some(t) = qp.transport.as_mut() {
-                                t.set_error();
-                            }
-                            done.push(Done::Refused { send: true, id: seq });
-                        }
-                        None => {
-                            // The WQE's extent is unknown: nothing after it can be found either.
-                            qp.sq.taken = qp.sq.prod;
-                            if let Some(t) = qp.transport.as_mut() {
-                                t.set_error();
-                            }
-                            qp.in_flight.push_back((seq, (slot, 0)));
-                            qp.sq.wqes += 1;
-                            done.push(Done::Refused { send: true, id: seq });
-                        }
+                    if let Some(t) = qp.transport.as_mut() {
+                        t.set_error();
                     }
+                    done.push(Done::Refused { send: true, id: seq });
                     if qp.state != QpState::Err {
                         qp.state = QpState::Err;
                         self.pending_qp_error.push((qpn, QpErr::REQ_ERR_STATE_REASON_REQ_WQE_FORMAT_ERROR, 0));

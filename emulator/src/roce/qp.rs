@@ -16,7 +16,8 @@ use crate::net::MacAddr;
 use crate::roce::transport::{RcQp, RecvWqe};
 
 use super::pages::PageList;
-use super::wqe::{STATIC_WQE_SLOTS, SqLayout};
+use super::wqe::{STATIC_WQE_SLOTS, SqLayout, SqWqe, WqeError, read_sq_wqe};
+use crate::host_memory::HostMemory;
 
 /// The QP types the model keeps (roce_hsi.h `CMDQ_CREATE_QP_TYPE_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -231,6 +232,39 @@ pub struct Qp {
     /// WQEs handed to the transport and not completed, in number order: (number, (start slot,
     /// slots)).
     pub in_flight: VecDeque<(u64, (u32, u32))>,
+}
+
+/// A send WQE taken off a send queue: its number and first slot, with the WQE or why it cannot be
+/// carried out.
+pub type TakenSendWqe = Result<(u64, u32, SqWqe), (u64, u32, WqeError)>;
+
+impl Qp {
+    /// Take the next posted send WQE off the send queue (`None` when none is posted), readable
+    /// or not, and record it in flight. A WQE that cannot be read is taken as far as its extent
+    /// is known; when it is not known, every posted slot goes with it (nothing after it can be
+    /// found either).
+    pub fn take_send_wqe(&mut self, mem: &dyn HostMemory) -> Option<TakenSendWqe> {
+        use super::caps::{MAX_INLINE_DATA, MAX_INLINE_DATA_VAR_WQE};
+        if self.sq.taken == self.sq.prod {
+            return None;
+        }
+        let max_inline = if self.sq.variable { u32::from(MAX_INLINE_DATA_VAR_WQE) } else { MAX_INLINE_DATA };
+        let avail = self.sq.taken.distance(self.sq.prod, self.sq.size) as u32;
+        let slot = self.sq.next_slot();
+        let slots_avail = if self.sq.variable { avail } else { STATIC_WQE_SLOTS };
+        let seq = self.sq.wqes;
+        let (taken, owned) = match read_sq_wqe(&self.sq.mem, mem, self.sq.layout(max_inline), slot, slots_avail) {
+            Ok((w, owned)) => (Ok((seq, slot, w)), Some(owned)),
+            Err((e, owned)) => (Err((seq, slot, e)), owned),
+        };
+        match owned {
+            Some(n) => self.sq.taken = self.sq.taken.advance(if self.sq.variable { n } else { 1 }, self.sq.size),
+            None => self.sq.taken = self.sq.prod,
+        }
+        self.sq.wqes += 1;
+        self.in_flight.push_back((seq, (slot, owned.unwrap_or(0))));
+        Some(taken)
+    }
 }
 
 /// Transitions MODIFY_QP takes, the same for RC and GSI QPs (IBA Vol 1 §10.3, the QP state

@@ -47,14 +47,14 @@ use crate::roce::transport::memory::{gather_sges, scatter_sges};
 use crate::roce::transport::{AccessError, RecvCompletion, RecvKind, ReqStatus, RespStatus, SendCompletion, SendOp};
 
 use super::ah::AhTable;
-use super::caps::{LOOPBACK_LATENCY, MAX_INLINE_DATA, MAX_INLINE_DATA_VAR_WQE};
+use super::caps::LOOPBACK_LATENCY;
 use super::datapath::Done;
 use super::engine::{Env, RoceEngine};
 use super::gid::GidTable;
 use super::memory::QpMemory;
 use super::qp::Qp;
 use super::state::RoceState;
-use super::wqe::{STATIC_WQE_SLOTS, SqWqe, read_sq_wqe};
+use super::wqe::SqWqe;
 
 /// Bytes of the GRH area at the start of a UD receive buffer (the size of an IBA GRH; Linux
 /// rdma/ib_verbs.h `union rdma_network_hdr`).
@@ -92,36 +92,20 @@ impl RoceEngine {
         if !matches!(qp.state, QpState::Rts | QpState::Err) {
             return;
         }
-        let max_inline = if qp.sq.variable { u32::from(MAX_INLINE_DATA_VAR_WQE) } else { MAX_INLINE_DATA };
-        let layout = qp.sq.layout(max_inline);
         let force = qp.flags & CmdqCreateQp::QP_FLAGS_FORCE_COMPLETION != 0;
-        while qp.sq.taken != qp.sq.prod {
-            let avail = qp.sq.taken.distance(qp.sq.prod, qp.sq.size) as u32;
-            let slot = qp.sq.next_slot();
-            let slots_avail = if qp.sq.variable { avail } else { STATIC_WQE_SLOTS };
-            let seq = qp.sq.wqes;
+        while let Some(taken) = qp.take_send_wqe(env.mem) {
             self.counters.wqes += 1;
-            let (w, owned) = match read_sq_wqe(&qp.sq.mem, env.mem, layout, slot, slots_avail) {
-                Ok(r) => r,
-                Err((e, owned)) => {
+            let (seq, w) = match taken {
+                Ok((seq, _, w)) => (seq, w),
+                Err((seq, slot, e)) => {
                     self.counters.bad_wqes += 1;
                     let reason = format!("SQ WQE at slot {slot}: {e}");
-                    env.rec.record(now, EventKind::WqeRefused { qp: qpn, reason: reason.clone() });
-                    let n = owned.unwrap_or(0);
-                    match owned {
-                        Some(n) => qp.sq.taken = qp.sq.taken.advance(if qp.sq.variable { n } else { 1 }, qp.sq.size),
-                        None => qp.sq.taken = qp.sq.prod,
-                    }
-                    qp.sq.wqes += 1;
-                    qp.in_flight.push_back((seq, (slot, n)));
+                    env.rec.record(now, EventKind::WqeRefused { qp: qpn, reason });
                     done.push(Done::Refused { send: true, id: seq });
                     fail(qp, &mut self.pending_qp_error, QpErr::REQ_ERR_STATE_REASON_REQ_WQE_FORMAT_ERROR);
                     continue;
                 }
             };
-            qp.sq.taken = qp.sq.taken.advance(if qp.sq.variable { owned } else { 1 }, qp.sq.size);
-            qp.sq.wqes += 1;
-            qp.in_flight.push_back((seq, (slot, owned)));
             let imm = (w.wqe_type == SqBase::WQE_TYPE_SEND_W_IMMEAD).then_some(w.imm);
             let op = SendOp::Send { imm };
             if qp.state == QpState::Err {
