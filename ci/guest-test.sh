@@ -38,7 +38,7 @@
 #   --record-fixtures  copy each kernel's HWRM request logs, the requests answered CMD_NOT_SUPPORTED
 #                      and bnxt_re's kernel messages to fixtures/guest/<kernel suite>/
 # Env: BNXT_VM_CACHE (see ci/fetch-vm.sh); BNXT_MODEL (the model binary; default: built with
-#      `cargo build --release -p bnxt-model` as target/release/bnxt-model, under CARGO_TARGET_DIR when
+#      `cargo build --release -p bnxt-model-host` as target/release/bnxt-model, under CARGO_TARGET_DIR when
 #      set); BNXT_MODEL_ARGS (more
 #      words for every `serve`); TIMEOUT (s per guest, default 300); VFIO_USER_MSG_TIMEOUT (ms);
 #      RE_WAIT (s the guest gives `modprobe bnxt_re`, default 120: bnxt_re's probe of both
@@ -105,7 +105,7 @@ model=
 if [ $no_model = 0 ]; then
   if [ -n "${BNXT_MODEL:-}" ]; then model=$BNXT_MODEL
   else
-    (cd "$BNXT_REPO" && cargo build --release -q -p bnxt-model) || die "building bnxt-model failed"
+    (cd "$BNXT_REPO" && cargo build --release -q -p bnxt-model-host) || die "building bnxt-model failed"
     model=${CARGO_TARGET_DIR:-$BNXT_REPO/target}/release/bnxt-model
   fi
   [ -x "$model" ] || die "no model binary at $model"

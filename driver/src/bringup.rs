@@ -16,7 +16,7 @@ use crate::hwrm::Channel;
 use crate::hwrm::framing::WindowLimits;
 use crate::hwrm::timeouts::Timeouts;
 use crate::nic::Doorbells;
-use crate::pci::Clock;
+use bnxt_pci::Clock;
 
 /// `CHIP_NUM_58818`, the other chip `BNXT_CHIP_P7()` accepts (bnxt.h).
 const CHIP_NUM_58818: u16 = 0xd818;
@@ -185,7 +185,7 @@ pub(crate) fn queue_qportcfg(nic: &str, ch: &mut Channel) -> Result<(), Error> {
 pub(crate) fn func_qcfg(nic: &str, ch: &mut Channel) -> Result<Doorbells, Error> {
     let resp = ch.send(HwrmFuncQcfgInput { fid: FID_SELF.into(), ..FromZeros::new_zeroed() })?;
     let offset = u64::from(resp.legacy_l2_db_size_kb.get()) * 1024;
-    let size = (u64::from(resp.l2_doorbell_bar_size_kb.get()) * 1024).next_multiple_of(crate::dma::PAGE_SIZE as u64);
+    let size = (u64::from(resp.l2_doorbell_bar_size_kb.get()) * 1024).next_multiple_of(bnxt_pci::dma::PAGE_SIZE as u64);
     let size = (size != 0 && size > offset).then_some(size);
     if size.is_none() {
         tracing::warn!(

@@ -5,7 +5,7 @@ use std::time::Duration;
 use bnxt_hsi::hwrm::ErrorCode;
 use bnxt_hsi::roce::rcfw::CreqStatus;
 
-use crate::pci::PciError;
+use bnxt_pci::PciError;
 
 /// The name of a CREQ status, or `undefined` for a value the interface does not define.
 fn status_name(status: u8) -> &'static str {

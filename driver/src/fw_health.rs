@@ -17,8 +17,8 @@ use bnxt_hsi::hwrm::layouts::HcommStatus;
 use bnxt_hsi::pci::{BAR_DOORBELLS, BAR_REGS};
 
 use crate::error::Error;
-use crate::pci::{ConfigExt, PciError, PciFunction};
 use crate::wait::{self, Waiter};
+use bnxt_pci::{ConfigExt, PciError, PciFunction};
 
 /// GRC window bnxt_en maps health registers through (`BNXT_FW_HEALTH_WIN_MAP_OFF` 8 → window 3).
 const HEALTH_WINDOW_BASE_REG: u64 = bar0::GRC_WINDOW_BASE + 8;
@@ -153,11 +153,11 @@ mod tests {
         f.set_fw_status(0x8001);
         let err = wait_ready("BNXT", &f, StatusReg::Bar0(0x520), READY_TIMEOUT).unwrap_err();
         assert!(err.to_string().starts_with("BNXT: the firmware reports an error"), "{err}");
-        assert_eq!(crate::pci::Clock::now(&f), Duration::ZERO);
+        assert_eq!(bnxt_pci::Clock::now(&f), Duration::ZERO);
         f.set_fw_status(0x4000);
         let err = wait_ready("BNXT", &f, StatusReg::Bar0(0x520), READY_TIMEOUT).unwrap_err();
         assert!(err.to_string().contains("still booting"), "{err}");
-        assert_eq!(crate::pci::Clock::now(&f), READY_TIMEOUT);
+        assert_eq!(bnxt_pci::Clock::now(&f), READY_TIMEOUT);
         f.set_fw_status(0x8000);
         wait_ready("BNXT", &f, StatusReg::Bar0(0x520), READY_TIMEOUT).unwrap();
     }

@@ -7,20 +7,19 @@
 //! all of it. On an open NIC, [`Region`]s are memory the NIC writes and reads, and [`Qp`]s are
 //! reliable-connected queue pairs that send, receive and read between regions.
 //!
-//! The driver reaches the device only through the [`pci::PciFunction`] seam, so the same code runs
-//! against the in-process model or a model behind a vfio-user socket (a VFIO backend for real
-//! cards is not written yet; docs/contract.md says what of the contract is implemented).
+//! The driver reaches the device only through the [`PciFunction`] seam (crate `bnxt-pci`), so the
+//! same code runs against the in-process model, a model behind a vfio-user socket
+//! ([`vfio_user`]) or a real card through the kernel's VFIO ([`vfio`]); docs/contract.md says
+//! what of the contract is implemented.
 #![deny(missing_docs)]
 
 pub mod binding;
 mod bringup;
 mod ctx_mem;
-pub mod dma;
 pub mod error;
 mod fw_health;
 pub mod held;
 mod hwrm;
-pub mod pci;
 pub mod qp;
 mod quarantine;
 pub mod region;
@@ -34,8 +33,8 @@ pub mod vfio;
 pub mod vfio_user;
 mod wait;
 
+pub use bnxt_pci::{Clock, Machine, PciError, PciFunction, RealClock};
 pub use error::Error;
-pub use pci::{Clock, Machine, PciError, PciFunction, RealClock};
 pub mod nic;
 pub use nic::{Doorbells, Identity, Limits, Nic, buses, count, name_of};
 pub use qp::{Completion, Endpoint, Qp, RecvQueue, SendQueue, Side, Status};

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use bnxt_hsi::hwrm::Request;
 
 use crate::error::Error;
-use crate::pci::{Machine, PciError};
 use crate::quarantine;
 use crate::session::Session;
+use bnxt_pci::{Machine, PciError};
 
 /// A NIC's identity on the fabric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,9 +9,9 @@
 use std::sync::Mutex;
 
 use crate::ctx_mem::TypeMemory;
-use crate::dma::DmaBuffer;
-use crate::pci::Machine;
 use crate::roce::Memory;
+use bnxt_pci::Machine;
+use bnxt_pci::dma::DmaBuffer;
 
 /// Memory named by a request that got no answer.
 pub(crate) enum Retained {

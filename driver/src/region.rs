@@ -16,11 +16,11 @@ use bnxt_hsi::roce::layouts::{CmdqAllocateMrw, CmdqDeallocateKey, CmdqRegisterMr
 use bnxt_hsi::roce::qp::Access;
 use zerocopy::FromZeros;
 
-use crate::dma::{DmaBuffer, HostPages, PAGE_SIZE};
 use crate::error::Error;
 use crate::nic::Nic;
 use crate::roce::pbl::{Pbl, PblKind, pages_of};
 use crate::roce::{Counted, Memory, Object, Roce};
+use bnxt_pci::dma::{DmaBuffer, HostPages, PAGE_SIZE};
 
 /// The rights every region grants: the NIC writes it (receives, read responses) and peers'
 /// queue pairs of its own NIC read and write it.
@@ -146,7 +146,7 @@ impl Region {
     fn register(
         roce: &Arc<Roce>,
         len: usize,
-        memory: impl FnOnce(&dyn crate::pci::PciFunction) -> Result<DmaBuffer, crate::pci::PciError>,
+        memory: impl FnOnce(&dyn bnxt_pci::PciFunction) -> Result<DmaBuffer, bnxt_pci::PciError>,
     ) -> Result<Region, Error> {
         if len as u64 > roce.caps.max_mr_size {
             return Err(Error::Limit {
@@ -168,7 +168,7 @@ impl Region {
     fn make(
         roce: &Arc<Roce>,
         len: usize,
-        memory: impl FnOnce(&dyn crate::pci::PciFunction) -> Result<DmaBuffer, crate::pci::PciError>,
+        memory: impl FnOnce(&dyn bnxt_pci::PciFunction) -> Result<DmaBuffer, bnxt_pci::PciError>,
     ) -> Result<Region, Error> {
         let pci = |source| Error::Pci { nic: roce.name.clone(), source };
         let function = roce.function();

@@ -10,9 +10,9 @@ use crate::error::Error;
 use crate::fw_health::{self, StatusReg};
 use crate::hwrm::Channel;
 use crate::nic::{Doorbells, Identity, Limits, format_mac};
-use crate::pci::{ConfigExt, Machine, PciError, PciFunction, regs};
 use crate::quarantine::{self, Retained};
 use crate::roce::{self, Memory, Roce};
+use bnxt_pci::{ConfigExt, Machine, PciError, PciFunction, regs};
 
 /// What a successful boot learnt.
 pub(crate) struct Booted {

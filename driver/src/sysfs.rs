@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex, Weak};
 use bnxt_hsi::pci::{DEVICE_ID_57608, VENDOR_ID};
 
 use crate::held::HeldSet;
-use crate::pci::{Machine, PciError, PciFunction};
 use crate::vfio::{Container, ContainerError, VfioFunction};
+use bnxt_pci::{Machine, PciError, PciFunction};
 
 /// Where Linux lists PCI functions.
 pub const SYSFS_PCI_DEVICES: &str = "/sys/bus/pci/devices";

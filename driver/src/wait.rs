@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use crate::pci::Clock;
+use bnxt_pci::Clock;
 
 /// The sleeps a wait makes.
 #[derive(Debug, Clone, Copy)]

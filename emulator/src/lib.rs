@@ -1,10 +1,14 @@
-//! A software BCM57608: PCI config space, BAR registers, the HWRM firmware and (later) the RoCE
-//! engine, built as a state machine without I/O.
+//! `bnxt-model`: a software BCM57608, the device and only the device: PCI config space, BAR
+//! registers, the HWRM firmware, the RoCE engine and the virtual Ethernet segment's switch, as
+//! state machines without I/O.
 //!
-//! Inputs are config-space and BAR accesses, frames from the wire and the passage of (virtual)
-//! time; outputs are DMA reads and writes through [`host_memory::HostMemory`], frames to the
-//! wire, interrupts and timer requests. [`world::World`] is the in-process executor: several
-//! NICs, one virtual clock, deterministic.
+//! Inputs are config-space and BAR accesses, frames from the wire and the passage of time (a
+//! [`std::time::Duration`] since the start of the run, given by whoever drives the model);
+//! outputs are DMA reads and writes through [`host_memory::HostMemory`], frames to the wire,
+//! interrupts, the next deadline, typed [`events`] and the segment's [`net::capture`]. Nothing
+//! here opens a file or a socket, starts a thread or reads a clock: the hosts that do (the
+//! in-process executor `World`, `bnxt-model serve`, the segment hub) are the crate
+//! `bnxt-model-host`.
 //!
 //! Every register, layout and behaviour follows a public source, cited beside it (see
 //! `docs/sources.md`). What the model does not implement is loud: logged, counted, and a failure
@@ -21,7 +25,4 @@ pub mod l2;
 pub mod net;
 pub mod regs;
 pub mod roce;
-pub mod serve;
-pub mod vfio_user;
 pub mod vpd;
-pub mod world;

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use bnxt_model::net::Opcode;
 use bnxt_model::net::bth::BthRepr;
-use bnxt_model::net::pcap::PcapTap;
 use bnxt_model::net::roce::{Path, Transport, build_frame};
+use bnxt_model_host::pcap::PcapTap;
 use net_support::{every_kind, mac};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use bnxt_model::net::bth::BthRepr;
 use bnxt_model::net::fault::{FaultStage, WireFaults};
-use bnxt_model::net::pcap::PcapTap;
 use bnxt_model::net::roce::{Path, Transport, build_frame};
 use bnxt_model::net::switch::{LinkTiming, Switch};
 use bnxt_model::net::{DropCounters, Opcode, RoceFrame, WireError};
+use bnxt_model_host::pcap::PcapTap;
 use net_support::{every_kind, independent_icrc_ok, mac};
 use pcap_file::pcap::PcapReader;
 
@@ -27,7 +27,7 @@ fn run(seed: u64, faults: WireFaults, n: u32, dir: &std::path::Path) -> Run {
     let mut sw = Switch::new(LinkTiming::default());
     let (p0, p1) = (sw.add_port(), sw.add_port());
     let file = dir.join(format!("segment-{seed}.pcap"));
-    sw.set_tap(PcapTap::create(&file).unwrap());
+    sw.start_capture();
     // NIC 1 speaks first, before faults are on, so the switch learns it (an ACK, as a responder
     // would send).
     let back = Path::between(mac(1), mac(0), 0x20);
@@ -77,7 +77,8 @@ fn run(seed: u64, faults: WireFaults, n: u32, dir: &std::path::Path) -> Run {
         now = now.max(t);
         deliver(&mut sw, now, &mut received, &mut drops);
     }
-    let tap = sw.take_tap().unwrap();
+    let mut tap = PcapTap::create(&file).unwrap();
+    tap.record_captured(&mut sw.stop_capture());
     tap.finish().unwrap();
     Run { pcap: std::fs::read(&file).unwrap(), received, drops, switch: sw }
 }
@@ -146,7 +147,7 @@ fn a_clean_segment_delivers_every_kind_of_frame_with_good_icrcs_in_order() {
     let (p0, p1) = (sw.add_port(), sw.add_port());
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("clean.pcap");
-    sw.set_tap(PcapTap::create(&file).unwrap());
+    sw.start_capture();
     let frames = every_kind(&Path::between(mac(0), mac(1), 0x44), 0x44);
     for (i, f) in frames.iter().enumerate() {
         sw.send(Duration::from_nanos(i as u64), p0, f.clone()).unwrap();
@@ -158,7 +159,9 @@ fn a_clean_segment_delivers_every_kind_of_frame_with_good_icrcs_in_order() {
         assert_eq!(independent_icrc_ok(&d.frame), Some(true));
         RoceFrame::parse(&d.frame).unwrap();
     }
-    sw.take_tap().unwrap().finish().unwrap();
+    let mut tap = PcapTap::create(&file).unwrap();
+    tap.record_captured(&mut sw.stop_capture());
+    tap.finish().unwrap();
     let bytes = std::fs::read(&file).unwrap();
     let mut reader = PcapReader::new(&bytes[..]).unwrap();
     let mut n = 0;

@@ -11,8 +11,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use bnxt_model::net::RoceFrame;
-use bnxt_model::net::pcap::PcapTap;
 use bnxt_model::net::roce::Path;
+use bnxt_model_host::pcap::PcapTap;
 use net_support::{every_kind, mac};
 
 #[test]

@@ -10,7 +10,7 @@ use bnxt_hsi::hwrm::layouts::*;
 use bnxt_model::config_space::*;
 use bnxt_model::events::EventKind;
 use bnxt_model::faults::FaultPlan;
-use bnxt_model::world::{World, WorldConfig};
+use bnxt_model_host::world::{World, WorldConfig};
 use common::{Pages, Rig, req};
 use zerocopy::IntoBytes;
 

@@ -9,7 +9,7 @@ use bnxt_hsi::hwrm::layouts::*;
 use bnxt_model::events::EventKind;
 use bnxt_model::faults::{FaultPlan, FirmwareAction, FirmwareFault};
 use bnxt_model::host_memory::{HeapBacking, MapError};
-use bnxt_model::world::{World, WorldConfig};
+use bnxt_model_host::world::{World, WorldConfig};
 use common::{Rig, req};
 use zerocopy::IntoBytes;
 

@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bnxt::{Nic, Qp, Region, Side, Status};
-use bnxt_model::world::WorldConfig;
-use bnxt_rig::target::model_pci::ModelMachine;
+use bnxt_model_host::machine::ModelMachine;
+use bnxt_model_host::world::WorldConfig;
 use support::{Args, Figure, measure, memcpy_figure};
 
 const MIB: usize = 1 << 20;

@@ -5,13 +5,13 @@ use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bnxt::pci::Clock;
 use bnxt::{Error, Nic, PciError};
 use bnxt_hsi::hwrm::layouts::{HwrmFuncQcfgInput, HwrmVerGetInput};
 use bnxt_hsi::hwrm::{ErrorCode, req_type_by_name};
 use bnxt_model::faults::{FaultPlan, FirmwareAction, FirmwareFault};
-use bnxt_model::world::WorldConfig;
-use bnxt_rig::target::model_pci::ModelMachine;
+use bnxt_model_host::machine::ModelMachine;
+use bnxt_model_host::world::WorldConfig;
+use bnxt_pci::Clock;
 use zerocopy::FromZeros;
 
 fn machine(nics: usize, faults: Vec<FirmwareFault>) -> Arc<ModelMachine> {

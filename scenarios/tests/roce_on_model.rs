@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use bnxt::{Completion, Error, Nic, Qp, Region, Side, Status};
 use bnxt_model::faults::FaultPlan;
-use bnxt_model::world::WorldConfig;
-use bnxt_rig::target::model_pci::ModelMachine;
+use bnxt_model_host::machine::ModelMachine;
+use bnxt_model_host::world::WorldConfig;
 
 const MIB: usize = 1 << 20;
 const WAIT: Duration = Duration::from_secs(5);
@@ -181,8 +181,8 @@ fn a_read_copies_between_regions_of_one_nic() {
 fn process_memory_handed_over_is_a_region_like_any_other() {
     let mut t = two();
     let data = random(3 * 4096 + 5, 4);
-    let src = Region::pages(&t.a, bnxt::dma::HostPages::from_bytes(&data)).unwrap();
-    let dst = Region::pages(&t.b, bnxt::dma::HostPages::new(data.len())).unwrap();
+    let src = Region::pages(&t.a, bnxt_pci::dma::HostPages::from_bytes(&data)).unwrap();
+    let dst = Region::pages(&t.b, bnxt_pci::dma::HostPages::new(data.len())).unwrap();
     t.qb.receive(&dst, 0, data.len());
     t.qa.send(&src, 0, data.len());
     assert_eq!(t.qa.wait(Side::Send, WAIT), ok(data.len()));

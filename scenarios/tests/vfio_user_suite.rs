@@ -15,9 +15,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use bnxt_model::faults::FaultPlan;
-use bnxt_model::serve::segment::{Hub, SegmentOptions, SegmentSummary};
-use bnxt_model::serve::signals::Stopper;
-use bnxt_model::serve::{ServeOptions, ServeSummary, serve};
+use bnxt_model_host::serve::segment::{Hub, SegmentOptions, SegmentSummary};
+use bnxt_model_host::serve::signals::Stopper;
+use bnxt_model_host::serve::{ServeOptions, ServeSummary, serve};
 use bnxt_rig::run::outcome::Verdict;
 use bnxt_rig::run::{RunOptions, run_scenario};
 use bnxt_rig::scenario::load::load_str;

@@ -7,7 +7,7 @@
 //! takes 0x7b00 and up ("7b" for "bnxt rig"), far from the 1-18 the specification uses, so a
 //! future standard command cannot collide.
 //!
-//! Both carry JSON (UTF-8, no terminating NUL), defined by the model (`bnxt_model::vfio_user::
+//! Both carry JSON (UTF-8, no terminating NUL), defined by the model (`bnxt_model_host::vfio_user::
 //! control`):
 //!
 //! | command | request payload | reply payload |

@@ -13,7 +13,7 @@ use zerocopy::FromZeros;
 
 use crate::error::Error;
 use crate::hwrm::Channel;
-use crate::pci::{PciError, PciFunction};
+use bnxt_pci::{PciError, PciFunction};
 use page_table::Block;
 use sizing::{Plan, TypePlan};
 

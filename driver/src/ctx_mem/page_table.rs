@@ -18,8 +18,8 @@
 use bnxt_hsi::backing_store::{PTE_VALID, PTES_PER_PAGE};
 
 use super::caps::CtxInit;
-use crate::dma::{DmaBuffer, PAGE_SIZE};
-use crate::pci::{PciError, PciFunction};
+use bnxt_pci::dma::{DmaBuffer, PAGE_SIZE};
+use bnxt_pci::{PciError, PciFunction};
 
 const PTES: usize = PTES_PER_PAGE as usize;
 

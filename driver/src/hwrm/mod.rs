@@ -23,11 +23,11 @@ use bnxt_hsi::hwrm::{ErrorCode, Request};
 use bnxt_hsi::pci::BAR_REGS;
 use zerocopy::FromBytes;
 
-use crate::dma::{DmaBuffer, PAGE_SIZE};
 use crate::error::Error;
-use crate::pci::PciFunction;
 use crate::trace::{self, Outcome, TraceEvent};
 use crate::wait::{self, Waiter};
+use bnxt_pci::PciFunction;
+use bnxt_pci::dma::{DmaBuffer, PAGE_SIZE};
 use framing::{Mode, WindowLimits};
 use timeouts::Timeouts;
 

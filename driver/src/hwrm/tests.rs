@@ -8,8 +8,8 @@ use zerocopy::{FromZeros, IntoBytes};
 use super::framing::WindowLimits;
 use super::timeouts::Timeouts;
 use super::*;
-use crate::pci::Clock;
 use crate::testing::{FakeFunction, Reply, parse, req_type, respond};
+use bnxt_pci::Clock;
 
 fn channel(firmware: impl FnMut(&[u8]) -> Reply + Send + 'static) -> (FakeFunction, Channel) {
     let f = FakeFunction::new(firmware);

@@ -8,9 +8,9 @@ use bnxt_hsi::hwrm::layouts::*;
 use zerocopy::FromZeros;
 
 use super::*;
-use crate::pci::{Clock, regs};
 use crate::testing::machine::{FakeMachine, Fault, Faults, MAC, firmware};
 use crate::testing::{EXP_CAP, FakeFunction, Reply, parse, req_type, respond};
+use bnxt_pci::{Clock, regs};
 
 fn ro_on(f: &FakeFunction) -> bool {
     f.config16(EXP_CAP + regs::EXP_DEVCTL) & regs::EXP_DEVCTL_RELAX_EN != 0

@@ -16,12 +16,12 @@ use zerocopy::FromZeros;
 use super::cq;
 use super::modify::{self, Fixed};
 use super::wqe::{SLOT_BYTES, SQ_WQE_SLOTS};
-use crate::dma::{DmaBuffer, PAGE_SIZE};
 use crate::error::Error;
 use crate::roce::device::RING_SLOTS;
 use crate::roce::pbl::PblKind;
 use crate::roce::queue::{Queue, Shape};
 use crate::roce::{Memory, Object, Roce};
+use bnxt_pci::dma::{DmaBuffer, PAGE_SIZE};
 
 /// SGEs a send asks for (`max_send_sge`): one, since a region is one virtual range.
 const SQ_SGE: u16 = 1;

@@ -11,9 +11,9 @@ use bnxt_hsi::roce::msn::MsnEntry;
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use super::*;
-use crate::pci::Clock;
 use crate::testing::machine::FakeMachine;
 use crate::testing::roce_fw::RoceCmd;
+use bnxt_pci::Clock;
 
 const CREATE_QP: u8 = 0x01;
 const DESTROY_QP: u8 = 0x02;

@@ -13,9 +13,9 @@ use std::sync::{Arc, Weak};
 use bnxt_hsi::pci::BAR_DOORBELLS;
 use bnxt_hsi::roce::doorbell::Doorbell;
 
-use crate::dma::PAGE_SIZE;
-use crate::pci::PciFunction;
 use crate::trace::{self, TraceEvent};
+use bnxt_pci::PciFunction;
+use bnxt_pci::dma::PAGE_SIZE;
 
 /// The doorbell page. It does not keep the function held: once the NIC is closed (and the
 /// function released) nothing may ring.

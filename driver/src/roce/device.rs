@@ -30,11 +30,11 @@ use super::pbl::PblKind;
 use super::queue::{Queue, Shape};
 use super::rcfw::Rcfw;
 use super::{Info, Memory, Roce};
-use crate::dma::{DmaBuffer, PAGE_SIZE};
 use crate::error::Error;
 use crate::hwrm::Channel;
 use crate::nic::{Doorbells, Identity, Limits};
-use crate::pci::PciFunction;
+use bnxt_pci::PciFunction;
+use bnxt_pci::dma::{DmaBuffer, PAGE_SIZE};
 
 /// NQ entries bnxt_re allocates per NQ (`BNXT_QPLIB_NQE_MAX_CNT`).
 const NQ_ENTRIES: u32 = 128 * 1024;

@@ -22,7 +22,7 @@ use bnxt_hsi::roce::command::Command;
 
 use crate::error::Error;
 use crate::nic::{Identity, Limits};
-use crate::pci::PciFunction;
+use bnxt_pci::PciFunction;
 use caps::DevCaps;
 use db::DbPage;
 use device::Parts;

@@ -11,8 +11,8 @@
 
 use bnxt_hsi::roce::layouts::PtuPte;
 
-use crate::dma::{DmaBuffer, PAGE_SIZE};
-use crate::pci::{PciError, PciFunction};
+use bnxt_pci::dma::{DmaBuffer, PAGE_SIZE};
+use bnxt_pci::{PciError, PciFunction};
 
 /// Entries in one 4-KB table page (`MAX_PBL_LVL_1_PGS`).
 pub(crate) const ENTRIES_PER_PAGE: usize = PAGE_SIZE / 8;

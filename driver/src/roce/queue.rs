@@ -4,8 +4,8 @@
 //! memory, the auxiliary area in pages of its own; hardware-map §5.1), and the index arithmetic
 //! of its producer or consumer (`bnxt_qplib_hwq_incr_prod`, `bnxt_qplib_hwq_incr_cons`).
 
-use crate::dma::{DmaBuffer, PAGE_SIZE};
-use crate::pci::{PciError, PciFunction};
+use bnxt_pci::dma::{DmaBuffer, PAGE_SIZE};
+use bnxt_pci::{PciError, PciFunction};
 
 use super::pbl::{Pbl, PblKind, pages_of};
 

@@ -38,11 +38,11 @@ use super::Memory;
 use super::db::DbPage;
 use super::pbl::PblKind;
 use super::queue::{Cursor, Queue, Shape};
-use crate::dma::{DmaBuffer, PAGE_SIZE};
 use crate::error::Error;
-use crate::pci::{PciError, PciFunction};
 use crate::trace::{self, Outcome, TraceEvent};
 use crate::wait::{self, Waiter};
+use bnxt_pci::dma::{DmaBuffer, PAGE_SIZE};
+use bnxt_pci::{PciError, PciFunction};
 
 /// Cookies wrap at this mask (`RCFW_MAX_COOKIE_VALUE`, the CMDQ's slot count less one).
 const COOKIE_MASK: u16 = (BNXT_RE_CMDQ_SLOTS - 1) as u16;

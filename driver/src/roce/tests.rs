@@ -10,11 +10,11 @@ use bnxt_hsi::roce::layouts::*;
 
 use crate::error::Error;
 use crate::nic::Nic;
-use crate::pci::Clock;
 use crate::quarantine;
 use crate::testing::machine::{FakeMachine, Fault, MAC};
 use crate::testing::parse;
 use crate::testing::roce_fw::{RoceReply, standard};
+use bnxt_pci::Clock;
 
 const QUERY_FUNC: u8 = 0x83;
 const INITIALIZE_FW: u8 = 0x80;

@@ -9,7 +9,7 @@ use bnxt_hsi::hwrm::layouts::*;
 use zerocopy::FromZeros;
 
 use super::{FakeFunction, Reply, parse, req_type, respond};
-use crate::pci::{Machine, PciError, PciFunction};
+use bnxt_pci::{Machine, PciError, PciFunction};
 
 /// What the fake firmware does instead of answering.
 #[derive(Clone, Copy, Debug)]

@@ -14,8 +14,8 @@ use bnxt_hsi::hwrm::layouts::Output;
 use bnxt_hsi::hwrm::{Request, SHORT_REQ_SIGNATURE};
 use zerocopy::{FromBytes, IntoBytes};
 
-use crate::dma::{DmaBuffer, PAGE_SIZE};
-use crate::pci::{Clock, PciError, PciFunction};
+use bnxt_pci::{Clock, PciError, PciFunction};
+use bnxt_pci::{DmaBuffer, IovaAllocator, IovaLease, PAGE_SIZE};
 
 /// A clock whose time moves only when someone sleeps.
 #[derive(Default)]
@@ -68,7 +68,7 @@ pub(crate) struct FakeState {
     grc: HashMap<u32, u32>,
     fw_status: u32,
     dma: BTreeMap<u64, DmaRegion>,
-    next_iova: u64,
+    iovas: Arc<IovaAllocator>,
     firmware: Firmware,
     pending: Vec<(Duration, u64, Vec<u8>)>,
     submissions: Vec<Submission>,
@@ -157,12 +157,14 @@ struct FakeDmaOwner {
     _mem: Box<[u8]>,
     iova: u64,
     state: Arc<Mutex<FakeState>>,
+    _lease: IovaLease,
 }
 
 struct FakePagesOwner {
-    _mem: crate::dma::HostPages,
+    _mem: bnxt_pci::dma::HostPages,
     iova: u64,
     state: Arc<Mutex<FakeState>>,
+    _lease: IovaLease,
 }
 
 impl Drop for FakePagesOwner {
@@ -187,10 +189,10 @@ impl FakeFunction {
         let mut config = vec![0u8; 4096];
         config[0x06] = 0x10; // status: capability list
         config[0x34] = EXP_CAP as u8;
-        config[EXP_CAP as usize] = crate::pci::regs::CAP_ID_EXP;
+        config[EXP_CAP as usize] = bnxt_pci::regs::CAP_ID_EXP;
         config[EXP_CAP as usize + 4..EXP_CAP as usize + 8]
-            .copy_from_slice(&crate::pci::regs::EXP_DEVCAP_FLR.to_le_bytes());
-        config[EXP_CAP as usize + 8] = crate::pci::regs::EXP_DEVCTL_RELAX_EN as u8;
+            .copy_from_slice(&bnxt_pci::regs::EXP_DEVCAP_FLR.to_le_bytes());
+        config[EXP_CAP as usize + 8] = bnxt_pci::regs::EXP_DEVCTL_RELAX_EN as u8;
         let state = FakeState {
             now: Duration::ZERO,
             config,
@@ -199,7 +201,7 @@ impl FakeFunction {
             grc: HashMap::new(),
             fw_status: 0x8000,
             dma: BTreeMap::new(),
-            next_iova: 0x10_0000,
+            iovas: Arc::default(),
             firmware: Box::new(firmware),
             pending: Vec::new(),
             submissions: Vec::new(),
@@ -332,24 +334,24 @@ impl PciFunction for FakeFunction {
         let mut mem = vec![0u8; len].into_boxed_slice();
         let ptr = NonNull::new(mem.as_mut_ptr()).unwrap();
         let mut s = lock(&self.state);
-        let iova = s.next_iova;
-        s.next_iova += (len + PAGE_SIZE) as u64;
+        let lease = s.iovas.lease(len).map_err(|e| PciError::Dma { len, reason: e.to_string() })?;
+        let iova = lease.iova();
         s.dma.insert(iova, DmaRegion { ptr: ptr.as_ptr() as usize, len });
         drop(s);
-        let owner = FakeDmaOwner { _mem: mem, iova, state: self.state.clone() };
+        let owner = FakeDmaOwner { _mem: mem, iova, state: self.state.clone(), _lease: lease };
         // SAFETY: `ptr` points at the `len` bytes of `mem`, which the owner keeps alive (moving
         // a Box does not move its heap allocation); they are only accessed by raw copies.
         Ok(unsafe { DmaBuffer::from_raw(ptr, len, iova, Box::new(owner)) })
     }
-    fn map_dma(&self, memory: crate::dma::HostPages) -> Result<DmaBuffer, PciError> {
+    fn map_dma(&self, memory: bnxt_pci::dma::HostPages) -> Result<DmaBuffer, PciError> {
         let len = memory.capacity();
         let ptr = memory.as_ptr();
         let mut s = lock(&self.state);
-        let iova = s.next_iova;
-        s.next_iova += (len + PAGE_SIZE) as u64;
+        let lease = s.iovas.lease(len).map_err(|e| PciError::Dma { len, reason: e.to_string() })?;
+        let iova = lease.iova();
         s.dma.insert(iova, DmaRegion { ptr: ptr.as_ptr() as usize, len });
         drop(s);
-        let owner = FakePagesOwner { _mem: memory, iova, state: self.state.clone() };
+        let owner = FakePagesOwner { _mem: memory, iova, state: self.state.clone(), _lease: lease };
         // SAFETY: `ptr` points at the `len` bytes `memory` owns, which the owner keeps alive (a
         // moved HostPages keeps its allocation); they are only accessed by raw copies.
         Ok(unsafe { DmaBuffer::from_raw(ptr, len, iova, Box::new(owner)) })
@@ -359,7 +361,7 @@ impl PciFunction for FakeFunction {
         s.resets += 1;
         s.config[0x04] = 0;
         s.config[0x05] = 0;
-        s.config[EXP_CAP as usize + 8] = crate::pci::regs::EXP_DEVCTL_RELAX_EN as u8;
+        s.config[EXP_CAP as usize + 8] = bnxt_pci::regs::EXP_DEVCTL_RELAX_EN as u8;
         s.config[EXP_CAP as usize + 9] = 0;
         s.pending.clear();
         s.rcfw.reset();

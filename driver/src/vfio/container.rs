@@ -13,7 +13,7 @@ use std::sync::Arc;
 use rustix::fs::{Mode, OFlags};
 
 use super::sys;
-use crate::dma::IovaAllocator;
+use bnxt_pci::IovaAllocator;
 
 /// Why a group could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -52,7 +52,7 @@ pub struct Container {
     group: OwnedFd,
     container: OwnedFd,
     group_path: PathBuf,
-    iovas: IovaAllocator,
+    iovas: Arc<IovaAllocator>,
 }
 
 fn open(path: &Path) -> Result<OwnedFd, ContainerError> {
@@ -95,7 +95,7 @@ impl Container {
         }
         sys::group_set_container(group_fd.as_fd(), container.as_fd()).map_err(ioctl("VFIO_GROUP_SET_CONTAINER"))?;
         sys::set_iommu(container.as_fd(), sys::VFIO_TYPE1v2_IOMMU).map_err(ioctl("VFIO_SET_IOMMU"))?;
-        Ok(Arc::new(Container { group: group_fd, container, group_path, iovas: IovaAllocator::default() }))
+        Ok(Arc::new(Container { group: group_fd, container, group_path, iovas: Arc::default() }))
     }
 
     /// A descriptor for device `bus` of the group.
@@ -110,7 +110,7 @@ impl Container {
     }
 
     /// Bus addresses for the container's mappings.
-    pub fn iovas(&self) -> &IovaAllocator {
+    pub fn iovas(&self) -> &Arc<IovaAllocator> {
         &self.iovas
     }
 

@@ -10,9 +10,9 @@ use super::bar::Bar;
 use super::container::Container;
 use super::memory;
 use super::sys::{self, RegionInfo};
-use crate::dma::{DmaBuffer, HostPages};
 use crate::held::HoldGuard;
-use crate::pci::{Clock, PciError, PciFunction, RealClock, check_config_access};
+use bnxt_pci::dma::{DmaBuffer, HostPages};
+use bnxt_pci::{Clock, PciError, PciFunction, RealClock, check_config_access};
 
 /// The BARs the BCM57608 implements (64-bit BARs 0, 2 and 4: hardware-map §1).
 const BARS: [u8; 3] = [0, 2, 4];

@@ -1,5 +1,5 @@
 //! DMA memory for a VFIO function: anonymous memory of this process, or pages a caller hands over
-//! ([`crate::dma::HostPages`]), mapped into the container's IOMMU domain with
+//! ([`bnxt_pci::dma::HostPages`]), mapped into the container's IOMMU domain with
 //! `VFIO_IOMMU_MAP_DMA` at a bus address of the container's own. Dropping the buffer unmaps it
 //! from the IOMMU first (after which the device cannot reach it), then frees it.
 
@@ -10,8 +10,7 @@ use rustix::mm::{MapFlags, ProtFlags};
 
 use super::container::Container;
 use super::sys;
-use crate::dma::{DmaBuffer, HostPages, PAGE_SIZE};
-use crate::pci::PciError;
+use bnxt_pci::{DmaBuffer, HostPages, IovaLease, PAGE_SIZE, PciError};
 
 /// What backs a mapping.
 enum Backing {
@@ -28,6 +27,8 @@ struct Mapped {
     len: usize,
     iova: u64,
     backing: Backing,
+    /// The bus addresses, given back once the IOMMU no longer maps them.
+    lease: Option<IovaLease>,
 }
 
 // SAFETY: the memory is owned by this value and reached only through the DmaBuffer's raw-pointer
@@ -44,6 +45,8 @@ impl Drop for Mapped {
             if let Backing::Pages(pages) = std::mem::replace(&mut self.backing, Backing::Anonymous(0)) {
                 std::mem::forget(pages);
             }
+            // Its bus addresses stay taken too: the IOMMU may still map them.
+            std::mem::forget(self.lease.take());
             return;
         }
         if let Backing::Anonymous(len) = self.backing
@@ -59,7 +62,21 @@ impl Drop for Mapped {
 }
 
 fn map(container: &Arc<Container>, ptr: NonNull<u8>, len: usize, backing: Backing) -> Result<DmaBuffer, PciError> {
-    let iova = container.iovas().take(len);
+    let unmap_here = |backing: Backing| {
+        if let Backing::Anonymous(n) = backing {
+            // SAFETY: the anonymous mapping made in `allocate`, never mapped for the device and
+            // not handed out.
+            let _ = unsafe { rustix::mm::munmap(ptr.as_ptr().cast(), n) };
+        }
+    };
+    let lease = match container.iovas().lease(len) {
+        Ok(lease) => lease,
+        Err(e) => {
+            unmap_here(backing);
+            return Err(PciError::Dma { len, reason: e.to_string() });
+        }
+    };
+    let iova = lease.iova();
     // SAFETY: `ptr..ptr + len` is memory this process owns (`backing`), kept mapped until the
     // `Mapped` that owns it is dropped, which unmaps it from the IOMMU first.
     if let Err(e) = unsafe { sys::map_dma(container.fd(), ptr.as_ptr() as u64, iova, len as u64) } {
@@ -69,14 +86,10 @@ fn map(container: &Arc<Container>, ptr: NonNull<u8>, len: usize, backing: Backin
             ""
         };
         let reason = format!("VFIO_IOMMU_MAP_DMA of {len} bytes at bus address {iova:#x}: {e}{hint}");
-        if let Backing::Anonymous(n) = backing {
-            // SAFETY: the anonymous mapping made in `allocate`, never mapped for the device and
-            // not handed out.
-            let _ = unsafe { rustix::mm::munmap(ptr.as_ptr().cast(), n) };
-        }
+        unmap_here(backing);
         return Err(PciError::Dma { len, reason });
     }
-    let owner = Mapped { container: container.clone(), ptr, len, iova, backing };
+    let owner = Mapped { container: container.clone(), ptr, len, iova, backing, lease: Some(lease) };
     // SAFETY: `ptr` is valid for `len` bytes for as long as `owner` lives (it unmaps the device's
     // view first, then frees); the device reaches the memory by DMA, so it is only ever reached
     // here through raw-pointer copies.

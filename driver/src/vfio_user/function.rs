@@ -12,23 +12,23 @@ use bnxt_vfio_user::linux::PCI_CONFIG_REGION_INDEX;
 
 use super::client::Client;
 use super::memory::allocate;
-use crate::dma::DmaBuffer;
-use crate::dma::IovaAllocator;
 use crate::held::HoldGuard;
-use crate::pci::{Clock, PciError, PciFunction, RealClock, check_config_access};
+use bnxt_pci::IovaAllocator;
+use bnxt_pci::dma::DmaBuffer;
+use bnxt_pci::{Clock, PciError, PciFunction, RealClock, check_config_access};
 
 /// A function reached through a vfio-user client.
 pub struct VfioUserFunction {
     client: Arc<Client>,
     bus: String,
-    iovas: IovaAllocator,
+    iovas: Arc<IovaAllocator>,
     clock: RealClock,
     _held: HoldGuard,
 }
 
 impl VfioUserFunction {
     pub(super) fn new(client: Arc<Client>, bus: String, clock: RealClock, held: HoldGuard) -> VfioUserFunction {
-        VfioUserFunction { client, bus, iovas: IovaAllocator::default(), clock, _held: held }
+        VfioUserFunction { client, bus, iovas: Arc::default(), clock, _held: held }
     }
 
     fn bar_region(&self, bar: u8) -> u32 {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::client::{Client, ClientError};
 use super::function::VfioUserFunction;
 use crate::held::HeldSet;
-use crate::pci::{Machine, PciError, PciFunction, RealClock};
+use bnxt_pci::{Machine, PciError, PciFunction, RealClock};
 
 /// Functions behind vfio-user sockets.
 pub struct VfioUserMachine {

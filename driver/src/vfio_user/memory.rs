@@ -11,8 +11,7 @@ use rustix::fs::{MemfdFlags, SealFlags};
 use rustix::mm::{MapFlags, ProtFlags};
 
 use super::client::Client;
-use crate::dma::{DmaBuffer, IovaAllocator, PAGE_SIZE};
-use crate::pci::PciError;
+use bnxt_pci::{DmaBuffer, IovaAllocator, IovaLease, PAGE_SIZE, PciError};
 
 /// One allocation: the memfd, its mapping here, and its mapping on the server.
 struct Lent {
@@ -21,6 +20,8 @@ struct Lent {
     ptr: NonNull<u8>,
     len: usize,
     iova: u64,
+    // Given back to the allocator after the server let go of the region (fields drop after `drop`).
+    _lease: IovaLease,
 }
 
 // SAFETY: the mapping is owned by this value and only reached through the DmaBuffer's raw-pointer
@@ -43,7 +44,7 @@ impl Drop for Lent {
 }
 
 /// Allocate `len` bytes (rounded up to pages) of zeroed DMA memory lent to `client`'s device.
-pub fn allocate(client: &Arc<Client>, iovas: &IovaAllocator, len: usize) -> Result<DmaBuffer, PciError> {
+pub fn allocate(client: &Arc<Client>, iovas: &Arc<IovaAllocator>, len: usize) -> Result<DmaBuffer, PciError> {
     let len = len.max(1).div_ceil(PAGE_SIZE) * PAGE_SIZE;
     let fail = |reason: String| PciError::Dma { len, reason };
     let memfd = rustix::fs::memfd_create("bnxt-dma", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)
@@ -58,13 +59,23 @@ pub fn allocate(client: &Arc<Client>, iovas: &IovaAllocator, len: usize) -> Resu
     }
     .map_err(|e| fail(format!("mmap: {e}")))?;
     let ptr = NonNull::new(raw.cast::<u8>()).ok_or_else(|| fail("mmap returned null".into()))?;
-    let iova = iovas.take(len);
-    if let Err(e) = client.dma_map(iova, len as u64, 0, memfd.as_fd()) {
+    let unmap_here = || {
         // SAFETY: the mapping made above, not handed out.
         let _ = unsafe { rustix::mm::munmap(ptr.as_ptr().cast(), len) };
+    };
+    let lease = match iovas.lease(len) {
+        Ok(lease) => lease,
+        Err(e) => {
+            unmap_here();
+            return Err(fail(e.to_string()));
+        }
+    };
+    let iova = lease.iova();
+    if let Err(e) = client.dma_map(iova, len as u64, 0, memfd.as_fd()) {
+        unmap_here();
         return Err(fail(e.to_string()));
     }
-    let owner = Lent { client: client.clone(), _memfd: memfd, ptr, len, iova };
+    let owner = Lent { client: client.clone(), _memfd: memfd, ptr, len, iova, _lease: lease };
     // SAFETY: `ptr` is valid for `len` bytes for as long as `owner` lives (it unmaps on drop,
     // after the server let go); the memory is shared with the server process, which is the
     // device side of DMA, and is only reached through raw-pointer copies here.

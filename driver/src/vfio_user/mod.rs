@@ -14,7 +14,7 @@ pub mod function;
 pub mod machine;
 pub mod memory;
 
-pub use crate::pci::RealClock;
+pub use bnxt_pci::RealClock;
 pub use client::{Client, ClientError};
 pub use function::VfioUserFunction;
 pub use machine::VfioUserMachine;

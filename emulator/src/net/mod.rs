@@ -6,7 +6,8 @@
 //! [`opcode`], [`ext`]), the invariant CRC ([`icrc`]) and whole RoCE v2 frames ([`roce`]).
 //!
 //! The segment the NICs share: a learning [`switch`] that delivers frames after a latency from a
-//! time-ordered queue, a [`fault`] stage between the ports and the switch, and a [`pcap`] tap.
+//! time-ordered queue, a [`fault`] stage between the ports and the switch, and a [`capture`] of what the switch saw
+//! (written out as pcap by the host).
 //! Nothing here reads a clock: time is a [`std::time::Duration`] since the start of the run,
 //! passed in by the executor.
 //!
@@ -25,6 +26,7 @@
 
 pub mod bth;
 mod bytes;
+pub mod capture;
 pub mod error;
 pub mod ethernet;
 pub mod ext;
@@ -32,12 +34,10 @@ pub mod fault;
 pub mod icrc;
 pub mod ipv4;
 pub mod opcode;
-pub mod pcap;
 pub mod pool;
 pub mod roce;
 pub mod sealed;
 pub mod source_port;
-pub mod stream;
 pub mod switch;
 pub mod time_queue;
 pub mod udp;

@@ -9,7 +9,7 @@
 //! a capture holds: preamble and start delimiter 8, FCS 4, inter-frame gap 12; IEEE 802.3). So
 //! frames to one port arrive in the order they entered, unless the fault stage changes that.
 //!
-//! Frames pass the [`FaultStage`] before the switch sees them; the pcap tap, when set, records
+//! Frames pass the [`FaultStage`] before the switch sees them; the capture, when on, records
 //! what leaves the fault stage (the wire as the switch sees it) at the time it enters the switch.
 //!
 //! A [`SealedFrame`] sent with [`Switch::send_sealed`] stays sealed to the receiver
@@ -21,9 +21,9 @@ use std::fmt;
 use std::time::Duration;
 
 use super::MacAddr;
+use super::capture::Captured;
 use super::ethernet::{self, EthernetFrame};
 use super::fault::{FaultCounters, FaultEvent, FaultStage, Passed};
-use super::pcap::PcapTap;
 use super::sealed::{SealedFrame, WireFrame};
 use super::time_queue::{Keyed, TimeQueue};
 
@@ -170,12 +170,12 @@ pub struct Switch {
     seq: u64,
     faults: FaultStage,
     passed: Vec<Passed>,
-    tap: Option<PcapTap>,
+    capture: Option<Vec<Captured>>,
     stats: SwitchStats,
 }
 
 impl Switch {
-    /// A switch with no ports, no faults and no tap.
+    /// A switch with no ports, no faults and no capture.
     pub fn new(timing: LinkTiming) -> Switch {
         Switch {
             timing,
@@ -186,7 +186,7 @@ impl Switch {
             seq: 0,
             faults: FaultStage::none(),
             passed: Vec::new(),
-            tap: None,
+            capture: None,
             stats: SwitchStats::default(),
         }
     }
@@ -196,14 +196,27 @@ impl Switch {
         self.faults = faults;
     }
 
-    /// Record every frame the switch sees into `tap` (replacing any tap before, which is returned).
-    pub fn set_tap(&mut self, tap: PcapTap) -> Option<PcapTap> {
-        self.tap.replace(tap)
+    /// Record every frame the switch sees (until [`Switch::stop_capture`]), for
+    /// [`Switch::drain_captured`].
+    pub fn start_capture(&mut self) {
+        self.capture.get_or_insert_with(Vec::new);
     }
 
-    /// Take the tap off (to [`PcapTap::finish`] it).
-    pub fn take_tap(&mut self) -> Option<PcapTap> {
-        self.tap.take()
+    /// Stop recording; what was recorded and not drained is returned.
+    pub fn stop_capture(&mut self) -> Vec<Captured> {
+        self.capture.take().unwrap_or_default()
+    }
+
+    /// Whether frames are being recorded.
+    pub fn capturing(&self) -> bool {
+        self.capture.is_some()
+    }
+
+    /// Move the frames recorded since the last call into `out`, oldest first.
+    pub fn drain_captured(&mut self, out: &mut Vec<Captured>) {
+        if let Some(c) = &mut self.capture {
+            out.append(c);
+        }
     }
 
     /// Add a port.
@@ -410,8 +423,8 @@ impl Switch {
         if src.is_unicast() {
             self.learn(from, src);
         }
-        if let Some(tap) = &mut self.tap {
-            tap.record(at, frame.bytes());
+        if let Some(c) = &mut self.capture {
+            c.push(Captured { at, frame: frame.bytes().to_vec() });
         }
         let learned = if dst.is_unicast() { self.lookup(from, dst) } else { None };
         match learned {
@@ -574,8 +587,7 @@ mod tests {
     fn a_sealed_frame_stays_sealed_only_through_a_transparent_stage() {
         let (mut sw, a, b) = two_ports_b_learned();
         let (mut plain, _, _) = two_ports_b_learned();
-        let file = tempfile::NamedTempFile::new().unwrap();
-        sw.set_tap(PcapTap::create(file.path()).unwrap());
+        sw.start_capture();
         let t = Duration::from_micros(5);
         sw.send_sealed(t, a, sealed(1)).unwrap();
         plain.send(t, a, sealed(1).into_vec()).unwrap();
@@ -608,7 +620,7 @@ mod tests {
         assert!(crate::net::RoceFrame::parse_wire(&got[0].frame).is_err());
         // Refusals are those of `send`.
         assert_eq!(sw.send_sealed(t, PortId(7), sealed(4)), Err(SwitchError::NoSuchPort(PortId(7))));
-        assert_eq!(sw.take_tap().unwrap().finish().unwrap(), 3, "the tap saw all three");
+        assert_eq!(sw.stop_capture().len(), 3, "the capture saw all three");
     }
 
     #[test]
@@ -693,7 +705,7 @@ mod tests {
     }
 
     #[test]
-    fn the_tap_records_what_leaves_the_fault_stage() {
+    fn the_capture_records_what_leaves_the_fault_stage() {
         let mut sw = Switch::new(untimed());
         let (a, _b) = (sw.add_port(), sw.add_port());
         let rules = vec![
@@ -701,11 +713,15 @@ mod tests {
             FaultRule { matching: FrameMatch::default(), nth: Some(2), kind: FaultKind::Duplicate, delay: None },
         ];
         sw.set_faults(FaultStage::new(0, WireFaults::default(), rules).unwrap());
-        let file = tempfile::NamedTempFile::new().unwrap();
-        sw.set_tap(PcapTap::create(file.path()).unwrap());
+        sw.start_capture();
         for tag in 1..=3 {
             sw.send(Duration::from_micros(u64::from(tag)), a, frame(mac(1), mac(2), tag)).unwrap();
         }
-        assert_eq!(sw.take_tap().unwrap().finish().unwrap(), 3, "frame 1 dropped, frame 2 twice, frame 3");
+        let mut seen = Vec::new();
+        sw.drain_captured(&mut seen);
+        let tags: Vec<(u8, Duration)> = seen.iter().map(|c| (c.frame[14], c.at)).collect();
+        let us = Duration::from_micros;
+        assert_eq!(tags, vec![(2, us(2)), (2, us(2)), (3, us(3))], "frame 1 dropped, frame 2 twice, frame 3");
+        assert!(sw.stop_capture().is_empty(), "drained");
     }
 }

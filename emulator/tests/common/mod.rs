@@ -12,7 +12,7 @@ use bnxt_hsi::hwrm::layouts::{HwrmFuncCfgInput, HwrmShortInput};
 use bnxt_model::config_space::{COMMAND, COMMAND_MASTER, COMMAND_MEMORY};
 use bnxt_model::faults::FaultPlan;
 use bnxt_model::host_memory::{HeapBacking, HostMemory, Iommu};
-use bnxt_model::world::{World, WorldConfig};
+use bnxt_model_host::world::{World, WorldConfig};
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 /// Bus address of the memory every NIC gets.

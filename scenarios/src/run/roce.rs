@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use bnxt::dma::HostPages;
 use bnxt::{DeviceMemory, Qp, Region, Status};
+use bnxt_pci::dma::HostPages;
 
 use super::exec::{Checks, Exec, Mismatch};
 use super::fill;

@@ -14,8 +14,8 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use bnxt::dma::{DmaBuffer, HostPages};
 use bnxt::{Clock, Machine, PciError, PciFunction};
+use bnxt_pci::dma::{DmaBuffer, HostPages};
 
 use crate::transcript::record::Recorder;
 

@@ -8,7 +8,6 @@
 //! RoCE, more NICs than it has) is skipped on it with the reason.
 
 pub mod model;
-pub mod model_pci;
 pub mod vfio;
 pub mod vfio_user;
 
@@ -68,7 +67,7 @@ impl ConfigState {
     /// The state config space shows, read through `read` (offset, bytes): the command register,
     /// and Device Control of the PCI Express capability (found by walking the capability list).
     pub fn read(read: impl Fn(u16, &mut [u8]) -> Result<(), TargetError>) -> Result<ConfigState, TargetError> {
-        use bnxt::pci::regs;
+        use bnxt_pci::regs;
         let read16 = |offset: u16| {
             let mut b = [0u8; 2];
             read(offset, &mut b).map(|()| u16::from_le_bytes(b))

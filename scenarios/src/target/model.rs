@@ -6,13 +6,13 @@ use std::sync::Arc;
 use bnxt::{Clock, Machine};
 use bnxt_hsi::hwrm::req_name;
 use bnxt_model::faults::{self, FaultPlan, WirePlan};
-use bnxt_model::world::WorldConfig;
+use bnxt_model_host::world::WorldConfig;
 
-use super::model_pci::{ModelClock, ModelMachine};
 use super::{Capabilities, ConfigState, Internals, MachinePlan, Session, Target, TargetError};
 use crate::scenario::{Capability, CommandAction, FaultKind, FirmwareAction, MAX_NICS, WireFault};
 use crate::transcript::model::ModelEvents;
 use crate::transcript::record::EventSource;
+use bnxt_model_host::machine::{ModelClock, ModelMachine};
 
 /// The in-process model.
 #[derive(Debug, Clone, Copy, Default)]

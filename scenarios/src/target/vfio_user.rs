@@ -35,8 +35,8 @@ use bnxt::vfio_user::{Client, VfioUserMachine};
 use bnxt::{Clock, Machine, PciError};
 use bnxt_hsi::hwrm::req_name;
 use bnxt_model::faults::{FaultPlan, WirePlan};
-use bnxt_model::net::pcap::PcapTap;
-use bnxt_model::vfio_user::control::{Restart, State};
+use bnxt_model_host::pcap::PcapTap;
+use bnxt_model_host::vfio_user::control::{Restart, State};
 use bnxt_vfio_user::header::Command;
 use bnxt_vfio_user::linux::PCI_CONFIG_REGION_INDEX;
 

@@ -11,7 +11,7 @@ use super::record::EventSource;
 use super::{Line, Packet, PacketKind, Source};
 use crate::scenario::opcodes::opcode_name;
 use crate::scenario::values::format_duration;
-use crate::target::model_pci::ModelMachine;
+use bnxt_model_host::machine::ModelMachine;
 
 /// The BTH opcode of an RC ACKNOWLEDGE (IBA Vol 1 §9.2.1; `IB_OPCODE_RC_ACKNOWLEDGE`).
 const ACKNOWLEDGE: u8 = 0x11;

@@ -19,8 +19,8 @@ use rustix::fs::SealFlags;
 use zerocopy::{FromBytes, IntoBytes};
 
 use super::{Client, ClientError};
-use crate::dma::IovaAllocator;
 use crate::vfio_user::memory::allocate;
+use bnxt_pci::IovaAllocator;
 
 /// What the scripted server does with a message after the device discovery.
 enum Act {
@@ -142,7 +142,7 @@ fn dma_memory_is_a_sealed_memfd_lent_with_dma_map_and_taken_back_on_drop() {
         Act::Reply(reply(&msg.header, &[]))
     });
     let client = Arc::new(connect(stream, Duration::from_secs(5)).unwrap());
-    let iovas = IovaAllocator::default();
+    let iovas = std::sync::Arc::new(IovaAllocator::default());
     let a = allocate(&client, &iovas, 100).unwrap();
     let b = allocate(&client, &iovas, 8192).unwrap();
     assert_eq!((a.len(), b.len()), (4096, 8192));

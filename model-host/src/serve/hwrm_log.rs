@@ -18,8 +18,8 @@ use std::path::Path;
 
 use bnxt_hsi::hwrm::ErrorCode;
 
-use crate::events::{Event, EventKind, req_label};
-use crate::faults::FirmwareAction;
+use bnxt_model::events::{Event, EventKind, req_label};
+use bnxt_model::faults::FirmwareAction;
 
 /// The log file.
 pub struct HwrmLog {
@@ -84,7 +84,7 @@ mod tests {
         log.record(&ev(EventKind::HwrmRequest {
             req_type: 0,
             seq_id: 1,
-            form: crate::events::SubmitForm::Direct,
+            form: bnxt_model::events::SubmitForm::Direct,
             len: 24,
             summary: String::new(),
         }))
@@ -101,7 +101,7 @@ mod tests {
         log.record(&ev(EventKind::HwrmRequest {
             req_type: 0x1d,
             seq_id: 3,
-            form: crate::events::SubmitForm::Direct,
+            form: bnxt_model::events::SubmitForm::Direct,
             len: 24,
             summary: String::new(),
         }))

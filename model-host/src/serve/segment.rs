@@ -1,7 +1,7 @@
 //! `bnxt-model segment`: a virtual Ethernet segment other processes join over a UNIX socket, in
-//! QEMU's stream-netdev framing ([`crate::net::stream`]): `bnxt-model serve --segment PATH`
+//! QEMU's stream-netdev framing ([`crate::stream`]): `bnxt-model serve --segment PATH`
 //! processes and QEMU guests' own NICs (`-netdev stream,server=off,addr.type=unix,addr.path=PATH`)
-//! alike. Each connection is a port of the model's learning switch ([`crate::net::switch`]),
+//! alike. Each connection is a port of the model's learning switch ([`bnxt_model::net::switch`]),
 //! which forwards each frame to the port its destination was learned on, or floods it; `--pcap`
 //! records every frame that enters the switch.
 //!
@@ -26,9 +26,9 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use super::ServeError;
 use super::signals::{StopSignals, Stopper};
 use super::socket::Listener;
-use crate::net::pcap::PcapTap;
-use crate::net::stream::{FrameDecoder, Outbox};
-use crate::net::switch::{LinkTiming, PortId, Switch};
+use crate::pcap::PcapTap;
+use crate::stream::{FrameDecoder, Outbox};
+use bnxt_model::net::switch::{LinkTiming, PortId, Switch};
 
 /// Most bytes kept waiting for a peer that does not read; frames beyond are dropped.
 pub const MAX_BACKLOG: usize = 256 << 20;
@@ -79,6 +79,7 @@ pub struct Hub {
     listener: Listener,
     signals: StopSignals,
     switch: Switch,
+    tap: Option<PcapTap>,
 }
 
 impl Hub {
@@ -87,11 +88,14 @@ impl Hub {
         let listener = Listener::bind(&options.socket)?;
         let signals = StopSignals::install(options.catch_signals).map_err(ServeError::Signals)?;
         let mut switch = Switch::new(LinkTiming::default());
-        if let Some(path) = &options.pcap {
-            let tap = PcapTap::create(path).map_err(|e| ServeError::Pcap(e.to_string()))?;
-            switch.set_tap(tap);
-        }
-        Ok(Hub { listener, signals, switch })
+        let tap = match &options.pcap {
+            Some(path) => {
+                switch.start_capture();
+                Some(PcapTap::create(path).map_err(|e| ServeError::Pcap(e.to_string()))?)
+            }
+            None => None,
+        };
+        Ok(Hub { listener, signals, switch, tap })
     }
 
     /// A handle that stops [`Hub::run`] as SIGTERM would.
@@ -101,17 +105,23 @@ impl Hub {
 
     /// Run until a signal (or the [`Hub::stopper`]); the pcap is finished on the way out.
     pub fn run(self) -> Result<SegmentSummary, ServeError> {
-        let Hub { listener, mut signals, mut switch } = self;
-        run_hub(&listener, &mut signals, &mut switch)
+        let Hub { listener, mut signals, mut switch, mut tap } = self;
+        run_hub(&listener, &mut signals, &mut switch, &mut tap)
     }
 }
 
-fn run_hub(listener: &Listener, signals: &mut StopSignals, switch: &mut Switch) -> Result<SegmentSummary, ServeError> {
+fn run_hub(
+    listener: &Listener,
+    signals: &mut StopSignals,
+    switch: &mut Switch,
+    tap: &mut Option<PcapTap>,
+) -> Result<SegmentSummary, ServeError> {
     tracing::info!(socket = %listener.path().display(), "segment hub listening");
     let start = Instant::now();
     let mut peers: HashMap<PortId, Peer> = HashMap::new();
     let mut summary = SegmentSummary::default();
     let mut buf = vec![0u8; READ_CHUNK];
+    let mut captured = Vec::new();
     loop {
         let timeout = switch.next_deadline().map(|d| d.saturating_sub(start.elapsed()));
         let ids: Vec<PortId> = peers.keys().copied().collect();
@@ -170,8 +180,12 @@ fn run_hub(listener: &Listener, signals: &mut StopSignals, switch: &mut Switch) 
             summary.frames_out += 1;
             flush(peer);
         }
+        if let Some(tap) = tap.as_mut() {
+            switch.drain_captured(&mut captured);
+            tap.record_captured(&mut captured);
+        }
     }
-    if let Some(tap) = switch.take_tap() {
+    if let Some(tap) = tap.take() {
         let frames = tap.finish().map_err(|e| ServeError::Pcap(e.to_string()))?;
         tracing::info!(frames, "pcap written");
     }

@@ -1,22 +1,21 @@
-//! The in-process model behind the driver's seam: a [`bnxt::Machine`] whose functions are the
-//! NICs of a [`bnxt_model::world::World`], with the world's virtual clock as the driver's clock.
+//! The in-process model behind the driver's seam: a [`Machine`] whose functions are the NICs of
+//! a [`World`], with the world's virtual clock as the driver's clock.
 //!
 //! DMA memory is page-aligned heap memory mapped into the NIC's I/O address space for as long as
-//! the driver holds the [`DmaBuffer`]; dropping the buffer unmaps it. Bus addresses are handed out
-//! upward with an unmapped guard page between allocations, so an overrun faults in the model
-//! rather than reaching a neighbour.
+//! the driver holds the [`DmaBuffer`]; dropping the buffer unmaps it. Bus addresses come from the
+//! seam's [`IovaAllocator`] (upward, a guard page after each allocation, freed ones reused), so
+//! an overrun faults in the model rather than reaching a neighbour.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use bnxt::dma::{DmaBuffer, HostPages, PAGE_SIZE};
-use bnxt::pci::{Clock, ConfigExt, Machine, PciError, PciFunction, check_config_access, regs};
 use bnxt_model::host_memory::{DmaBacking, HeapBacking};
-use bnxt_model::world::{World, WorldConfig};
+use bnxt_pci::{
+    Clock, ConfigExt, DmaBuffer, HostPages, IovaAllocator, IovaLease, Machine, PAGE_SIZE, PciError, PciFunction,
+    check_config_access, regs,
+};
 
-/// First bus address handed out for a function's DMA memory.
-const IOVA_BASE: u64 = 0x1_0000_0000;
+use crate::world::{World, WorldConfig};
 /// How long a function-level reset takes before the function may be used again (PCIe Base
 /// Specification: 100 ms after initiating FLR).
 const FLR_WAIT: Duration = Duration::from_millis(100);
@@ -75,7 +74,7 @@ impl Machine for ModelMachine {
             _held: HeldFlag { nic, held: self.held.clone() },
             nic,
             bus: bus.to_string(),
-            next_iova: AtomicU64::new(IOVA_BASE),
+            iovas: Arc::default(),
             clock: self.clock(),
         }))
     }
@@ -114,7 +113,7 @@ pub struct ModelFunction {
     _held: HeldFlag,
     nic: usize,
     bus: String,
-    next_iova: AtomicU64,
+    iovas: Arc<IovaAllocator>,
     clock: ModelClock,
 }
 
@@ -124,6 +123,8 @@ struct DmaGuard {
     nic: usize,
     iova: u64,
     _backing: Arc<dyn DmaBacking>,
+    // Given back after the mapping is gone (fields drop after `drop`).
+    _lease: IovaLease,
 }
 
 /// Process memory the driver handed over for DMA (`PciFunction::map_dma`).
@@ -145,12 +146,13 @@ impl ModelFunction {
     /// Map `backing` at the next bus address (one unmapped guard page after it) for the device.
     fn lend(&self, backing: Arc<dyn DmaBacking>) -> Result<DmaBuffer, PciError> {
         let len = backing.len();
-        let iova = self.next_iova.fetch_add((len + PAGE_SIZE) as u64, Ordering::Relaxed);
+        let lease = self.iovas.lease(len).map_err(|e| PciError::Dma { len, reason: e.to_string() })?;
+        let iova = lease.iova();
         lock(&self.world)
             .map_dma(self.nic, iova, backing.clone())
             .map_err(|e| PciError::Dma { len, reason: e.to_string() })?;
         let ptr = std::ptr::NonNull::new(backing.as_ptr()).expect("DMA backings are never null");
-        let guard = DmaGuard { world: self.world.clone(), nic: self.nic, iova, _backing: backing };
+        let guard = DmaGuard { world: self.world.clone(), nic: self.nic, iova, _backing: backing, _lease: lease };
         // SAFETY: `ptr` points at `len` bytes owned by the backing that `guard` keeps alive (the
         // guard is the buffer's owner and is dropped with it); the memory is only ever accessed
         // by raw-pointer copies, by the driver's DmaBuffer and the model's Iommu.

@@ -1,7 +1,7 @@
 //! The regions a vfio-user client sees (vfio-pci's layout, `<linux/vfio.h>`): BAR0-BAR5 as
 //! regions 0-5, the expansion ROM as 6, config space as 7, VGA as 8. The model's function has
 //! 64-bit BARs 0, 2 and 4 (1, 3 and 5 are their upper halves, so they are empty regions), no
-//! ROM and no VGA. Sizes come from the model's config space ([`crate::config_space::BAR_SIZES`]).
+//! ROM and no VGA. Sizes come from the model's config space ([`bnxt_model::config_space::BAR_SIZES`]).
 //!
 //! No region is mappable (no `VFIO_REGION_INFO_FLAG_MMAP`): every access reaches the model as a
 //! `VFIO_USER_REGION_READ`/`WRITE`, in order, as the model needs to see each register access.
@@ -9,7 +9,7 @@
 use bnxt_vfio_user::linux::{PCI_CONFIG_REGION_INDEX, PCI_NUM_REGIONS, REGION_INFO_FLAG_READ, REGION_INFO_FLAG_WRITE};
 use bnxt_vfio_user::payload::RegionInfo;
 
-use crate::config_space::{BAR_SIZES, CONFIG_SPACE_SIZE};
+use bnxt_model::config_space::{BAR_SIZES, CONFIG_SPACE_SIZE};
 
 /// What a region index names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +59,7 @@ pub fn info(index: u32) -> Option<RegionInfo> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config_space::{BAR0_SIZE, BAR2_SIZE, BAR4_SIZE};
+    use bnxt_model::config_space::{BAR0_SIZE, BAR2_SIZE, BAR4_SIZE};
 
     #[test]
     fn bars_0_2_4_and_config_space_have_the_model_sizes_and_the_rest_are_empty() {

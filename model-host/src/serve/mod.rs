@@ -23,7 +23,7 @@ use std::path::PathBuf;
 
 pub use event_loop::{ServeError, ServeSummary, StopReason, serve};
 
-use crate::faults::FaultPlan;
+use bnxt_model::faults::FaultPlan;
 
 /// What to serve and how.
 #[derive(Debug, Clone)]

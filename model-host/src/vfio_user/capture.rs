@@ -14,7 +14,7 @@ use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use crate::net::pcap::{PcapTap, PcapTapError};
+use crate::pcap::{PcapTap, PcapTapError};
 
 /// The file, shared between the tap that writes it and the capture that flushes it.
 #[derive(Clone)]

@@ -12,9 +12,9 @@
 
 use std::time::Duration;
 
-use crate::faults::{WirePlan, WirePlanError};
-use crate::net::fault::{FaultCounters, FaultEvent, FaultStage, Passed};
-use crate::net::switch::PortId;
+use bnxt_model::faults::{WirePlan, WirePlanError};
+use bnxt_model::net::fault::{FaultCounters, FaultEvent, FaultStage, Passed};
+use bnxt_model::net::switch::PortId;
 
 /// Mixed into the run's seed for the uplink's fault stage (with the NIC's index), so its draws
 /// follow neither the model's other random choices nor another NIC's.
@@ -121,7 +121,7 @@ impl Uplink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::faults::{WireFaultKind, WireRule};
+    use bnxt_model::faults::{WireFaultKind, WireRule};
 
     fn rule(kind: WireFaultKind, nth: u64) -> WireRule {
         WireRule { nic: Some(0), opcode: None, psn: None, dest_qp: None, nth: Some(nth), kind, delay: None }

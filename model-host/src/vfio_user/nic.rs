@@ -24,11 +24,11 @@ use super::irqs::IrqTable;
 use super::regions::{self, RegionKind};
 use super::uplink::{Uplink, stage_seed};
 use super::{Refusal, refuse};
-use crate::config_space::{DEVCTL_BCR_FLR, EXP_CAP, EXP_DEVCTL};
-use crate::events::{Event, EventKind};
-use crate::faults::{FaultPlan, WirePlan, WirePlanError};
-use crate::net::switch::PortId;
 use crate::world::{World, WorldConfig};
+use bnxt_model::config_space::{DEVCTL_BCR_FLR, EXP_CAP, EXP_DEVCTL};
+use bnxt_model::events::{Event, EventKind};
+use bnxt_model::faults::{FaultPlan, WirePlan, WirePlanError};
+use bnxt_model::net::switch::PortId;
 
 /// The index of the served NIC in its world.
 const NIC: usize = 0;
@@ -356,7 +356,7 @@ pub fn check_wire_plan(plan: &WirePlan) -> Result<(), WirePlanError> {
     plan.stage(0, &[PortId(0)]).map(|_| ())
 }
 
-fn wire_counts(c: crate::net::fault::FaultCounters) -> WireFaultCounts {
+fn wire_counts(c: bnxt_model::net::fault::FaultCounters) -> WireFaultCounts {
     WireFaultCounts {
         frames: c.frames,
         dropped: c.dropped,
@@ -420,13 +420,13 @@ mod tests {
         nic.attach_segment();
         nic.region_write(Duration::ZERO, 7, 4, &0x0006u16.to_le_bytes()).unwrap();
         let other_nic = WirePlan {
-            rules: vec![crate::faults::WireRule {
+            rules: vec![bnxt_model::faults::WireRule {
                 nic: Some(1),
                 opcode: None,
                 psn: None,
                 dest_qp: None,
                 nth: None,
-                kind: crate::faults::WireFaultKind::Drop,
+                kind: bnxt_model::faults::WireFaultKind::Drop,
                 delay: None,
             }],
             ..WirePlan::default()

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::faults::FaultPlan;
+use bnxt_model::faults::FaultPlan;
 
 /// `BNXT_RIG_RESTART`: replace the NIC by one just powered on, with this seed and fault plan
 /// (the plan's NIC indexes are the server's: its one NIC is 0).

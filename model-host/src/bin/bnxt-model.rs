@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use bnxt_model::faults::FaultPlan;
-use bnxt_model::serve::segment::{SegmentOptions, segment};
-use bnxt_model::serve::{ServeOptions, serve};
-use bnxt_model::vfio_user::nic::check_wire_plan;
+use bnxt_model_host::serve::segment::{SegmentOptions, segment};
+use bnxt_model_host::serve::{ServeOptions, serve};
+use bnxt_model_host::vfio_user::nic::check_wire_plan;
 use clap::{Args, Parser, Subcommand};
 
 /// The BCM57608 model as a process.

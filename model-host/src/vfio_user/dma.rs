@@ -26,7 +26,7 @@ use rustix::fs::SealFlags;
 use rustix::mm::{MapFlags, ProtFlags};
 
 use super::{Refusal, refuse};
-use crate::host_memory::{Access, DmaBacking};
+use bnxt_model::host_memory::{Access, DmaBacking};
 
 /// Page size of DMA regions (the `pgsizes` the server advertises).
 pub const PAGE: u64 = 4096;

@@ -19,7 +19,7 @@ use bnxt_vfio_user::linux::{
 use bnxt_vfio_user::payload::IrqInfo;
 
 use super::{Refusal, refuse};
-use crate::config_space::MSIX_VECTORS;
+use bnxt_model::config_space::MSIX_VECTORS;
 
 /// Number of interrupts and flags of interrupt type `index`, as Linux vfio-pci reports them for
 /// a PCIe function with INTx and MSI-X and no MSI (drivers/vfio/pci/vfio_pci_core.c

@@ -13,8 +13,8 @@ use super::ServeOptions;
 use super::hwrm_log::HwrmLog;
 use super::signals::StopSignals;
 use super::socket::{Listener, SocketError};
-use crate::net::pcap::PcapTap;
-use crate::net::stream::{FrameDecoder, Outbox};
+use crate::pcap::PcapTap;
+use crate::stream::{FrameDecoder, Outbox};
 use crate::vfio_user::nic::ServedNic;
 use crate::vfio_user::protocol::{MAX_MESSAGE, Protocol};
 
@@ -54,7 +54,7 @@ pub enum ServeError {
     Pcap(String),
     /// The fault plan cannot apply to the served NIC.
     #[error("fault plan: {0}")]
-    Faults(#[from] crate::faults::WirePlanError),
+    Faults(#[from] bnxt_model::faults::WirePlanError),
 }
 
 /// Why the server stopped.

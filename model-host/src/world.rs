@@ -10,7 +10,7 @@
 //! answers come later, as the NIC's firmware schedules them.
 //!
 //! The NICs share one Ethernet segment: an in-process [`Switch`] with a port per NIC, the
-//! [`FaultStage`](crate::net::fault::FaultStage) the run's [`WirePlan`](crate::faults::WirePlan)
+//! [`FaultStage`](bnxt_model::net::fault::FaultStage) the run's [`WirePlan`](bnxt_model::faults::WirePlan)
 //! configures (seeded from [`WorldConfig::seed`]), and an optional pcap tap
 //! ([`World::set_pcap`]). Frames a NIC sends enter the switch at the time the NIC sent them; a
 //! frame's arrival at a port is one more piece of work in time order with the NICs' own, and it
@@ -22,17 +22,18 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::device::Device;
-use crate::events::{Event, EventKind};
-use crate::faults::{FaultPlan, WirePlanError};
-use crate::firmware::context_mem::ContextLimits;
-use crate::host_memory::{Access, DmaBacking, Iommu, MapError};
-use crate::net::fault::FaultCounters;
-use crate::net::pcap::{PcapTap, PcapTapError};
-use crate::net::pool::FramePool;
-use crate::net::sealed::WireFrame;
-use crate::net::switch::{LinkTiming, PortId, Switch, SwitchError, SwitchStats, WireDelivery};
-use crate::roce::RoceCounters;
+use crate::pcap::{PcapTap, PcapTapError};
+use bnxt_model::device::Device;
+use bnxt_model::events::{Event, EventKind};
+use bnxt_model::faults::{FaultPlan, WirePlanError};
+use bnxt_model::firmware::context_mem::ContextLimits;
+use bnxt_model::host_memory::{Access, DmaBacking, Iommu, MapError};
+use bnxt_model::net::capture::Captured;
+use bnxt_model::net::fault::FaultCounters;
+use bnxt_model::net::pool::FramePool;
+use bnxt_model::net::sealed::WireFrame;
+use bnxt_model::net::switch::{LinkTiming, PortId, Switch, SwitchError, SwitchStats, WireDelivery};
+use bnxt_model::roce::RoceCounters;
 
 /// How to build a [`World`].
 #[derive(Debug, Clone, Default)]
@@ -166,6 +167,10 @@ pub struct World {
     deliveries: Vec<WireDelivery>,
     /// The list a NIC's frames are taken into on their way to the switch, kept likewise.
     outbox: Vec<WireFrame>,
+    /// Where the switch's capture is written, when set ([`World::set_pcap`]).
+    tap: Option<PcapTap>,
+    /// The list the switch's captured frames are drained into, kept likewise.
+    captured: Vec<Captured>,
 }
 
 /// Mixed into the seed for the wire fault stage, so its draws do not follow the MAC addresses'.
@@ -255,6 +260,8 @@ impl World {
             pool: FramePool::new(),
             deliveries: Vec::new(),
             outbox: Vec::new(),
+            tap: None,
+            captured: Vec::new(),
         })
     }
 
@@ -262,15 +269,28 @@ impl World {
     /// into a pcap file at `path`, replacing any tap before (which is finished).
     pub fn set_pcap(&mut self, path: &std::path::Path) -> Result<(), PcapTapError> {
         let tap = PcapTap::create(path)?;
-        if let Some(old) = self.switch.set_tap(tap) {
+        self.write_captured();
+        if let Some(old) = self.tap.replace(tap) {
             old.finish()?;
         }
+        self.switch.start_capture();
         Ok(())
     }
 
     /// Finish the pcap tap, if one is set: the number of frames it holds.
     pub fn finish_pcap(&mut self) -> Result<Option<u64>, PcapTapError> {
-        self.switch.take_tap().map(PcapTap::finish).transpose()
+        self.write_captured();
+        self.switch.stop_capture();
+        self.tap.take().map(PcapTap::finish).transpose()
+    }
+
+    /// Write what the switch captured to the tap.
+    #[inline]
+    fn write_captured(&mut self) {
+        if let Some(tap) = &mut self.tap {
+            self.switch.drain_captured(&mut self.captured);
+            tap.record_captured(&mut self.captured);
+        }
     }
 
     /// Counters of the segment's switch.
@@ -320,6 +340,7 @@ impl World {
         let now = self.now;
         let sent = self.switch.send(now, port, frame);
         self.record_wire_faults();
+        self.write_captured();
         sent
     }
 
@@ -345,6 +366,7 @@ impl World {
         }
         self.outbox = outbox;
         self.record_wire_faults();
+        self.write_captured();
     }
 
     #[inline]

@@ -7,6 +7,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use bnxt_model::net::capture::Captured;
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::{DataLink, Endianness, TsResolution};
 
@@ -91,6 +92,13 @@ impl PcapTap {
                         Some(PcapTapError::Write { what: format!("frame {}", self.frames + self.errors), source });
                 }
             }
+        }
+    }
+
+    /// Record every frame of `captured` (a switch's capture, oldest first), leaving it empty.
+    pub fn record_captured(&mut self, captured: &mut Vec<Captured>) {
+        for c in captured.drain(..) {
+            self.record(c.at, &c.frame);
         }
     }
 

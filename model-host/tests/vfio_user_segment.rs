@@ -10,8 +10,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bnxt_model::faults::FaultPlan;
-use bnxt_model::net::stream::{FrameDecoder, encode_frame};
-use bnxt_model::world::{World, WorldConfig};
+use bnxt_model_host::stream::{FrameDecoder, encode_frame};
+use bnxt_model_host::world::{World, WorldConfig};
 
 fn frame(dst: [u8; 6], src: [u8; 6], fill: u8) -> Vec<u8> {
     let mut f = Vec::new();

@@ -7,33 +7,9 @@
 use std::any::Any;
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Page size of DMA allocations.
 pub const PAGE_SIZE: usize = 4096;
-
-/// First bus address handed out (as the in-process target does: above 4 GiB, so 32-bit
-/// truncation bugs show).
-const IOVA_BASE: u64 = 0x1_0000_0000;
-
-/// Hands out bus addresses upward with an unmapped guard page between allocations.
-#[derive(Debug)]
-pub struct IovaAllocator {
-    next: AtomicU64,
-}
-
-impl Default for IovaAllocator {
-    fn default() -> IovaAllocator {
-        IovaAllocator { next: AtomicU64::new(IOVA_BASE) }
-    }
-}
-
-impl IovaAllocator {
-    /// The address for `len` bytes (a multiple of the page size).
-    pub fn take(&self, len: usize) -> u64 {
-        self.next.fetch_add((len + PAGE_SIZE) as u64, Ordering::Relaxed)
-    }
-}
 
 /// A span of DMA memory: where the device sees it (`iova`) and where this process sees it.
 pub struct DmaBuffer {
@@ -172,7 +148,7 @@ impl DmaBuffer {
 /// Process memory for the NIC: page-aligned, zeroed at allocation, owned by whoever holds it.
 ///
 /// A caller fills it (through [`HostPages::as_mut_slice`] while it holds it alone) and hands it
-/// to [`crate::pci::PciFunction::map_dma`], which maps it for the device and returns a
+/// to [`crate::PciFunction::map_dma`], which maps it for the device and returns a
 /// [`DmaBuffer`] that owns it from then on: the memory is freed when that buffer is dropped.
 pub struct HostPages {
     ptr: NonNull<u8>,

@@ -1,104 +1,7 @@
-//! The seam between the driver and a PCI function: [`PciFunction`], [`Machine`] and [`Clock`].
-//!
-//! A backend implements these for one kind of target: the in-process model, a vfio-user socket,
-//! or the kernel's VFIO for a real BCM57608. The driver above them is the same code for all.
-
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+//! What a driver needs from one PCI function ([`PciFunction`]), and config-space helpers over it.
 
 use crate::dma::{DmaBuffer, HostPages};
-
-/// Why a backend could not do what the driver asked of a PCI function or machine.
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
-pub enum PciError {
-    /// The machine's PCI functions could not be listed.
-    #[error("cannot list PCI functions: {0}")]
-    List(String),
-    /// There is no NIC with this index.
-    #[error("no NIC {index} (the machine has {count})")]
-    NoSuchNic {
-        /// The index asked for.
-        index: usize,
-        /// How many NICs the machine has.
-        count: usize,
-    },
-    /// Another holder (this process or another) already holds the function.
-    #[error("{bus} is held by {holder}")]
-    Busy {
-        /// The function's bus address.
-        bus: String,
-        /// Who holds it, as far as the backend can tell.
-        holder: String,
-    },
-    /// The function could not be taken (opened, mapped) for a reason the backend names.
-    #[error("cannot take {bus}: {reason}")]
-    Take {
-        /// The function's bus address.
-        bus: String,
-        /// What went wrong.
-        reason: String,
-    },
-    /// A config-space access failed.
-    #[error("config space access at 0x{offset:03x} ({len} bytes) failed: {reason}")]
-    Config {
-        /// Offset of the access.
-        offset: u16,
-        /// Length of the access.
-        len: usize,
-        /// What went wrong.
-        reason: String,
-    },
-    /// DMA memory could not be allocated or mapped.
-    #[error("cannot allocate {len} bytes of DMA memory: {reason}")]
-    Dma {
-        /// Bytes asked for.
-        len: usize,
-        /// What went wrong.
-        reason: String,
-    },
-    /// The function-level reset failed.
-    #[error("function-level reset failed: {0}")]
-    Reset(String),
-}
-
-/// A clock: the real one on hardware, the model's virtual one in-process.
-///
-/// On a virtual clock `sleep` advances virtual time (running the model up to it) and returns at
-/// once, so a 40-second firmware timeout costs no wall time.
-pub trait Clock: Send + Sync {
-    /// Time since an arbitrary, fixed origin.
-    fn now(&self) -> Duration;
-    /// Let `d` pass.
-    fn sleep(&self, d: Duration);
-}
-
-/// The wall clock: time since the machine was made; `sleep` sleeps.
-#[derive(Debug, Clone, Copy)]
-pub struct RealClock {
-    origin: Instant,
-}
-
-impl RealClock {
-    /// A clock starting now.
-    pub fn new() -> RealClock {
-        RealClock { origin: Instant::now() }
-    }
-}
-
-impl Default for RealClock {
-    fn default() -> RealClock {
-        RealClock::new()
-    }
-}
-
-impl Clock for RealClock {
-    fn now(&self) -> Duration {
-        self.origin.elapsed()
-    }
-    fn sleep(&self, d: Duration) {
-        std::thread::sleep(d)
-    }
-}
+use crate::{Clock, PciError};
 
 /// What a driver needs from one PCI function, and nothing more.
 ///
@@ -153,15 +56,6 @@ pub fn check_config_access(offset: u16, len: usize) -> Result<(), PciError> {
         });
     }
     Ok(())
-}
-
-/// A machine's set of BCM57608 functions.
-pub trait Machine: Send + Sync {
-    /// The bus addresses of the machine's BCM57608 functions, in bus order.
-    fn buses(&self) -> Result<Vec<String>, PciError>;
-    /// Take the function at `bus` for this process's exclusive use. It is released when the
-    /// returned value (and every clone of it) is dropped.
-    fn take(&self, bus: &str) -> Result<Arc<dyn PciFunction>, PciError>;
 }
 
 /// Config-space helpers over any [`PciFunction`].

@@ -1,0 +1,23 @@
+//! `bnxt-pci`: the seam between a BCM57608 driver and a PCI function.
+//!
+//! [`PciFunction`] is what a driver needs from one function and nothing more (config space, BAR
+//! loads and stores, DMA memory with bus addresses, function-level reset, a [`Clock`]);
+//! [`Machine`] lists a machine's functions and hands one out. A backend implements them for one
+//! kind of target: the in-process model (crate `bnxt-model-host`), a vfio-user socket or the
+//! kernel's VFIO for a real card (both in the driver crate `bnxt`). The driver above them is the
+//! same code for all.
+#![deny(missing_docs)]
+
+mod clock;
+pub mod dma;
+mod error;
+mod function;
+pub mod iova;
+mod machine;
+
+pub use clock::{Clock, RealClock};
+pub use dma::{DmaBuffer, HostPages, PAGE_SIZE};
+pub use error::PciError;
+pub use function::{ConfigExt, PciFunction, check_config_access, regs};
+pub use iova::{IovaAllocator, IovaError, IovaLease};
+pub use machine::Machine;
