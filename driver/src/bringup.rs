@@ -47,7 +47,11 @@ pub(crate) fn ver_get(nic: &str, ch: &mut Channel, clock: &dyn Clock) -> Result<
                 what: format!("VER_GET still reports DEV_NOT_RDY after {tries} tries"),
             });
         }
-        clock.sleep(NOT_READY_WAIT);
+        clock.sleep(NOT_READY_WAIT).map_err(|reason| Error::Interrupted {
+            nic: nic.to_string(),
+            request: "VER_GET (waiting out DEV_NOT_RDY)".into(),
+            reason,
+        })?;
     };
     ch.configure(
         WindowLimits::from_ver_get(&resp),

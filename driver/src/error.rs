@@ -5,7 +5,7 @@ use std::time::Duration;
 use bnxt_hsi::hwrm::ErrorCode;
 use bnxt_hsi::roce::rcfw::CreqStatus;
 
-use bnxt_pci::PciError;
+use bnxt_pci::{Interrupted, PciError};
 
 /// The name of a CREQ status, or `undefined` for a value the interface does not define.
 fn status_name(status: u8) -> &'static str {
@@ -53,6 +53,18 @@ pub enum Error {
         request: String,
         /// How long the driver waited.
         timeout: Duration,
+    },
+    /// The wait for the firmware's answer to a request was cut short by the clock (a limit of
+    /// whoever drives it: a scenario's timeout). Its fate is unknown, as after a timeout, so the
+    /// NIC is wedged until close.
+    #[error("{nic}: {request}: {reason} before the firmware answered; the NIC is wedged until close")]
+    Interrupted {
+        /// The NIC's name.
+        nic: String,
+        /// The request's name.
+        request: String,
+        /// What cut the wait short.
+        reason: Interrupted,
     },
     /// An earlier request went unanswered, so this one was not sent.
     #[error("{nic}: {request} not sent: the NIC is wedged since {wedged_by} went unanswered")]

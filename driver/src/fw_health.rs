@@ -110,7 +110,12 @@ pub(crate) fn wait_ready(
                 what: format!("the firmware reports an error: status register ({reg:?}) reads 0x{status:08x}"),
             });
         }
-        if !waiter.pause() {
+        let more = waiter.pause().map_err(|reason| Error::Interrupted {
+            nic: nic.to_string(),
+            request: format!("waiting for the firmware to be ready ({reg:?})"),
+            reason,
+        })?;
+        if !more {
             return Err(Error::Firmware {
                 nic: nic.to_string(),
                 what: format!(

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use bnxt_pci::Clock;
+use bnxt_pci::{Clock, Interrupted};
 
 /// The sleeps a wait makes.
 #[derive(Debug, Clone, Copy)]
@@ -72,10 +72,15 @@ impl<'a> Waiter<'a> {
 
     /// Sleep for the next step of the schedule, cut short at the deadline. False, without
     /// sleeping, once the deadline has passed: the caller then checks one last time and gives up.
-    pub(crate) fn pause(&mut self) -> bool {
+    ///
+    /// # Errors
+    ///
+    /// [`Interrupted`] when the clock cut the sleep short (a limit of its owner passed): the
+    /// caller gives up as at its deadline and says why.
+    pub(crate) fn pause(&mut self) -> Result<bool, Interrupted> {
         let now = self.clock.now();
         if now >= self.deadline {
-            return false;
+            return Ok(false);
         }
         let step = if self.sleeps < self.schedule.short_count {
             self.schedule.short
@@ -85,8 +90,8 @@ impl<'a> Waiter<'a> {
             step
         };
         self.sleeps += 1;
-        self.clock.sleep(step.min(self.deadline - now));
-        true
+        self.clock.sleep(step.min(self.deadline - now))?;
+        Ok(true)
     }
 
     /// How many sleeps the wait has made.
@@ -107,7 +112,7 @@ mod tests {
         let mut w = Waiter::new(&clock, Duration::from_millis(3), HWRM_RESPONSE);
         let mut steps = Vec::new();
         let mut last = clock.now();
-        while w.pause() {
+        while w.pause().unwrap() {
             steps.push(clock.now() - last);
             last = clock.now();
         }
@@ -122,7 +127,7 @@ mod tests {
     fn a_40_s_wait_takes_few_polls() {
         let clock = VirtualClock::default();
         let mut w = Waiter::new(&clock, Duration::from_secs(40), HWRM_RESPONSE);
-        while w.pause() {}
+        while w.pause().unwrap() {}
         assert_eq!(clock.now(), Duration::from_secs(40));
         assert!(w.sleeps() < 41_000, "{} sleeps", w.sleeps());
     }

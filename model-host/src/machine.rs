@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use bnxt_model::host_memory::{DmaBacking, HeapBacking};
 use bnxt_pci::{
-    Clock, ConfigExt, DmaBuffer, HostPages, IovaAllocator, IovaLease, Machine, PAGE_SIZE, PciError, PciFunction,
-    check_config_access, regs,
+    Clock, ConfigExt, DmaBuffer, HostPages, Interrupted, IovaAllocator, IovaLease, Machine, PAGE_SIZE, PciError,
+    PciFunction, check_config_access, regs,
 };
 
 use crate::world::{World, WorldConfig};
@@ -48,9 +48,9 @@ impl ModelMachine {
 }
 
 fn lock(world: &Mutex<World>) -> MutexGuard<'_, World> {
-    // A panic while the world was locked leaves it as the panicking call left it; carrying on is
-    // what a device would do, and lets the runner report the panic rather than a poisoned lock.
-    world.lock().unwrap_or_else(|e| e.into_inner())
+    // Only a bug in the model panics while the world is locked, leaving it half-changed: every
+    // later access panics too, so the run fails with that bug rather than on a broken device.
+    world.lock().expect("the model panicked earlier, leaving the world half-changed")
 }
 
 impl Machine for ModelMachine {
@@ -102,8 +102,9 @@ impl Clock for ModelClock {
     fn now(&self) -> Duration {
         lock(&self.world).now()
     }
-    fn sleep(&self, d: Duration) {
-        lock(&self.world).advance(d)
+    fn sleep(&self, d: Duration) -> Result<(), Interrupted> {
+        lock(&self.world).advance(d);
+        Ok(())
     }
 }
 
@@ -219,7 +220,7 @@ impl PciFunction for ModelFunction {
         }
         let devctl = self.config_read16(exp + regs::EXP_DEVCTL)?;
         self.config_write16(exp + regs::EXP_DEVCTL, devctl | regs::EXP_DEVCTL_BCR_FLR)?;
-        self.clock.sleep(FLR_WAIT);
+        self.clock.sleep(FLR_WAIT)?;
         Ok(())
     }
 

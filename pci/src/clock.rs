@@ -2,6 +2,16 @@
 
 use std::time::{Duration, Instant};
 
+/// A wait that the clock cut short: a limit set by whoever drives the clock (a scenario's
+/// timeout, a run's wall-time limit) passed during it. The waiter gives up what it waited for,
+/// as on a timeout of its own, and says so in its error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the wait was cut short: {reason}")]
+pub struct Interrupted {
+    /// Whose limit passed, as its owner words it (`the scenario's timeout of 2 s`).
+    pub reason: String,
+}
+
 /// A clock: the real one on hardware, the model's virtual one in-process.
 ///
 /// On a virtual clock `sleep` advances virtual time (running the model up to it) and returns at
@@ -10,7 +20,12 @@ pub trait Clock: Send + Sync {
     /// Time since an arbitrary, fixed origin.
     fn now(&self) -> Duration;
     /// Let `d` pass.
-    fn sleep(&self, d: Duration);
+    ///
+    /// # Errors
+    ///
+    /// [`Interrupted`] when a limit of the clock's owner passed first; the clock then stands at
+    /// that limit, not at `now + d`.
+    fn sleep(&self, d: Duration) -> Result<(), Interrupted>;
 }
 
 /// The wall clock: time since the machine was made; `sleep` sleeps.
@@ -36,7 +51,8 @@ impl Clock for RealClock {
     fn now(&self) -> Duration {
         self.origin.elapsed()
     }
-    fn sleep(&self, d: Duration) {
-        std::thread::sleep(d)
+    fn sleep(&self, d: Duration) -> Result<(), Interrupted> {
+        std::thread::sleep(d);
+        Ok(())
     }
 }

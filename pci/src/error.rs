@@ -51,4 +51,7 @@ pub enum PciError {
     /// The function-level reset failed.
     #[error("function-level reset failed: {0}")]
     Reset(String),
+    /// A wait of the backend's (the reset's) was cut short by the clock.
+    #[error("{0}")]
+    Interrupted(#[from] crate::Interrupted),
 }

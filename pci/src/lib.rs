@@ -15,7 +15,7 @@ mod function;
 pub mod iova;
 mod machine;
 
-pub use clock::{Clock, RealClock};
+pub use clock::{Clock, Interrupted, RealClock};
 pub use dma::{DmaBuffer, HostPages, PAGE_SIZE};
 pub use error::PciError;
 pub use function::{ConfigExt, PciFunction, check_config_access, regs};

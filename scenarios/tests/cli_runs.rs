@@ -55,6 +55,30 @@ fn timeouts_are_their_own_verdict_on_the_virtual_clock() {
     assert!(out.contains("scenarios: 1 passed, 2 failed, 0 skipped\nfailed: 0 FAIL, 2 TIMEOUT\n"), "{out}");
 }
 
+/// The scenario's timeout passes while the driver waits for the firmware's answer to a request;
+/// then again while it waits for a completion that never comes.
+const TIMEOUT_IN_DRIVER: &str = "name: timeout-in-driver\nabout: x.\ntargets: [model]\nnics: 1\ntimeout: 200ms\nfaults:\n  - firmware: {nic: 0, request: FUNC_QCAPS, action: no-response, nth: 1}\nsteps:\n  - open: {nic: 0, as: a}\n";
+const TIMEOUT_IN_WAIT: &str = "name: timeout-in-wait\nabout: x.\ntargets: [model]\nnics: 2\ntimeout: 2s\nsteps:\n  - open: {nic: 0, as: a}\n  - open: {nic: 1, as: b}\n  - region: {on: b, as: dst, bytes: 4KiB}\n  - qp: {on: a, as: qa}\n  - qp: {on: b, as: qb}\n  - connect: {qp: qa, peer: qb}\n  - receive: {qp: qb, region: dst, bytes: 4KiB}\n  - complete: {qp: qb, side: receive, within: 1h}\n";
+
+#[test]
+fn a_timeout_that_passes_inside_a_driver_wait_ends_the_wait_and_the_scenario_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.yaml", TIMEOUT_IN_DRIVER);
+    write(dir.path(), "b.yaml", TIMEOUT_IN_WAIT);
+    let (code, out, err) = rig_in(dir.path(), &["run", "."]);
+    assert_eq!(code, 1, "{out}{err}");
+    // The open's wait for FUNC_QCAPS stops at the scenario's 200 ms, not at the firmware's 500 ms
+    // timeout, and the verdict is TIMEOUT, not the error the driver returned.
+    assert!(out.contains("TIMEOUT  timeout-in-driver  (1 steps, 200ms virtual"), "{out}");
+    assert!(out.contains("step 1 (./a.yaml:9): open: {nic: 0, as: a}\n        the timeout of the scenario (200ms on the virtual clock) passed"), "{out}");
+    assert!(out.contains("TIMEOUT  timeout-in-wait  (8 steps, 2."), "{out}");
+    assert!(out.contains("step 8 (./b.yaml:14): complete: {qp: qb, side: receive, status: ok, within: 3600s}\n        the timeout of the scenario (2s on the virtual clock) passed"), "{out}");
+    // Nothing panicked and the cleanup after each (closing the NICs) had nothing to report.
+    assert!(!out.contains("panicked") && !err.contains("panicked"), "{out}{err}");
+    assert!(!out.contains("close at the end"), "{out}");
+    assert!(out.contains("failed: 0 FAIL, 2 TIMEOUT\n"), "{out}");
+}
+
 #[test]
 fn junit_and_json_reports_count_every_verdict() {
     let dir = tempfile::tempdir().unwrap();

@@ -185,8 +185,9 @@ impl Clock for FakeClock {
     fn now(&self) -> Duration {
         *self.0.lock().unwrap()
     }
-    fn sleep(&self, d: Duration) {
+    fn sleep(&self, d: Duration) -> Result<(), bnxt_pci::Interrupted> {
         *self.0.lock().unwrap() += d;
+        Ok(())
     }
 }
 

@@ -21,6 +21,7 @@ use std::time::Duration;
 use bnxt_hsi::bar0;
 use bnxt_hsi::hwrm::{ErrorCode, Request};
 use bnxt_hsi::pci::BAR_REGS;
+use bnxt_pci::Interrupted;
 use zerocopy::FromBytes;
 
 use crate::error::Error;
@@ -205,8 +206,10 @@ impl Channel {
                     seen_out_of_seq = Some(resp_seq);
                 }
             }
-            if !waiter.pause() {
-                return Err(self.wedge::<R>(clock.now() - start));
+            match waiter.pause() {
+                Ok(true) => {}
+                Ok(false) => return Err(self.wedge::<R>(clock.now() - start)),
+                Err(cut) => return Err(self.wedge_interrupted::<R>(cut)),
             }
         };
         if resp_len > RESP_AREA {
@@ -221,8 +224,10 @@ impl Channel {
         let valid_at = RESP_OFFSET + resp_len - 1;
         let mut waiter = Waiter::new(clock, VALID_BIT_DELAY, wait::VALID_BYTE);
         while self.buffer.read_volatile_u8(valid_at) == 0 {
-            if !waiter.pause() {
-                return Err(self.wedge::<R>(clock.now() - start));
+            match waiter.pause() {
+                Ok(true) => {}
+                Ok(false) => return Err(self.wedge::<R>(clock.now() - start)),
+                Err(cut) => return Err(self.wedge_interrupted::<R>(cut)),
             }
         }
         // The rest of the response was written before the valid byte; read it after.
@@ -236,6 +241,13 @@ impl Channel {
         let lo = self.buffer.read_volatile_u8(RESP_OFFSET + offset);
         let hi = self.buffer.read_volatile_u8(RESP_OFFSET + offset + 1);
         u16::from_le_bytes([lo, hi])
+    }
+
+    /// As [`Self::wedge`], for a wait the clock cut short.
+    fn wedge_interrupted<R: Request>(&self, reason: Interrupted) -> Error {
+        let _ = self.wedged.set(R::NAME.to_string());
+        tracing::error!(nic = %self.nic, request = R::NAME, %reason, "HWRM wait cut short; the NIC is wedged");
+        Error::Interrupted { nic: self.nic.clone(), request: R::NAME.to_string(), reason }
     }
 
     fn wedge<R: Request>(&self, waited: Duration) -> Error {

@@ -133,6 +133,25 @@ fn no_answer_times_out_on_the_virtual_clock_and_wedges_the_channel() {
 }
 
 #[test]
+fn a_wait_the_clock_cuts_short_is_an_error_that_says_so_and_wedges_the_channel() {
+    let (f, mut ch) = channel(|request| match req_type(request) {
+        0x1d => Reply::Never,
+        _ => answer_all(request),
+    });
+    let start = f.now();
+    f.interrupt_at(start + Duration::from_millis(120));
+    let err = ch.send(HwrmFuncDrvRgtrInput::new_zeroed()).unwrap_err();
+    assert_eq!(f.now() - start, Duration::from_millis(120), "the clock stopped at the limit, not the timeout");
+    let Error::Interrupted { nic, request, reason } = &err else { panic!("not an interruption: {err:?}") };
+    assert_eq!((nic.as_str(), request.as_str()), ("BNXT:3", "FUNC_DRV_RGTR"));
+    assert!(reason.reason.contains("limit"), "{reason}");
+    assert!(err.to_string().contains("the wait was cut short"), "{err}");
+    assert_eq!(ch.wedged().get().map(String::as_str), Some("FUNC_DRV_RGTR"));
+    let err = ch.send(HwrmFuncQcapsInput::new_zeroed()).unwrap_err();
+    assert!(matches!(err, Error::Wedged { .. }), "{err:?}");
+}
+
+#[test]
 fn a_late_answer_within_the_timeout_is_taken_and_one_past_it_is_not() {
     let delay = Arc::new(std::sync::Mutex::new(Duration::from_millis(499)));
     let d = delay.clone();

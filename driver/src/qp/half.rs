@@ -78,7 +78,9 @@ impl Half {
         let function = self.core.roce.function();
         let mut waiter = Waiter::new(function.clock(), timeout, wait::CQ_COMPLETION);
         loop {
-            if !waiter.pause() {
+            // A wait the clock cut short ends as one that ran out of time: no completion yet
+            // (the one who cut it short knows why).
+            if !waiter.pause().unwrap_or(false) {
                 return self.poll();
             }
             if let Some(c) = self.poll() {

@@ -240,11 +240,19 @@ impl Rcfw {
             if let Some(entry) = answer {
                 return Ok(entry);
             }
-            if !waiter.pause() {
-                let waited = clock.now() - start;
-                let _ = self.wedged.set(C::NAME.to_string());
-                tracing::error!(nic = %self.nic, command = C::NAME, waited_ms = waited.as_millis() as u64, "RoCE command unanswered; the NIC is wedged");
-                return Err(Error::Timeout { nic: self.nic.clone(), request: C::NAME.into(), timeout: waited });
+            match waiter.pause() {
+                Ok(true) => {}
+                Ok(false) => {
+                    let waited = clock.now() - start;
+                    let _ = self.wedged.set(C::NAME.to_string());
+                    tracing::error!(nic = %self.nic, command = C::NAME, waited_ms = waited.as_millis() as u64, "RoCE command unanswered; the NIC is wedged");
+                    return Err(Error::Timeout { nic: self.nic.clone(), request: C::NAME.into(), timeout: waited });
+                }
+                Err(reason) => {
+                    let _ = self.wedged.set(C::NAME.to_string());
+                    tracing::error!(nic = %self.nic, command = C::NAME, %reason, "RoCE command's wait cut short; the NIC is wedged");
+                    return Err(Error::Interrupted { nic: self.nic.clone(), request: C::NAME.into(), reason });
+                }
             }
         }
     }

@@ -14,7 +14,7 @@ use bnxt_hsi::hwrm::layouts::Output;
 use bnxt_hsi::hwrm::{Request, SHORT_REQ_SIGNATURE};
 use zerocopy::{FromBytes, IntoBytes};
 
-use bnxt_pci::{Clock, PciError, PciFunction};
+use bnxt_pci::{Clock, Interrupted, PciError, PciFunction};
 use bnxt_pci::{DmaBuffer, IovaAllocator, IovaLease, PAGE_SIZE};
 
 /// A clock whose time moves only when someone sleeps.
@@ -27,8 +27,9 @@ impl Clock for VirtualClock {
     fn now(&self) -> Duration {
         *self.now.lock().unwrap()
     }
-    fn sleep(&self, d: Duration) {
+    fn sleep(&self, d: Duration) -> Result<(), Interrupted> {
         *self.now.lock().unwrap() += d;
+        Ok(())
     }
 }
 
@@ -74,6 +75,9 @@ pub(crate) struct FakeState {
     submissions: Vec<Submission>,
     resets: u32,
     rcfw: roce_fw::FakeRcfw,
+    /// A limit of the clock's owner: the sleep that would pass it stops there and is
+    /// interrupted (once).
+    limit: Option<Duration>,
 }
 
 /// Offset of the fake's PCI Express capability.
@@ -207,6 +211,7 @@ impl FakeFunction {
             submissions: Vec::new(),
             resets: 0,
             rcfw: roce_fw::FakeRcfw::new(Box::new(roce_fw::standard())),
+            limit: None,
         };
         FakeFunction { state: Arc::new(Mutex::new(state)) }
     }
@@ -270,6 +275,12 @@ impl FakeFunction {
         lock(&self.state).read_dma(addr, len)
     }
 
+    /// Interrupt the first sleep that would pass `at` on the function's clock (as the runner's
+    /// watch does at a scenario's timeout).
+    pub(crate) fn interrupt_at(&self, at: Duration) {
+        lock(&self.state).limit = Some(at);
+    }
+
     /// Number of function-level resets.
     pub(crate) fn resets(&self) -> u32 {
         lock(&self.state).resets
@@ -280,10 +291,19 @@ impl Clock for FakeFunction {
     fn now(&self) -> Duration {
         lock(&self.state).now
     }
-    fn sleep(&self, d: Duration) {
+    fn sleep(&self, d: Duration) -> Result<(), Interrupted> {
         let mut s = lock(&self.state);
+        if let Some(limit) = s.limit
+            && s.now.saturating_add(d) > limit
+        {
+            s.now = limit;
+            s.deliver_due();
+            s.limit = None;
+            return Err(Interrupted { reason: format!("the test's limit at {limit:?}") });
+        }
         s.now += d;
         s.deliver_due();
+        Ok(())
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use bnxt::{Clock, Nic};
 
 use super::outcome::{FailedStep, Failure, StepRecord, TimedOut, TimeoutClock, Verdict};
-use super::panic::{Interrupt, catch, catch_interrupt};
+use super::panic::{Panic, catch, catch_panic};
 use super::roce::Objects;
 use super::watch::{Expiry, Limit, Watch, WatchedClock, WatchedMachine, Whose};
 use crate::scenario::values::{format_duration, format_gid, format_mac};
@@ -255,7 +255,13 @@ impl<'s> Exec<'s> {
             }
             Some(format!("{times} iterations"))
         } else {
-            match catch_interrupt(|| self.act(step)) {
+            let acted = catch_panic(|| self.act(step));
+            // A limit that passed during the step cut its waits short: whatever the step then
+            // saw follows from that.
+            if let Some(expiry) = self.watch.expired() {
+                return Err(Box::new(Stop::TimedOut(self.timed_out(step, expiry))));
+            }
+            match acted {
                 Ok(Ok(note)) => match &step.expect.misuse {
                     Some(pattern) => {
                         let m = Mismatch::new(
@@ -267,8 +273,7 @@ impl<'s> Exec<'s> {
                     None => note,
                 },
                 Ok(Err(m)) => return Err(fail(self, m)),
-                Err(Interrupt::Expired(expiry)) => return Err(Box::new(Stop::TimedOut(self.timed_out(step, expiry)))),
-                Err(Interrupt::Panic { at, message }) => match &step.expect.misuse {
+                Err(Panic { at, message }) => match &step.expect.misuse {
                     Some(pattern) if pattern.regex.is_match(&message) => Some(format!("refused as misuse: {message}")),
                     Some(pattern) => {
                         let m = Mismatch::new(
@@ -278,7 +283,7 @@ impl<'s> Exec<'s> {
                         return Err(fail(self, m));
                     }
                     None => {
-                        let got = Interrupt::Panic { at, message }.to_string();
+                        let got = Panic { at, message }.to_string();
                         return Err(fail(self, Mismatch::new(format!("`{}` runs", step.action.keyword()), got)));
                     }
                 },
@@ -357,7 +362,8 @@ impl<'s> Exec<'s> {
                 if ok { Ok(Some(format!("{n} NICs"))) } else { Err(Mismatch::new(expected, format!("{n} NICs"))) }
             }
             Action::Wait(d) => {
-                self.clock.sleep(*d);
+                // Cut short only by a limit, which the caller reports.
+                let _ = self.clock.sleep(*d);
                 Ok(None)
             }
             Action::Inspect { nic, dma_mappings, driver_registered } => {

@@ -1,11 +1,11 @@
-//! Running code that may panic (the driver, the model) without taking the runner down: the
-//! panic becomes a message naming where it happened, and is not printed as it happens.
+//! Running code that may panic without taking the runner down: the driver refusing misuse of its
+//! contract (the contract's `Invalid_argument`, which `misuse:` expectations check), or a bug in
+//! the driver or the model. The panic becomes a message naming where it happened, and is not
+//! printed as it happens. Time limits are not panics: they interrupt the clock (`super::watch`).
 
 use std::cell::{Cell, RefCell};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Once;
-
-use super::watch::{Expired, Expiry};
 
 thread_local! {
     /// How many [`catch`] calls are active on this thread.
@@ -33,33 +33,26 @@ fn install_hook() {
     });
 }
 
-/// Why code run by [`catch_interrupt`] did not return.
+/// A panic that [`catch_panic`] caught.
 #[derive(Debug, Clone)]
-pub enum Interrupt {
-    /// It panicked.
-    Panic {
-        /// Where (`FILE:LINE:COL`), when known.
-        at: Option<String>,
-        /// The panic's message.
-        message: String,
-    },
-    /// A watched clock found a limit passed ([`super::watch`]).
-    Expired(Expiry),
+pub struct Panic {
+    /// Where (`FILE:LINE:COL`), when known.
+    pub at: Option<String>,
+    /// The panic's message.
+    pub message: String,
 }
 
-impl std::fmt::Display for Interrupt {
+impl std::fmt::Display for Panic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Interrupt::Panic { at: Some(at), message } => write!(f, "panicked at {at}: {message}"),
-            Interrupt::Panic { at: None, message } => write!(f, "panicked: {message}"),
-            Interrupt::Expired(Expiry::Target(limit)) => write!(f, "a timeout of {:?} passed", limit.length),
-            Interrupt::Expired(Expiry::Wall(limit)) => write!(f, "the wall-time limit of {limit:?} passed"),
+        match &self.at {
+            Some(at) => write!(f, "panicked at {at}: {}", self.message),
+            None => write!(f, "panicked: {}", self.message),
         }
     }
 }
 
-/// Run `f`; a panic in it, or a limit a watched clock found passed, is returned as `Err`.
-pub fn catch_interrupt<T>(f: impl FnOnce() -> T) -> Result<T, Interrupt> {
+/// Run `f`; a panic in it is returned as `Err`.
+pub fn catch_panic<T>(f: impl FnOnce() -> T) -> Result<T, Panic> {
     install_hook();
     CATCHING.with(|c| c.set(c.get() + 1));
     LOCATION.with(|l| l.borrow_mut().take());
@@ -67,21 +60,18 @@ pub fn catch_interrupt<T>(f: impl FnOnce() -> T) -> Result<T, Interrupt> {
     CATCHING.with(|c| c.set(c.get() - 1));
     result.map_err(|payload| {
         let at = LOCATION.with(|l| l.borrow_mut().take());
-        if let Some(Expired(expiry)) = payload.downcast_ref::<Expired>() {
-            return Interrupt::Expired(expiry.clone());
-        }
         let message = payload
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "(a panic without a message)".to_string());
-        Interrupt::Panic { at, message }
+        Panic { at, message }
     })
 }
 
 /// Run `f`; a panic in it is returned as `Err("panicked at FILE:LINE:COL: MESSAGE")`.
 pub fn catch<T>(f: impl FnOnce() -> T) -> Result<T, String> {
-    catch_interrupt(f).map_err(|i| i.to_string())
+    catch_panic(f).map_err(|p| p.to_string())
 }
 
 #[cfg(test)]

@@ -2,20 +2,24 @@
 //!
 //! The driver only ever waits through its function's [`Clock`]. The runner hands the driver a
 //! [`WatchedMachine`] whose functions' clocks are watched: a `sleep` that would pass the nearest
-//! limit on the target's clock (virtual time on the model) sleeps up to it and then unwinds with
-//! an [`Expired`] payload, which the runner turns into the verdict TIMEOUT. A limit on wall time
-//! is checked at every clock call too, against a run that is slow rather than waiting (a model
-//! busy for minutes). A run that never reaches the clock at all is the scheduler's to stop
+//! limit on the target's clock (virtual time on the model) sleeps up to it and returns
+//! [`Interrupted`]; the driver gives up what it waited for (a firmware request's wait ends as its
+//! timeout would, wedging the NIC; a completion's wait ends without one) and returns, and the
+//! runner, finding the watch [`Watch::expired`], gives the verdict TIMEOUT. The limit on wall time
+//! is checked at every sleep too, against a run that is slow rather than waiting (a model busy for
+//! minutes). A run that never reaches the clock at all is the scheduler's to stop
 //! ([`super::schedule`]).
 //!
-//! A limit fires once: the code the unwinding passes through (drops that talk to the NIC) may
-//! use the clock again without a second panic, and the runner cleans up with the watch disarmed.
+//! A limit fires once: the driver's error paths and the runner's cleanup may use the clock again
+//! afterwards, and the runner cleans up with the watch disarmed.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use bnxt::{Clock, Machine, PciError, PciFunction};
 use bnxt_pci::dma::{DmaBuffer, HostPages};
+use bnxt_pci::{Clock, Interrupted, Machine, PciError, PciFunction};
+
+use crate::scenario::values::format_duration;
 
 use crate::transcript::record::Recorder;
 
@@ -48,15 +52,26 @@ pub enum Expiry {
     Wall(Duration),
 }
 
-/// The payload a watched clock unwinds with when a limit passes.
-#[derive(Debug, Clone)]
-pub struct Expired(pub Expiry);
+impl Expiry {
+    /// What passed, in words (the reason an interrupted wait gives).
+    pub fn describe(&self) -> String {
+        match self {
+            Expiry::Target(Limit { whose: Whose::Scenario, length, .. }) => {
+                format!("the scenario's timeout of {} passed", format_duration(*length))
+            }
+            Expiry::Target(Limit { whose: Whose::Step(n), length, .. }) => {
+                format!("the timeout of step {n} ({}) passed", format_duration(*length))
+            }
+            Expiry::Wall(limit) => format!("the wall-time limit of {} passed", format_duration(*limit)),
+        }
+    }
+}
 
 #[derive(Debug)]
 struct State {
     limits: Vec<Limit>,
     armed: bool,
-    fired: bool,
+    fired: Option<Expiry>,
 }
 
 /// The limits in force for one scenario run.
@@ -73,14 +88,15 @@ impl Watch {
     pub fn new(wall_limit: Duration) -> Arc<Watch> {
         let now = Instant::now();
         Arc::new(Watch {
-            state: Mutex::new(State { limits: Vec::new(), armed: true, fired: false }),
+            state: Mutex::new(State { limits: Vec::new(), armed: true, fired: None }),
             wall_limit,
             wall_until: now.checked_add(wall_limit).unwrap_or(now + Duration::from_secs(86_400 * 365)),
         })
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        // Nothing that can panic runs while the lock is held.
+        self.state.lock().expect("the watch's lock is never held across a panic")
     }
 
     /// Add a limit (the nearest of all in force applies).
@@ -98,58 +114,51 @@ impl Watch {
         self.state().armed = false;
     }
 
+    /// What passed, once a limit has (until the end of the run).
+    pub fn expired(&self) -> Option<Expiry> {
+        self.state().fired.clone()
+    }
+
     /// The nearest limit in force, if the watch may still fire.
     fn nearest(&self) -> Option<Limit> {
         let s = self.state();
-        if !s.armed || s.fired {
+        if !s.armed || s.fired.is_some() {
             return None;
         }
         s.limits.iter().min_by_key(|l| l.until).cloned()
     }
 
-    /// Unwind with `expiry`, unless the watch fired already, is disarmed, or the thread is
-    /// unwinding already.
-    fn fire(&self, expiry: Expiry) {
-        {
-            let mut s = self.state();
-            if !s.armed || s.fired || std::thread::panicking() {
-                return;
-            }
-            s.fired = true;
+    /// Record that `expiry` passed: the interruption to return, unless the watch fired already
+    /// or is disarmed (then the sleep it cut short counts as done).
+    fn fire(&self, expiry: Expiry) -> Result<(), Interrupted> {
+        let mut s = self.state();
+        if !s.armed || s.fired.is_some() {
+            return Ok(());
         }
-        std::panic::panic_any(Expired(expiry));
+        let reason = expiry.describe();
+        s.fired = Some(expiry);
+        Err(Interrupted { reason })
     }
 
-    fn check_wall(&self) {
+    fn check_wall(&self) -> Result<(), Interrupted> {
         if Instant::now() >= self.wall_until {
-            self.fire(Expiry::Wall(self.wall_limit));
+            return self.fire(Expiry::Wall(self.wall_limit));
         }
+        Ok(())
     }
 
-    /// `clock`'s time, unwinding if a limit has passed.
-    pub fn now(&self, clock: &dyn Clock) -> Duration {
-        let now = clock.now();
-        if let Some(limit) = self.nearest()
-            && now > limit.until
-        {
-            self.fire(Expiry::Target(limit));
-        }
-        self.check_wall();
-        now
-    }
-
-    /// Sleep `d` on `clock`; a sleep that would pass the nearest limit sleeps up to it and unwinds.
-    pub fn sleep(&self, clock: &dyn Clock, d: Duration) {
+    /// Sleep `d` on `clock`; a sleep that would pass the nearest limit sleeps up to it and is
+    /// interrupted there.
+    pub fn sleep(&self, clock: &dyn Clock, d: Duration) -> Result<(), Interrupted> {
         if let Some(limit) = self.nearest() {
             let now = clock.now();
             if now.saturating_add(d) > limit.until {
-                clock.sleep(limit.until.saturating_sub(now));
-                self.fire(Expiry::Target(limit));
-                return;
+                clock.sleep(limit.until.saturating_sub(now))?;
+                return self.fire(Expiry::Target(limit));
             }
         }
-        clock.sleep(d);
-        self.check_wall();
+        clock.sleep(d)?;
+        self.check_wall()
     }
 }
 
@@ -186,9 +195,9 @@ impl ClockSource for Arc<dyn PciFunction> {
 
 impl<C: ClockSource> Clock for WatchedClock<C> {
     fn now(&self) -> Duration {
-        self.watch.now(self.inner.clock())
+        self.inner.clock().now()
     }
-    fn sleep(&self, d: Duration) {
+    fn sleep(&self, d: Duration) -> Result<(), Interrupted> {
         self.watch.sleep(self.inner.clock(), d)
     }
 }
@@ -275,20 +284,14 @@ mod tests {
         fn now(&self) -> Duration {
             Duration::from_nanos(self.0.load(Ordering::SeqCst))
         }
-        fn sleep(&self, d: Duration) {
+        fn sleep(&self, d: Duration) -> Result<(), Interrupted> {
             self.0.fetch_add(d.as_nanos() as u64, Ordering::SeqCst);
-        }
-    }
-
-    fn expiry(f: impl FnOnce()) -> Option<Expiry> {
-        match crate::run::panic::catch_interrupt(f) {
-            Err(crate::run::panic::Interrupt::Expired(e)) => Some(e),
-            _ => None,
+            Ok(())
         }
     }
 
     #[test]
-    fn a_sleep_past_the_nearest_limit_stops_at_it_and_unwinds_once() {
+    fn a_sleep_past_the_nearest_limit_stops_at_it_and_is_interrupted_once() {
         let inner = Virtual::default();
         let watch = Watch::new(Duration::from_secs(60));
         let clock = WatchedClock::new(&inner as &dyn Clock, watch.clone());
@@ -297,13 +300,15 @@ mod tests {
             Limit { whose: Whose::Step("2".into()), length: Duration::from_secs(1), until: Duration::from_secs(2) };
         watch.push(scenario);
         watch.push(step.clone());
-        clock.sleep(Duration::from_millis(1500));
+        clock.sleep(Duration::from_millis(1500)).unwrap();
         assert_eq!(clock.now(), Duration::from_millis(1500));
-        let fired = expiry(|| clock.sleep(Duration::from_secs(10)));
-        assert_eq!(fired, Some(Expiry::Target(step)));
+        assert_eq!(watch.expired(), None);
+        let cut = clock.sleep(Duration::from_secs(10)).unwrap_err();
+        assert_eq!(cut.reason, "the timeout of step 2 (1s) passed");
+        assert_eq!(watch.expired(), Some(Expiry::Target(step)));
         assert_eq!(inner.now(), Duration::from_secs(2), "slept up to the limit, no further");
         // Fired once: the clock works on (cleanup may use it).
-        clock.sleep(Duration::from_secs(10));
+        clock.sleep(Duration::from_secs(10)).unwrap();
         assert_eq!(clock.now(), Duration::from_secs(12));
     }
 
@@ -313,23 +318,25 @@ mod tests {
         let watch = Watch::new(Duration::from_secs(60));
         let clock = WatchedClock::new(&inner as &dyn Clock, watch.clone());
         watch.push(Limit { whose: Whose::Scenario, length: Duration::from_secs(1), until: Duration::from_secs(1) });
-        clock.sleep(Duration::from_secs(1));
+        clock.sleep(Duration::from_secs(1)).unwrap();
         assert_eq!(clock.now(), Duration::from_secs(1));
         watch.pop();
-        clock.sleep(Duration::from_secs(1));
+        clock.sleep(Duration::from_secs(1)).unwrap();
+        assert_eq!(watch.expired(), None);
     }
 
     #[test]
-    fn the_wall_limit_fires_at_the_next_clock_call_and_disarming_stops_everything() {
+    fn the_wall_limit_fires_at_the_next_sleep_and_disarming_stops_everything() {
         let inner = Virtual::default();
         let watch = Watch::new(Duration::ZERO);
         let clock = WatchedClock::new(&inner as &dyn Clock, watch.clone());
-        let fired = expiry(|| {
-            clock.now();
-        });
-        assert_eq!(fired, Some(Expiry::Wall(Duration::ZERO)));
+        assert_eq!(clock.now(), Duration::ZERO, "reading the clock never fires");
+        let cut = clock.sleep(Duration::from_millis(1)).unwrap_err();
+        assert!(cut.reason.contains("wall-time limit"), "{cut}");
+        assert_eq!(watch.expired(), Some(Expiry::Wall(Duration::ZERO)));
         let watch = Watch::new(Duration::ZERO);
         watch.disarm();
-        WatchedClock::new(&inner as &dyn Clock, watch).sleep(Duration::from_secs(1));
+        WatchedClock::new(&inner as &dyn Clock, watch.clone()).sleep(Duration::from_secs(1)).unwrap();
+        assert_eq!(watch.expired(), None);
     }
 }
