@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::faults::{CommandAction, FirmwareAction};
 use crate::host_memory::DmaError;
+use crate::net::ext::Syndrome;
 
 /// One thing that happened on one NIC.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -251,6 +252,8 @@ pub enum EventKind {
         psn: u32,
         /// Frame bytes.
         len: usize,
+        /// The AETH's syndrome (ACK, RNR NAK, NAK), for an opcode that carries one.
+        aeth: Option<Syndrome>,
     },
     /// A RoCE frame reached a QP.
     FrameReceived {
@@ -386,8 +389,12 @@ impl fmt::Display for EventKind {
             EventKind::CqOverflow { cq } => write!(f, "CQ {cq} overflowed"),
             EventKind::CqNotification { cq, nq, toggle } => write!(f, "CQ {cq} notified on NQ {nq} toggle={toggle}"),
             EventKind::Interrupt { vector } => write!(f, "MSI-X vector {vector} raised"),
-            EventKind::FrameSent { qp, opcode, psn, len } => {
-                write!(f, "frame out qp={qp} opcode=0x{opcode:02x} psn={psn} {len} B")
+            EventKind::FrameSent { qp, opcode, psn, len, aeth } => {
+                write!(f, "frame out qp={qp} opcode=0x{opcode:02x} psn={psn} {len} B")?;
+                match aeth {
+                    Some(s) => write!(f, " aeth={s}"),
+                    None => Ok(()),
+                }
             }
             EventKind::FrameReceived { qp, opcode, psn, len } => {
                 write!(f, "frame in qp={qp} opcode=0x{opcode:02x} psn={psn} {len} B")

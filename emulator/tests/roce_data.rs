@@ -356,8 +356,15 @@ fn a_receive_posted_after_the_send_is_filled_after_an_rnr_wait() {
     let (k1, b1) = p.mr[1];
     p.rig.poke(0, b0, &pattern(64, 5));
     p.f[0].post_send(&mut p.rig, &mut p.qp[0], SEND, SIGNAL, &[(b0, k0, 64)], None, None, 0);
+    p.rig.world.take_events();
     p.rig.world.advance(MS);
     assert!(p.cq[0].peek(&p.rig, 0).is_none(), "no receive yet: RNR");
+    // The responder's answer is an RNR NAK, and its event says so.
+    let rnr = p.rig.world.take_events().into_iter().find_map(|e| match e.kind {
+        bnxt_model::events::EventKind::FrameSent { opcode: 0x11, aeth, .. } if e.nic == 1 => aeth,
+        _ => None,
+    });
+    assert!(matches!(rnr, Some(bnxt_model::net::ext::Syndrome::RnrNak { .. })), "{rnr:?}");
     p.f[1].post_recv(&mut p.rig, &mut p.qp[1], 4, &[(b1, k1, 64)]);
     assert_eq!(cqe_status(&p.cq[0].wait(&mut p.rig, 0, 100 * MS)), 0);
     assert_eq!(res_wr_id(&p.cq[1].wait(&mut p.rig, 1, 100 * MS)), 4);

@@ -123,7 +123,7 @@ fn a_ud_send_arrives_behind_a_grh_area_with_the_senders_qp_and_mac() {
         rig.world
             .take_events()
             .iter()
-            .any(|e| matches!(&e.kind, EventKind::FrameSent { opcode: 0x65, psn: 0x100, .. })),
+            .any(|e| matches!(&e.kind, EventKind::FrameSent { opcode: 0x65, psn: 0x100, aeth: None, .. })),
         "UD SEND Only with Immediate at the QP's SQ PSN"
     );
 }

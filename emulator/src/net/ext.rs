@@ -1,6 +1,7 @@
 //! Extended transport headers: DETH of UD packets (IBA Vol 1 §9.3.2), RETH (§9.3.3), AETH
 //! (§9.3.5) and immediate data (ImmDt, §9.3.7).
 
+use std::fmt;
 use std::time::Duration;
 
 use super::bytes::{be32, be64, put32, put64};
@@ -92,6 +93,19 @@ impl NakCode {
     }
 }
 
+impl NakCode {
+    /// A short name, for transcripts.
+    pub fn label(self) -> &'static str {
+        match self {
+            NakCode::PsnSequenceError => "psn-sequence-error",
+            NakCode::InvalidRequest => "invalid-request",
+            NakCode::RemoteAccessError => "remote-access-error",
+            NakCode::RemoteOperationalError => "remote-operational-error",
+            NakCode::InvalidRdRequest => "invalid-rd-request",
+        }
+    }
+}
+
 /// The AETH syndrome (IBA §9.3.5; bits 6-5: 00 ACK, 01 RNR NAK, 11 NAK; bit 7 reserved).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Syndrome {
@@ -114,7 +128,23 @@ pub enum Syndrome {
 /// Credit field of an ACK that carries no credit count (rdma_rxe rxe_hdr.h `AETH_ACK_UNLIMITED`).
 pub const ACK_NO_CREDITS: u8 = 0x1f;
 
+impl fmt::Display for Syndrome {
+    /// `ack`, `rnr-nak`, or `nak-` and the NAK code's label.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Syndrome::Ack { .. } => f.write_str("ack"),
+            Syndrome::RnrNak { .. } => f.write_str("rnr-nak"),
+            Syndrome::Nak(code) => write!(f, "nak-{}", code.label()),
+        }
+    }
+}
+
 impl Syndrome {
+    /// Whether it is a NAK (RNR or other), not an ACK.
+    pub fn is_nak(self) -> bool {
+        !matches!(self, Syndrome::Ack { .. })
+    }
+
     /// The syndrome byte.
     pub fn to_byte(self) -> u8 {
         match self {

@@ -433,6 +433,16 @@ pub fn peek_bth(frame: &[u8]) -> Option<BthPacket<&[u8]>> {
     Some(BthPacket::new_unchecked(&frame[BTH_OFFSET..EXT_OFFSET]))
 }
 
+/// The AETH of a RoCE v2 frame whose opcode carries one (ACKNOWLEDGE, READ response First, Last
+/// and Only: IBA Vol 1 §9.3.5), if the frame is long enough to hold it.
+pub fn peek_aeth(frame: &[u8]) -> Option<AethRepr> {
+    let opcode = Opcode::try_from(peek_bth(frame)?.opcode()).ok()?;
+    if !opcode.has_aeth() {
+        return None;
+    }
+    AethRepr::parse(frame.get(EXT_OFFSET..)?).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

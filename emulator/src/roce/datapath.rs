@@ -206,7 +206,9 @@ impl RoceEngine {
                 if self.data_path_events
                     && let Some(b) = crate::net::roce::peek_bth(bytes)
                 {
-                    let sent = EventKind::FrameSent { qp: qpn, opcode: b.opcode(), psn: b.psn(), len: bytes.len() };
+                    let aeth = crate::net::roce::peek_aeth(bytes).map(|a| a.syndrome);
+                    let sent =
+                        EventKind::FrameSent { qp: qpn, opcode: b.opcode(), psn: b.psn(), len: bytes.len(), aeth };
                     env.rec.record(now, sent);
                 }
                 let dst: [u8; 6] = bytes[..6].try_into().expect("a frame has an Ethernet header");

@@ -125,7 +125,8 @@ impl RoceEngine {
                         let psn = qp.attrs.sq_psn.wrapping_sub(1) & 0xff_ffff;
                         let opcode = if imm.is_some() { Opcode::UdSendOnlyImm } else { Opcode::UdSendOnly };
                         let len = frame.len();
-                        env.rec.record(now, EventKind::FrameSent { qp: qpn, opcode: opcode.code(), psn, len });
+                        env.rec
+                            .record(now, EventKind::FrameSent { qp: qpn, opcode: opcode.code(), psn, len, aeth: None });
                     }
                     let dst: [u8; 6] = frame[..6].try_into().expect("a frame has an Ethernet header");
                     if dst == self.mac || gids.has_mac(&dst) {

@@ -128,7 +128,7 @@ pub fn run_scenario(scenario: &Scenario, target: &dyn Target, options: &RunOptio
         return outcome;
     }
 
-    // A transcript has its pcap beside it (the ladder reads NAKs from it) where the target can.
+    // A transcript has its pcap beside it where the target can.
     let pcap_dir = options.pcap.as_ref().or(options.transcript.as_ref());
     let pcap = pcap_dir.filter(|_| target.supports(Capability::Pcap)).map(|dir| artifact(dir, &scenario.name, "pcap"));
     if options.pcap.is_some() && pcap.is_none() {
@@ -195,13 +195,7 @@ pub fn run_scenario(scenario: &Scenario, target: &dyn Target, options: &RunOptio
     };
     if let Some(dir) = &options.transcript {
         let (mut notes, mut artifacts) = (Vec::new(), Vec::new());
-        let mut lines = recorder.take_lines();
-        if let Some(path) = outcome.artifacts.iter().find(|a| a.extension().is_some_and(|e| e == "pcap")) {
-            match crate::transcript::naks::naks_in(path) {
-                Ok(naks) => crate::transcript::naks::mark(&mut lines, &naks),
-                Err(e) => notes.push(format!("NAKs could not be read from the pcap: {e}")),
-            }
-        }
+        let lines = recorder.take_lines();
         write_transcript(dir, scenario, &outcome, lines, &mut notes, &mut artifacts);
         outcome.notes.extend(notes);
         outcome.artifacts.extend(artifacts);

@@ -19,7 +19,6 @@
 pub mod diff;
 pub mod ladder;
 pub mod model;
-pub mod naks;
 pub mod record;
 
 use std::fmt;

@@ -96,9 +96,14 @@ pub fn line(event: &Event) -> Line {
         }
         EventKind::CqNotification { cq, nq, toggle } => format!("cq-notify cq={cq} nq={nq} toggle={toggle}"),
         EventKind::Interrupt { vector } => format!("msix vector={vector}"),
-        EventKind::FrameSent { qp, opcode, psn, len } => {
-            packet = Some(frame(nic, PacketKind::Sent, *qp, *opcode, *psn, *len));
-            format!("pkt-out qp={qp} {} psn={psn} {len}B", opcode_name(*opcode))
+        EventKind::FrameSent { qp, opcode, psn, len, aeth } => {
+            let mut p = frame(nic, PacketKind::Sent, *qp, *opcode, *psn, *len);
+            p.nak = aeth.is_some_and(|s| s.is_nak());
+            packet = Some(p);
+            match aeth {
+                Some(s) => format!("pkt-out qp={qp} {} psn={psn} {len}B aeth={s}", opcode_name(*opcode)),
+                None => format!("pkt-out qp={qp} {} psn={psn} {len}B", opcode_name(*opcode)),
+            }
         }
         EventKind::FrameReceived { qp, opcode, psn, len } => {
             packet = Some(frame(nic, PacketKind::Received, *qp, *opcode, *psn, *len));
@@ -177,10 +182,29 @@ mod tests {
         let e = Event {
             at: Duration::from_micros(3),
             nic: 0,
-            kind: EventKind::FrameSent { qp: 5, opcode: 4, psn: 9, len: 120 },
+            kind: EventKind::FrameSent { qp: 5, opcode: 4, psn: 9, len: 120, aeth: None },
         };
         let l = line(&e);
         assert_eq!(l.text, "pkt-out qp=5 SEND_ONLY psn=9 120B");
         assert_eq!(l.packet.unwrap().kind, PacketKind::Sent);
+    }
+
+    #[test]
+    fn an_acknowledge_says_what_its_aeth_says_and_naks_are_marked() {
+        use bnxt_model::net::ext::{NakCode, Syndrome};
+        let ack = |aeth| Event {
+            at: Duration::from_micros(3),
+            nic: 1,
+            kind: EventKind::FrameSent { qp: 7, opcode: 0x11, psn: 40, len: 62, aeth: Some(aeth) },
+        };
+        let l = line(&ack(Syndrome::Ack { credits: 0x1f }));
+        assert_eq!(l.text, "pkt-out qp=7 ACKNOWLEDGE psn=40 62B aeth=ack");
+        assert!(!l.packet.unwrap().nak);
+        let l = line(&ack(Syndrome::RnrNak { timer: 14 }));
+        assert_eq!(l.text, "pkt-out qp=7 ACKNOWLEDGE psn=40 62B aeth=rnr-nak");
+        assert!(l.packet.unwrap().nak);
+        let l = line(&ack(Syndrome::Nak(NakCode::PsnSequenceError)));
+        assert_eq!(l.text, "pkt-out qp=7 ACKNOWLEDGE psn=40 62B aeth=nak-psn-sequence-error");
+        assert!(l.packet.unwrap().nak);
     }
 }
