@@ -18,7 +18,7 @@ use bnxt_vfio_user::linux::{PCI_MSIX_IRQ_INDEX, errno};
 use bnxt_vfio_user::payload::{DmaMap, DmaUnmap};
 
 use super::capture::Capture;
-use super::control::{Restart, State, WireFaultCounts};
+use super::control::{Restart, State};
 use super::dma::DmaTable;
 use super::irqs::IrqTable;
 use super::regions::{self, RegionKind};
@@ -329,22 +329,12 @@ impl ServedNic {
         if let Some(capture) = self.capture.as_mut() {
             capture.flush();
         }
-        let s = self.world.nic_state(NIC);
         State {
-            mac: s.mac,
-            memory_enabled: s.memory_enabled,
-            bus_master: s.bus_master,
-            relaxed_ordering: s.relaxed_ordering,
-            dma_mappings: s.dma_mappings,
-            driver_registered: s.driver_registered,
-            unsupported_requests: s.unsupported_requests,
-            unimplemented: s.unimplemented,
-            dma_errors: s.dma_errors,
-            pending_responses: s.pending_responses,
+            nic: self.world.nic_state(NIC),
             interrupt_eventfds: self.irqs.eventfds(),
             interrupts_signalled: self.irqs.signalled(),
             interrupts_dropped: self.irqs.dropped(),
-            wire_faults: self.uplink.as_ref().map(|u| wire_counts(u.counters())).unwrap_or_default(),
+            wire_faults: self.uplink.as_ref().map(|u| u.counters()).unwrap_or_default(),
             captured_frames: self.capture.as_ref().map(Capture::frames),
         }
     }
@@ -354,17 +344,6 @@ impl ServedNic {
 /// naming NIC 0 or none).
 pub fn check_wire_plan(plan: &WirePlan) -> Result<(), WirePlanError> {
     plan.stage(0, &[PortId(0)]).map(|_| ())
-}
-
-fn wire_counts(c: bnxt_model::net::fault::FaultCounters) -> WireFaultCounts {
-    WireFaultCounts {
-        frames: c.frames,
-        dropped: c.dropped,
-        duplicated: c.duplicated,
-        reordered: c.reordered,
-        corrupted: c.corrupted,
-        delayed: c.delayed,
-    }
 }
 
 /// A piece of a region access: where in the caller's buffer.
@@ -404,10 +383,10 @@ mod tests {
         let mut table = [0u8; 16];
         nic.region_read(Duration::ZERO, 4, 0, &mut table).unwrap();
         assert_eq!(u32::from_le_bytes(table[12..16].try_into().unwrap()), 1, "vector 0 starts masked");
-        assert_eq!(nic.state().mac, [2, 0, 0, 0, 0, 1]);
-        assert!(nic.state().bus_master);
+        assert_eq!(nic.state().nic.mac, [2, 0, 0, 0, 0, 1]);
+        assert!(nic.state().nic.bus_master);
         nic.reset(Duration::from_millis(1));
-        assert!(!nic.state().bus_master, "a device reset is a function-level reset");
+        assert!(!nic.state().nic.bus_master, "a device reset is a function-level reset");
     }
 
     fn plan(wire: WirePlan) -> FaultPlan {
@@ -446,10 +425,10 @@ mod tests {
         let file = tempfile::tempfile().unwrap();
         let e = refused(&mut nic, Restart::default(), Some(OwnedFd::from(file)));
         assert!(e.reason.contains("without a capture"), "{e:?}");
-        assert!(nic.state().bus_master, "still the NIC it was");
+        assert!(nic.state().nic.bus_master, "still the NIC it was");
         assert_eq!(nic.state().captured_frames, None);
         nic.restart(Duration::ZERO, Restart::default(), None).unwrap();
-        assert!(!nic.state().bus_master, "a fresh NIC");
+        assert!(!nic.state().nic.bus_master, "a fresh NIC");
     }
 
     #[test]

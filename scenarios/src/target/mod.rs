@@ -104,14 +104,8 @@ impl ConfigState {
     }
 }
 
-/// A NIC's inner state, as only a model can show it (`inspect` steps).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Internals {
-    /// DMA mappings the host has given the NIC.
-    pub dma_mappings: usize,
-    /// Whether a driver is registered with the firmware.
-    pub driver_registered: bool,
-}
+/// What only a model can show of a NIC (`inspect` steps): its whole outside view.
+pub use bnxt_model_host::world::NicState as Internals;
 
 /// Why a target could not do something.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -152,8 +152,7 @@ impl Session for ModelSession {
 
     fn internals(&self, nic: usize) -> Result<Internals, TargetError> {
         self.check_nic(nic)?;
-        let s = self.machine.world().nic_state(nic);
-        Ok(Internals { dma_mappings: s.dma_mappings, driver_registered: s.driver_registered })
+        Ok(self.machine.world().nic_state(nic))
     }
 
     fn events(&self) -> Option<Arc<dyn EventSource>> {
