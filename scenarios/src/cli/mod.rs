@@ -293,7 +293,7 @@ fn check(args: &PathArgs) -> ExitCode {
 }
 
 fn schema(args: &SchemaArgs) -> ExitCode {
-    let text = crate::scenario::language::schema_text();
+    let text = crate::scenario::schema::schema_text();
     match &args.output {
         None => {
             let _ = std::io::stdout().write_all(text.as_bytes());

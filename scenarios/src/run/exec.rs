@@ -316,8 +316,8 @@ impl<'s> Exec<'s> {
             return self.roce(step);
         }
         match &step.action {
-            Action::Open { nic, alias, .. } => self.open(*nic, &alias.name, step),
-            Action::Close { alias } => self.close(&alias.name),
+            Action::Open { nic, alias } => self.open(nic.value, &alias.name, step),
+            Action::Close(alias) => self.close(&alias.name),
             Action::Config { nic, relaxed_ordering, bus_master, memory } => {
                 let index = self.index(nic)?;
                 let state = self
@@ -355,9 +355,9 @@ impl<'s> Exec<'s> {
             Action::Count(check) => {
                 let n = bnxt::count(self.machine)
                     .map_err(|e| Mismatch::new("the machine's NICs can be listed", e.to_string()))?;
-                let (ok, expected) = match check {
-                    CountCheck::Equals(want) => (n == *want, format!("{want} NICs")),
-                    CountCheck::AtLeast(want) => (n >= *want, format!("at least {want} NICs")),
+                let (ok, expected) = match check.check().expect("a loaded `count` gives one check") {
+                    CountCheck::Equals(want) => (n == want, format!("{want} NICs")),
+                    CountCheck::AtLeast(want) => (n >= want, format!("at least {want} NICs")),
                 };
                 if ok { Ok(Some(format!("{n} NICs"))) } else { Err(Mismatch::new(expected, format!("{n} NICs"))) }
             }
@@ -375,7 +375,7 @@ impl<'s> Exec<'s> {
                 let mut checks = Checks::default();
                 if let Some(n) = dma_mappings {
                     checks.check(
-                        state.dma_mappings == *n,
+                        state.dma_mappings == *n as usize,
                         format!("dma_mappings {n}"),
                         format!("dma_mappings {}", state.dma_mappings),
                     );
