@@ -128,11 +128,9 @@ impl Exec<'_> {
                     CountCheck::Equals(n) => {
                         checks.check(room == n, format!("room {n} on the {side} ring"), format!("room {room}"))
                     }
-                    CountCheck::AtLeast(n) => checks.check(
-                        room >= n,
-                        format!("room at least {n} on the {side} ring"),
-                        format!("room {room}"),
-                    ),
+                    CountCheck::AtLeast(n) => {
+                        checks.check(room >= n, format!("room at least {n} on the {side} ring"), format!("room {room}"))
+                    }
                 }
                 checks.done().map(|_| Some(format!("room {room}")))
             }

@@ -2,9 +2,9 @@
 
 use std::fmt;
 
+use super::kinds::RINGS;
 use super::values::{format_duration, format_gid, format_mac, format_size};
 use super::{Action, CountCheck, Expect, NicRef, RegionMemory, Transfer};
-use super::kinds::RINGS;
 
 fn on_off(b: bool) -> &'static str {
     if b { "on" } else { "off" }
@@ -129,7 +129,9 @@ impl fmt::Display for Action {
                 .with("with_at", format_size(*with_at))
                 .with("bytes", format_size(*bytes))
                 .to_string(),
-            Action::Room(r) => count(Flow::new().with("qp", &r.qp.name).with("side", side(r.side)), r.check()).to_string(),
+            Action::Room(r) => {
+                count(Flow::new().with("qp", &r.qp.name).with("side", side(r.side)), r.check()).to_string()
+            }
             Action::Destroy(qp) => qp.name.clone(),
         };
         write!(f, "{}: {body}", self.keyword())

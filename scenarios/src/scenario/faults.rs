@@ -14,7 +14,9 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Deserializer};
 
 use super::firmware_names::{self as names, NameError, Target};
-use super::kinds::{At, Kind, Named, NicIndex, Nth, NthFrame, Opcode, Opt, Probability, Psn, Time, text_schema};
+use super::kinds::{
+    At, FromText, Kind, Named, NicIndex, Nth, NthFrame, Opcode, Opt, Probability, Psn, Time, text_schema,
+};
 use crate::suggest::closest;
 use crate::yaml::{DecodeError, Located, Pos, Problem};
 
@@ -138,10 +140,12 @@ impl FirmwareEntry {
                 nth,
                 action: match action {
                     ActionKind::NoResponse => model::FirmwareAction::NoResponse,
-                    ActionKind::Delay => model::FirmwareAction::Delay(self.by.as_ref().ok_or_else(|| missing("by"))?.value),
-                    ActionKind::Error => {
-                        model::FirmwareAction::Error(hwrm_code(self.code.as_ref().ok_or_else(|| missing("code"))?)?.value())
+                    ActionKind::Delay => {
+                        model::FirmwareAction::Delay(self.by.as_ref().ok_or_else(|| missing("by"))?.value)
                     }
+                    ActionKind::Error => model::FirmwareAction::Error(
+                        hwrm_code(self.code.as_ref().ok_or_else(|| missing("code"))?)?.value(),
+                    ),
                 },
             }),
             Target::Roce { opcode, name } => ModelFault::Roce(model::CommandFault {
@@ -150,7 +154,9 @@ impl FirmwareEntry {
                 nth,
                 action: match action {
                     ActionKind::NoResponse => model::CommandAction::NoResponse,
-                    ActionKind::Delay => model::CommandAction::Delay(self.by.as_ref().ok_or_else(|| missing("by"))?.value),
+                    ActionKind::Delay => {
+                        model::CommandAction::Delay(self.by.as_ref().ok_or_else(|| missing("by"))?.value)
+                    }
                     ActionKind::Error => model::CommandAction::Error(
                         roce_status(self.code.as_ref().ok_or_else(|| missing("code"))?, name)?.value(),
                     ),
@@ -166,18 +172,20 @@ pub struct Request;
 impl Kind for Request {
     type Value = Target;
     fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Target, D::Error> {
-        use serde::de::Error;
-        let written = String::deserialize(d)?;
-        names::resolve(&written).map_err(|e| match e {
-            NameError::Unknown { what, suggestion } => {
-                super::kinds::unknown_name(what, &written, suggestion.as_deref())
-            }
-            NameError::Ambiguous { name } => D::Error::custom(format!(
-                "`{name}` is both an HWRM request and a RoCE command: write `{}{name}` or `{}{name}`",
-                names::HWRM_PREFIX,
-                names::ROCE_PREFIX
-            )),
-        })
+        let make: fn(&str) -> Result<Target, String> = |written| {
+            names::resolve(written).map_err(|e| match e {
+                NameError::Unknown { what, suggestion } => {
+                    super::kinds::unknown_name(what, written, suggestion.as_deref())
+                }
+                NameError::Ambiguous { name } => format!(
+                    "`{name}` is both an HWRM request and a RoCE command: write `{}{name}` or `{}{name}`",
+                    names::HWRM_PREFIX,
+                    names::ROCE_PREFIX
+                ),
+            })
+        };
+        let what = "an HWRM request or RoCE command name, as FUNC_DRV_RGTR or CREATE_QP";
+        FromText { what, make }.read(d)
     }
 }
 
@@ -199,7 +207,8 @@ pub struct Code;
 impl Kind for Code {
     type Value = String;
     fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-        String::deserialize(d)
+        let what = "an HWRM error code or CREQ status name, as RESOURCE_ALLOC_ERROR or RESOURCES";
+        FromText { what, make: |code| Ok(code.to_string()) }.read(d)
     }
 }
 
@@ -249,7 +258,8 @@ fn hwrm_code(field: &Located<String>) -> Result<ErrorCode, DecodeError> {
 /// `code` of a RoCE command's fault: a CREQ status other than SUCCESS.
 fn roce_status(field: &Located<String>, command: &str) -> Result<CreqStatus, DecodeError> {
     let name = field.value.as_str();
-    let invalid = |reason: String| Problem::Invalid { value: format!("{name:?}"), expected: "a CREQ status".into(), reason };
+    let invalid =
+        |reason: String| Problem::Invalid { value: format!("{name:?}"), expected: "a CREQ status".into(), reason };
     match names::status_by_name(name) {
         Some(CreqStatus::Success) => Err(at_field(field, invalid("SUCCESS is not an error".into()))),
         Some(status) => Ok(status),
@@ -367,12 +377,10 @@ pub fn fault_plan(faults: &[Fault]) -> FaultPlan {
     let mut plan = FaultPlan::default();
     for fault in faults {
         match &fault.kind {
-            FaultKind::Firmware(f) => {
-                match firmware_fault(f).expect("a loaded scenario's faults hold together") {
-                    ModelFault::Hwrm(f) => plan.firmware.push(f),
-                    ModelFault::Roce(f) => plan.roce_commands.push(f),
-                }
-            }
+            FaultKind::Firmware(f) => match firmware_fault(f).expect("a loaded scenario's faults hold together") {
+                ModelFault::Hwrm(f) => plan.firmware.push(f),
+                ModelFault::Roce(f) => plan.roce_commands.push(f),
+            },
             FaultKind::Wire(w) => plan.wire = w.value.to_model(),
         }
     }

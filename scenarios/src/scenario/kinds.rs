@@ -379,7 +379,11 @@ impl Bytes {
         if (self.lo..=self.hi).contains(&bytes) {
             Ok(bytes)
         } else {
-            Err(refuse(value, A_SIZE, format_args!("must be from {} to {}", format_size(self.lo), format_size(self.hi))))
+            Err(refuse(
+                value,
+                A_SIZE,
+                format_args!("must be from {} to {}", format_size(self.lo), format_size(self.hi)),
+            ))
         }
     }
 }
@@ -537,27 +541,37 @@ impl<'de> Visitor<'de> for ProbabilityVisitor {
     }
 }
 
-/// Reads a string, `what` saying what it should be; `check` says why one is not.
-struct Text {
-    what: &'static str,
-    check: fn(&str) -> Result<(), String>,
+/// Reads a string, `what` saying what it should be, and makes a `T` of it with `make`, whose
+/// error is the whole message. (The making happens while the node is read, so its error is
+/// placed at the node.)
+pub struct FromText<T> {
+    /// What the string should be (for a string of the wrong type: "expected ...").
+    pub what: &'static str,
+    /// What the string becomes, or why it cannot.
+    pub make: fn(&str) -> Result<T, String>,
 }
 
-impl Text {
-    fn read<'de, D: Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+impl<T> FromText<T> {
+    /// Read one from `d`.
+    pub fn read<'de, D: Deserializer<'de>>(self, d: D) -> Result<T, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Text {
-    type Value = String;
+impl<'de, T> Visitor<'de> for FromText<T> {
+    type Value = T;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.what)
     }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<String, E> {
-        let article = self.what.split_once(", as").map_or(self.what, |(w, _)| w);
-        (self.check)(v).map(|()| v.to_string()).map_err(|reason| refuse(quote_short(v), article, reason))
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+        (self.make)(v).map_err(E::custom)
     }
+}
+
+/// "`"x"` is not `what`: `reason`" for text `v`.
+fn not_text(v: &str, what: &str, reason: String) -> String {
+    let article = what.split_once(", as").map_or(what, |(w, _)| w);
+    format!("{} is not {article}: {reason}", quote_short(v))
 }
 
 /// A kind of text: its name, what it is called and how it is checked.
@@ -569,7 +583,9 @@ macro_rules! text {
         impl Kind for $name {
             type Value = String;
             fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-                Text { what: $what, check: $check }.read(d)
+                let make: fn(&str) -> Result<String, String> =
+                    |v| ($check)(v).map(|()| v.to_string()).map_err(|reason| not_text(v, $what, reason));
+                FromText { what: $what, make }.read(d)
             }
         }
 
@@ -601,13 +617,14 @@ pub struct TargetKind;
 impl Kind for TargetKind {
     type Value = String;
     fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-        let kind = Text { what: "a target kind", check: |_| Ok(()) }.read(d)?;
-        let kinds = crate::target::KINDS;
-        if kinds.contains(&kind.as_str()) {
-            Ok(kind)
-        } else {
-            Err(unknown_name("target kind", &kind, crate::suggest::closest(&kind, kinds.iter().copied())))
-        }
+        let make: fn(&str) -> Result<String, String> = |kind| {
+            let kinds = crate::target::KINDS;
+            match kinds.contains(&kind) {
+                true => Ok(kind.to_string()),
+                false => Err(unknown_name("target kind", kind, crate::suggest::closest(kind, kinds.iter().copied()))),
+            }
+        };
+        FromText { what: "a target kind", make }.read(d)
     }
 }
 
@@ -619,11 +636,11 @@ pub struct Sentence;
 impl Kind for Sentence {
     type Value = String;
     fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-        let text = Text { what: "a sentence", check: |_| Ok(()) }.read(d)?;
-        match text.trim() {
-            "" => Err(de::Error::custom("the text is empty: say it in a sentence")),
+        let make: fn(&str) -> Result<String, String> = |text| match text.trim() {
+            "" => Err("the text is empty: say it in a sentence".into()),
             trimmed => Ok(trimmed.to_string()),
-        }
+        };
+        FromText { what: "a sentence", make }.read(d)
     }
 }
 
@@ -638,9 +655,8 @@ macro_rules! parsed {
         impl Kind for $name {
             type Value = $t;
             fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<$t, D::Error> {
-                let text = Text { what: $what, check: |_| Ok(()) }.read(d)?;
-                let article = $what.split_once(", as").map_or($what, |(w, _)| w);
-                ($parse)(&text).map_err(|reason| refuse(quote_short(&text), article, reason))
+                let make: fn(&str) -> Result<$t, String> = |v| ($parse)(v).map_err(|reason| not_text(v, $what, reason));
+                FromText { what: $what, make }.read(d)
             }
         }
 
@@ -698,19 +714,19 @@ impl<'de> Visitor<'de> for OpcodeVisitor {
     fn visit_str<E: de::Error>(self, v: &str) -> Result<u8, E> {
         super::opcodes::opcode_by_name(v).ok_or_else(|| {
             let names = super::opcodes::RC_OPCODES.iter().map(|(_, n)| *n);
-            unknown_name("RC opcode", v, crate::suggest::closest(v, names))
+            E::custom(unknown_name("RC opcode", v, crate::suggest::closest(v, names)))
         })
     }
 }
 
-/// "unknown `what` `name` (did you mean ...?)", as a reader raises it.
-pub fn unknown_name<E: de::Error>(what: &str, name: &str, suggestion: Option<&str>) -> E {
+/// "unknown `what` `name` (did you mean ...?)".
+pub fn unknown_name(what: &str, name: &str, suggestion: Option<&str>) -> String {
     let problem = crate::yaml::Problem::UnknownName {
         what: what.into(),
         name: name.into(),
         suggestion: suggestion.map(str::to_string),
     };
-    E::custom(problem)
+    problem.to_string()
 }
 
 /// One of a table of names (`Fill::ALL`), called `what` in messages.
@@ -731,7 +747,8 @@ pub fn by_name<'de, D: Deserializer<'de>, T: Copy>(
         }
         fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
             self.table.iter().find(|(_, n)| *n == v).map(|(t, _)| *t).ok_or_else(|| {
-                unknown_name(self.what, v, crate::suggest::closest(v, self.table.iter().map(|(_, n)| *n)))
+                let suggestion = crate::suggest::closest(v, self.table.iter().map(|(_, n)| *n));
+                E::custom(unknown_name(self.what, v, suggestion))
             })
         }
     }

@@ -88,9 +88,13 @@ pub fn expand(root: &Node) -> Result<Vec<Variant>, DecodeError> {
             && let Value::Str(text) = &name.value.value
             && let Some((var, _)) = vars.iter().find(|(var, _)| !text.contains(&format!("${{{var}}}")))
         {
-            return Err(error(&name.value, "name", Problem::Conflict(format!(
-                "with a matrix, the name must use ${{{var}}} (and every other matrix name) so that each variant has its own"
-            ))));
+            return Err(error(
+                &name.value,
+                "name",
+                Problem::Conflict(format!(
+                    "with a matrix, the name must use ${{{var}}} (and every other matrix name) so that each variant has its own"
+                )),
+            ));
         }
     }
 
@@ -160,15 +164,19 @@ fn substitute_str(node: &Node, text: &str, path: &str, vars: &[(&str, &Node)]) -
     }
     let lookup = |name: &str| {
         vars.iter().find(|(k, _)| *k == name).map(|(_, v)| *v).ok_or_else(|| {
-            error(node, path, Problem::UnknownName {
-                what: if vars.is_empty() {
-                    "matrix name (the file has no matrix)".into()
-                } else {
-                    "matrix name".into()
+            error(
+                node,
+                path,
+                Problem::UnknownName {
+                    what: if vars.is_empty() {
+                        "matrix name (the file has no matrix)".into()
+                    } else {
+                        "matrix name".into()
+                    },
+                    name: name.into(),
+                    suggestion: closest(name, vars.iter().map(|(k, _)| *k)).map(str::to_string),
                 },
-                name: name.into(),
-                suggestion: closest(name, vars.iter().map(|(k, _)| *k)).map(str::to_string),
-            })
+            )
         })
     };
     if let Some(name) = text.strip_prefix("${").and_then(|t| t.strip_suffix('}'))

@@ -104,13 +104,25 @@ pub struct Targets;
 impl kinds::Kind for Targets {
     type Value = Vec<String>;
     fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-        let kinds = List::<TargetKind>::deserialize(d)?;
-        if kinds.is_empty() {
-            return Err(serde::de::Error::custom(
-                "the list of targets is empty (leave `targets` out to run everywhere)",
-            ));
+        struct Kinds;
+        impl<'de> serde::de::Visitor<'de> for Kinds {
+            type Value = Vec<String>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of target kinds, as [model]")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<String>, A::Error> {
+                let mut kinds = Vec::new();
+                while let Some(kind) = seq.next_element_seed(kinds::KindSeed::<TargetKind>::new())? {
+                    kinds.push(kind);
+                }
+                if kinds.is_empty() {
+                    let why = "the list of targets is empty (leave `targets` out to run everywhere)";
+                    return Err(serde::de::Error::custom(why));
+                }
+                Ok(kinds)
+            }
         }
-        Ok(kinds)
+        d.deserialize_seq(Kinds)
     }
 }
 
@@ -276,4 +288,3 @@ impl Capability {
 }
 
 kinds::named!(Capability, "capability");
-

@@ -10,9 +10,9 @@ use schemars::transform::RecursiveTransform;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde_json::{Map, Value};
 
+use super::Scenario;
 use super::kinds::Time;
 use super::steps::{Action, Expect, Step};
-use super::Scenario;
 
 impl JsonSchema for Step {
     fn schema_name() -> Cow<'static, str> {
@@ -99,4 +99,3 @@ pub fn schema_text() -> String {
     text.push('\n');
     text
 }
-

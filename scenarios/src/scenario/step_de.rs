@@ -6,8 +6,8 @@ use std::fmt;
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, VariantAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, VariantAccess, Visitor};
 
 use super::kinds::{KindSeed, Time};
 use super::steps::{Action, Expect, Step};

@@ -10,8 +10,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::kinds::{
-    Bar, Bus, CompareBytes, CompleteCount, CompletionStatus, Count, Gid, Ipv4, Kind, Mac, MessageBytes,
-    NicIndex, NicsCounted, Offset, Opt, RegionBytes, RepeatTimes, Ring, Switch, Time,
+    Bar, Bus, CompareBytes, CompleteCount, CompletionStatus, Count, Gid, Ipv4, Kind, Mac, MessageBytes, NicIndex,
+    NicsCounted, Offset, Opt, RegionBytes, RepeatTimes, Ring, Switch, Time,
 };
 use super::names::{Alias, NicRef};
 use crate::yaml::{Located, OneOrMany, Pos};
@@ -463,15 +463,14 @@ const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
 impl<'de> Deserialize<'de> for ErrorPattern {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ErrorPattern, D::Error> {
-        let text = String::deserialize(d)?;
-        let regex = RegexBuilder::new(&text).size_limit(REGEX_SIZE_LIMIT).build().map_err(|err| {
-            let reason = first_line(&err.to_string());
-            serde::de::Error::custom(format!(
-                "{} is not a regular expression: {reason}",
-                crate::yaml::node::quote_short(&text)
-            ))
-        })?;
-        Ok(ErrorPattern { text, regex })
+        let make: fn(&str) -> Result<ErrorPattern, String> = |text| {
+            let regex = RegexBuilder::new(text).size_limit(REGEX_SIZE_LIMIT).build().map_err(|err| {
+                let reason = first_line(&err.to_string());
+                format!("{} is not a regular expression: {reason}", crate::yaml::node::quote_short(text))
+            })?;
+            Ok(ErrorPattern { text: text.to_string(), regex })
+        };
+        super::kinds::FromText { what: "a regular expression the message must match", make }.read(d)
     }
 }
 

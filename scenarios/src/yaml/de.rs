@@ -112,7 +112,9 @@ impl<'de> de::Deserializer<'de> for NodeDeserializer<'_> {
         match &self.node.value {
             Value::Str(s) => visitor.visit_enum(WordVariant { word: s, de: self }).map_err(named),
             Value::Map(entries) => match &entries[..] {
-                [entry] => visitor.visit_enum(KeyVariant { entry, path: self.path, variants }).map_err(|e| self.place(e)),
+                [entry] => {
+                    visitor.visit_enum(KeyVariant { entry, path: self.path, variants }).map_err(|e| self.place(e))
+                }
                 [] => Err(self.place(DecodeError::unplaced(Problem::MissingKey { key: variants.join("` or `") }))),
                 [first, second, ..] => Err(self.place(DecodeError::unplaced(Problem::Conflict(format!(
                     "one of `{}` per entry: found both `{}` and `{}`",
