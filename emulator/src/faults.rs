@@ -15,8 +15,9 @@ use serde::{Deserialize, Serialize};
 use crate::net::fault::{FaultConfigError, FaultKind, FaultRule, FaultStage, FrameMatch, WireFaults};
 use crate::net::switch::PortId;
 
-/// What a faulty firmware does, by name: the word a fault plan (and a scenario file) writes for
-/// a [`FirmwareAction`] or a [`CommandAction`], which carry the values that go with it.
+/// What a faulty firmware does, by name: the word fault plans and scenario files write for a
+/// firmware or RoCE command fault's action (whose values, the error code or the delay, come with
+/// it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema), schemars(rename = "FirmwareFaultAction"))]
 #[serde(rename = "firmware fault action", rename_all = "kebab-case")]

@@ -47,6 +47,15 @@ impl JsonSchema for Fault {
     }
 }
 
+super::kinds::list!(
+    /// `faults:`: a list of faults.
+    Faults: Fault, "a list of faults"
+);
+super::kinds::list!(
+    /// `rules:` of a `wire` fault.
+    Rules: WireRule, "a list of rules"
+);
+
 /// The kinds of fault: a mapping with one of these keys.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase", deny_unknown_fields)]
@@ -310,7 +319,7 @@ pub struct WireEntry {
     #[serde(default, with = "Opt::<Time>")]
     pub reorder_hold: Option<Duration>,
     /// Rules for chosen frames, looked at before the chances; the first that fires wins.
-    #[serde(default)]
+    #[serde(default, with = "Rules")]
     pub rules: Vec<WireRule>,
 }
 

@@ -162,27 +162,65 @@ impl<K: JsonSchema> JsonSchema for Opt<K> {
     }
 }
 
-/// A list of values of kind `K`.
-pub struct List<K>(PhantomData<K>);
+/// The tags of a scenario.
+pub struct Tags;
 
-impl<K: Kind> Kind for List<K> {
-    type Value = Vec<K::Value>;
-    fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<K::Value>, D::Error> {
-        d.deserialize_seq(Items::<K>(PhantomData))
+impl Kind for Tags {
+    type Value = Vec<String>;
+    fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+        d.deserialize_seq(Items::<Tag>(PhantomData, "a list of tags, as [nic, faults]"))
     }
 }
 
-schema!(List<K>, |g| {
-    let item = g.subschema_for::<K>().to_value();
+schema!(Tags, |g| {
+    let item = g.subschema_for::<Tag>().to_value();
     json_schema!({ "type": "array", "items": item })
 });
 
-struct Items<K>(PhantomData<K>);
+/// A list of `T` (read by its own `Deserialize`), called `what` in messages.
+pub fn list_of<'de, D: Deserializer<'de>, T: de::DeserializeOwned + JsonSchema>(
+    d: D,
+    what: &'static str,
+) -> Result<Vec<T>, D::Error> {
+    d.deserialize_seq(Items::<Named<T>>(PhantomData, what))
+}
+
+/// A kind of list of `T`: its name, item type and what it is called.
+macro_rules! list {
+    ($(#[$doc:meta])* $name:ident: $t:ty, $what:literal) => {
+        $(#[$doc])*
+        pub struct $name;
+
+        impl $crate::scenario::kinds::Kind for $name {
+            type Value = Vec<$t>;
+            fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<$t>, D::Error> {
+                $crate::scenario::kinds::list_of(d, $what)
+            }
+        }
+
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn inline_schema() -> bool {
+                true
+            }
+            fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                let item = g.subschema_for::<$t>().to_value();
+                schemars::json_schema!({ "type": "array", "items": item })
+            }
+        }
+    };
+}
+
+pub(crate) use list;
+
+struct Items<K>(PhantomData<K>, &'static str);
 
 impl<'de, K: Kind> Visitor<'de> for Items<K> {
     type Value = Vec<K::Value>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a list")
+        f.write_str(self.1)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<K::Value>, A::Error> {
         let mut items = Vec::new();
@@ -293,6 +331,14 @@ integer!(
 integer!(
     /// A count from 0 (queue pairs, regions, DMA mappings, ring entries).
     Count: u32, 0, u32::MAX, "a count"
+);
+integer!(
+    /// A number of DMA mappings.
+    DmaMappings: u32, 0, u32::MAX, "a number of DMA mappings"
+);
+integer!(
+    /// A number of entries of a ring.
+    RingEntries: u32, 0, u32::MAX, "a number of ring entries"
 );
 integer!(
     /// Which occurrence of a request (1 is the first).

@@ -29,7 +29,7 @@ use std::time::Duration;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Deserialize;
 
-use kinds::{Kind, List, NicCount, Opt, ScenarioName, Seed, Sentence, Tag, TargetKind, Time};
+use kinds::{Kind, NicCount, Opt, ScenarioName, Seed, Sentence, Tags, TargetKind, Time};
 
 pub use faults::{Fault, FaultKind, FirmwareEntry, WireEntry, WireRule, fault_plan};
 pub use load::{LoadError, Suite, load_paths};
@@ -72,7 +72,7 @@ pub struct Scenario {
     #[serde(default, with = "Opt::<Seed>")]
     pub seed: Option<u64>,
     /// Words to select scenarios with (`--tag`, `--skip-tag`).
-    #[serde(default, with = "List::<Tag>")]
+    #[serde(default, with = "Tags")]
     pub tags: Vec<String>,
     /// The longest the scenario may take on the target's clock (virtual time on the model);
     /// past it the verdict is TIMEOUT.
@@ -83,20 +83,25 @@ pub struct Scenario {
     pub skip: Option<String>,
     /// What a target must be able to do to run the scenario (faults, inspect steps and RoCE
     /// steps imply their own); elsewhere it is skipped with the reason.
-    #[serde(default)]
+    #[serde(default, with = "Capabilities")]
     pub requires: Vec<Capability>,
     /// Values that make several scenarios of the file: every combination is one, and `${name}`
-    /// stands for its value anywhere in the file. [`matrix`] expands it before the file is
-    /// read, so a scenario read has none.
+    /// stands for its value anywhere in the file. (The variants are made before the file is
+    /// read, so a scenario read has none.)
     #[serde(default)]
     pub matrix: Option<Matrix>,
     /// What the target injects.
-    #[serde(default)]
+    #[serde(default, with = "faults::Faults")]
     pub faults: Vec<Fault>,
     /// What to do, in order.
     #[serde(with = "StepList")]
     pub steps: Vec<Step>,
 }
+
+kinds::list!(
+    /// `requires:`: a list of capabilities.
+    Capabilities: Capability, "a list of capabilities, as [faults, virtual-time]"
+);
 
 /// `targets:`: a list of target kinds, not empty.
 pub struct Targets;

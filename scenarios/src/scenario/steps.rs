@@ -101,7 +101,7 @@ pub enum Action {
         /// A NIC index or alias.
         nic: NicRef,
         /// DMA mappings the host gave the NIC.
-        #[serde(default, with = "Opt::<Count>")]
+        #[serde(default, with = "Opt::<super::kinds::DmaMappings>")]
         dma_mappings: Option<u32>,
         /// Whether a driver is registered with the firmware.
         #[serde(default, with = "Opt::<Switch>")]
@@ -413,10 +413,10 @@ pub struct RoomCheck {
     #[serde(with = "Ring")]
     pub side: bnxt::Side,
     /// Exactly this many.
-    #[serde(default, with = "Opt::<Count>")]
+    #[serde(default, with = "Opt::<super::kinds::RingEntries>")]
     pub equals: Option<u32>,
     /// At least this many.
-    #[serde(default, with = "Opt::<Count>")]
+    #[serde(default, with = "Opt::<super::kinds::RingEntries>")]
     pub at_least: Option<u32>,
 }
 

@@ -94,13 +94,16 @@ impl<'de> de::Deserializer<'de> for NodeDeserializer<'_> {
     }
 
     /// A unit variant is a word (`drop`); any other is a mapping with the variant's name as its
-    /// one key (`open: {...}`). `name` is what an unknown word is called (`capability`).
+    /// one key (`firmware: {...}`). An enum of words is named by a phrase (`wire fault`, serde's
+    /// `rename`), which is what an unknown word is called; an enum of mappings keeps its Rust
+    /// name (`FaultKind`), and a word where it belongs is a wrong type.
     fn deserialize_enum<V: Visitor<'de>>(
         self,
         name: &'static str,
         variants: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, DecodeError> {
+        let of_words = !name.starts_with(|c: char| c.is_ascii_uppercase());
         let named = |mut e: DecodeError| {
             if let Problem::UnknownName { what, .. } = &mut e.problem
                 && what.is_empty()
@@ -110,20 +113,30 @@ impl<'de> de::Deserializer<'de> for NodeDeserializer<'_> {
             self.place(e)
         };
         match &self.node.value {
-            Value::Str(s) => visitor.visit_enum(WordVariant { word: s, de: self }).map_err(named),
-            Value::Map(entries) => match &entries[..] {
+            Value::Str(s) if of_words => visitor.visit_enum(WordVariant { word: s, de: self }).map_err(named),
+            Value::Map(entries) if !of_words => match &entries[..] {
                 [entry] => {
                     visitor.visit_enum(KeyVariant { entry, path: self.path, variants }).map_err(|e| self.place(e))
                 }
                 [] => Err(self.place(DecodeError::unplaced(Problem::MissingKey { key: variants.join("` or `") }))),
-                [first, second, ..] => Err(self.place(DecodeError::unplaced(Problem::Conflict(format!(
-                    "one of `{}` per entry: found both `{}` and `{}`",
-                    variants.join("`, `"),
-                    first.key,
-                    second.key
-                ))))),
+                [first, second, ..] => {
+                    if let Some(unknown) = entries.iter().find(|e| !variants.contains(&e.key.as_str())) {
+                        let problem = Problem::UnknownKey {
+                            key: unknown.key.clone(),
+                            suggestion: crate::suggest::closest(&unknown.key, variants.iter().copied())
+                                .map(str::to_string),
+                            valid: variants.iter().map(|s| s.to_string()).collect(),
+                        };
+                        return Err(
+                            DecodeError::unplaced(problem).place_at(unknown.key_at, &join(self.path, &unknown.key))
+                        );
+                    }
+                    let message = format!("one entry does one thing: found both `{}` and `{}`", first.key, second.key);
+                    Err(self.place(DecodeError::unplaced(Problem::Conflict(message))))
+                }
             },
-            _ => Err(self.wrong_type(format!("one of {}", variants.join(", ")))),
+            _ if of_words => Err(self.wrong_type(format!("one of {}", variants.join(", ")))),
+            _ => Err(self.wrong_type(format!("a mapping with keys {}", variants.join(", ")))),
         }
     }
 
@@ -243,15 +256,15 @@ impl<'de> de::VariantAccess<'de> for WordVariant<'_> {
     }
 
     fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, _: T) -> Result<T::Value, DecodeError> {
-        Err(self.de.wrong_type(format!("a mapping `{}: ...`", self.word)))
+        Err(self.de.wrong_type(format!("`{}` with a value", self.word)))
     }
 
     fn tuple_variant<V: Visitor<'de>>(self, _: usize, _: V) -> Result<V::Value, DecodeError> {
-        Err(self.de.wrong_type(format!("a mapping `{}: ...`", self.word)))
+        Err(self.de.wrong_type(format!("`{}` with a value", self.word)))
     }
 
     fn struct_variant<V: Visitor<'de>>(self, _: &'static [&'static str], _: V) -> Result<V::Value, DecodeError> {
-        Err(self.de.wrong_type(format!("a mapping `{}: ...`", self.word)))
+        Err(self.de.wrong_type(format!("`{}` with a value", self.word)))
     }
 }
 
