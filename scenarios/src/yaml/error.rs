@@ -79,12 +79,6 @@ pub enum Problem {
         /// What is empty.
         what: String,
     },
-    /// A step with no step keyword.
-    #[error("a step needs one of: {}", .valid.join(", "))]
-    NoStep {
-        /// The step keywords.
-        valid: Vec<String>,
-    },
     /// Two keys that exclude each other, or a key that only goes with another value.
     #[error("{0}")]
     Conflict(String),
