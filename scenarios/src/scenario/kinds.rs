@@ -868,3 +868,56 @@ macro_rules! named {
 }
 
 pub(crate) use named;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::yaml::node::parse;
+    use crate::yaml::{DecodeError, NodeDeserializer};
+
+    fn read<K: Kind>(text: &str) -> Result<K::Value, DecodeError> {
+        K::deserialize(NodeDeserializer::new(&parse(text).unwrap(), "v"))
+    }
+
+    #[test]
+    fn switches_take_on_off_and_booleans_only() {
+        assert_eq!(read::<Switch>("on").unwrap(), true);
+        assert_eq!(read::<Switch>("OFF").unwrap(), false);
+        assert_eq!(read::<Switch>("true").unwrap(), true);
+        assert_eq!(read::<Switch>("yes").unwrap(), true);
+        assert!(read::<Switch>("maybe").unwrap_err().to_string().contains("expected on or off, found a string"));
+        assert!(read::<Switch>("1").is_err());
+    }
+
+    #[test]
+    fn integers_out_of_range_are_refused_not_truncated() {
+        let e = read::<NicCount>("99999999999999999999") // beyond 64 bits: the parser reads a number
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is not the number of NICs: must be a whole number from 1 to 64"), "{e}");
+        assert!(read::<NicCount>("-1").unwrap_err().to_string().contains("must be from 1 to 64"));
+        assert!(read::<NicCount>("1.5").unwrap_err().to_string().contains("must be a whole number"));
+        assert_eq!(read::<NicCount>("64").unwrap(), 64);
+    }
+
+    #[test]
+    fn sizes_durations_and_probabilities_say_why_not() {
+        assert_eq!(read::<RegionBytes>("2MiB").unwrap(), 2 << 20);
+        let e = read::<RegionBytes>("0").unwrap_err().to_string();
+        assert!(e.contains("0 is not a size such as 4096, 64KiB or 2MiB: must be from 1 to 4GiB"), "{e}");
+        assert!(read::<Offset>("-4").unwrap_err().to_string().contains("a size is not negative"));
+        assert_eq!(read::<Time>("1.5s").unwrap(), Duration::from_millis(1500));
+        assert!(read::<Time>("300").unwrap_err().to_string().contains("300 is not a duration"));
+        assert!(read::<Probability>("2").unwrap_err().to_string().contains("must be from 0 to 1"));
+        assert_eq!(read::<Probability>("0.25").unwrap(), 0.25);
+    }
+
+    #[test]
+    fn names_suggest_the_closest() {
+        let e = read::<CompletionStatus>("retry-exceded").unwrap_err().to_string();
+        assert!(e.ends_with("unknown completion status `retry-exceded` (did you mean `retry-exceeded`?)"), "{e}");
+        assert_eq!(read::<Opcode>("send_only").unwrap(), 4);
+        assert!(read::<Opcode>("SEND_ONLYY").unwrap_err().to_string().contains("did you mean `SEND_ONLY`"));
+        assert!(read::<Opcode>("256").unwrap_err().to_string().contains("must be from 0 to 255"));
+    }
+}

@@ -99,3 +99,37 @@ pub fn schema_text() -> String {
     text.push('\n');
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::faults::FaultKind;
+    use crate::scenario::step_keywords;
+    use crate::scenario::steps::ReadStep;
+    use crate::yaml::introspect::names;
+
+    #[test]
+    fn keys_come_in_declaration_order_with_renames() {
+        assert_eq!(names::<ReadStep>(), ["qp", "region", "at", "from", "from_at", "bytes"]);
+        assert_eq!(names::<Scenario>()[..4], ["name", "about", "targets", "nics"]);
+        assert_eq!(names::<FaultKind>(), ["firmware", "wire"]);
+    }
+
+    #[test]
+    fn the_schema_has_every_step_and_fault() {
+        let schema = schema();
+        let step = &schema["$defs"]["Step"]["oneOf"];
+        let titles: Vec<&str> = step.as_array().unwrap().iter().map(|v| v["title"].as_str().unwrap()).collect();
+        assert_eq!(titles, step_keywords());
+        for variant in step.as_array().unwrap() {
+            assert_eq!(variant["additionalProperties"], false, "{variant}");
+            assert!(variant["properties"]["expect"].is_object() && variant["properties"]["timeout"].is_object());
+        }
+        let faults = &schema["$defs"]["Fault"]["oneOf"];
+        assert_eq!(faults.as_array().unwrap().len(), names::<FaultKind>().len());
+        assert_eq!(schema["additionalProperties"], false);
+        assert!(schema["properties"]["nics"]["description"].as_str().unwrap().contains("NICs"));
+        // The model's vocabulary, with its own descriptions.
+        assert_eq!(schema["$defs"]["WireFaultKind"]["oneOf"].as_array().unwrap().len(), 5);
+    }
+}

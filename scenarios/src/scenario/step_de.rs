@@ -183,3 +183,63 @@ impl<'de, D: Deserializer<'de>> VariantAccess<'de> for Content<D> {
         self.0.deserialize_struct("", fields, visitor)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::scenario::load::load_str;
+    use crate::scenario::{CountCheck, NicRef};
+
+    fn steps(text: &str) -> Vec<Step> {
+        let file = format!("name: t\nabout: x.\nnics: 2\nsteps:\n{text}");
+        load_str(Path::new("t.yaml"), &file).unwrap_or_else(|e| panic!("{e:#?}")).remove(0).steps
+    }
+
+    #[test]
+    fn every_step_keyword_reads_as_its_action() {
+        let all = steps(concat!(
+            "  - count: {at_least: 1}\n  - open: {nic: 1, as: b}\n",
+            "  - identity: {nic: b, name: \"BNXT:1\", mac: 02:00:00:00:00:01, ipv4: 10.0.0.1, gid: \"::ffff:10.0.0.1\"}\n",
+            "  - limits: {nic: b, qps: 8}\n  - config: {nic: b, memory: on}\n",
+            "  - inspect: {nic: 1, driver_registered: yes}\n  - wait: 250us\n  - repeat: {times: 2, steps: [wait: 1s]}\n",
+            "  - region: {on: b, as: r, bytes: 4KiB}\n  - region: {on: b, as: s, bytes: 4KiB}\n",
+            "  - qp: {on: b, as: q}\n  - qp: {on: b, as: p}\n  - connect: {qp: q, peer: p}\n",
+            "  - send: {qp: q, region: r, bytes: 64}\n  - receive: {qp: p, region: s, bytes: 64}\n",
+            "  - read: {qp: q, region: r, from: s, bytes: 64}\n  - complete: {qp: q, side: send}\n",
+            "  - compare: {region: r, with: s, bytes: 64}\n  - room: {qp: q, side: send, at_least: 1}\n",
+            "  - destroy: q\n  - deregister: r\n  - close: b\n",
+        ));
+        let mut keywords: Vec<&str> = all.iter().map(|s| s.action.keyword()).collect();
+        keywords.sort();
+        keywords.dedup();
+        let mut every = step_keywords().to_vec();
+        every.sort();
+        // Each keyword serde reads is the one `keyword()` names.
+        assert_eq!(keywords, every);
+        assert!(matches!(all[0].action, Action::Count(ref c) if c.check() == Some(CountCheck::AtLeast(1))));
+        let Action::Identity(id) = &all[2].action else { panic!() };
+        assert_eq!((id.mac, id.ipv4.map(|a| a.octets())), (Some([2, 0, 0, 0, 0, 1]), Some([10, 0, 0, 1])));
+        assert!(matches!(
+            &all[5].action,
+            Action::Inspect { nic: NicRef::Index { nic: 1, .. }, driver_registered: Some(true), .. }
+        ));
+        assert!(matches!(all[6].action, Action::Wait(d) if d == Duration::from_micros(250)));
+        assert_eq!(all[7].path, "steps[7]");
+        let Action::Repeat { steps: inner, .. } = &all[7].action else { panic!() };
+        assert_eq!(inner[0].path, "steps[7].repeat.steps[0]");
+        let Action::Complete(c) = &all[16].action else { panic!() };
+        assert_eq!((c.status, c.within, c.count), (bnxt::Status::Ok, Duration::from_secs(10), 1));
+    }
+
+    #[test]
+    fn a_step_keeps_where_it_and_its_expectation_are() {
+        let s = steps("  - open: {nic: 0, as: a}\n    expect: {error: x}\n    timeout: 2s\n");
+        assert_eq!((s[0].at.line, s[0].at.column, s[0].action_at.column), (5, 5, 11));
+        assert_eq!(s[0].expect.at.map(|p| p.line), Some(6));
+        assert_eq!(s[0].timeout, Some(Duration::from_secs(2)));
+        assert_eq!(step_keys().last(), Some(&"timeout"));
+    }
+}

@@ -121,3 +121,111 @@ fn expect_problems(step: &Step) -> Option<DecodeError> {
     };
     Some(conflict(at, &field, message))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::scenario::load::load_str;
+    use crate::scenario::{Action, RegionMemory, Step};
+
+    fn steps(text: &str) -> Result<Vec<Step>, String> {
+        let file = format!("name: t\nabout: x.\nnics: 2\nsteps:\n{text}");
+        load_str(Path::new("t.yaml"), &file).map(|mut s| s.remove(0).steps).map_err(|e| e[0].to_string())
+    }
+
+    #[test]
+    fn steps_that_check_nothing_or_contradict_themselves_are_refused() {
+        assert!(
+            steps("  - config: {nic: 0}\n").unwrap_err().contains("5:13: steps[0].config: `config` checks nothing")
+        );
+        assert!(steps("  - inspect: {nic: 0}\n").unwrap_err().contains("`inspect` checks nothing"));
+        assert!(steps("  - count: {equals: 1, at_least: 1}\n").unwrap_err().contains("not both"));
+        assert!(steps("  - count: {}\n").unwrap_err().contains("missing key `equals`"));
+        assert!(steps("  - wait: 1s\n    expect: {}\n").unwrap_err().contains("`expect` says nothing"));
+        assert!(
+            steps("  - wait: 1s\n    expect: {takes_at_least: 2s, takes_at_most: 1s}\n")
+                .unwrap_err()
+                .contains("more than")
+        );
+        assert!(
+            steps("  - open: {nic: 0, as: a}\n    expect: {error: x, misuse: y}\n").unwrap_err().contains("one way")
+        );
+        assert!(steps("  - expect: {takes_at_least: 1s}\n").unwrap_err().contains("a step needs one of: open, close"));
+        assert!(steps("  []\n").unwrap_err().ends_with("steps: the list of steps is empty"));
+        assert!(
+            steps("  open: {nic: 0, as: a}\n")
+                .unwrap_err()
+                .contains("steps: expected a list of steps, found a mapping")
+        );
+        assert!(steps("  - open: {nic: 0, as: 7}\n").unwrap_err().contains("expected an alias"));
+        assert!(steps("  - open: {nic: 0, as: \"a b\"}\n").unwrap_err().contains("is not an alias"));
+        assert!(
+            steps("  - config: {nic: [0], bus_master: on}\n").unwrap_err().contains("expected a NIC index or an alias")
+        );
+        assert!(steps("  - identity: {nic: a, mac: 02:00}\n").unwrap_err().contains("six bytes"));
+    }
+
+    /// An `open` of NIC 0 as `a`, then the steps written.
+    macro_rules! with_open {
+        ($steps:literal) => {
+            concat!("  - open: {nic: 0, as: a}\n", $steps)
+        };
+    }
+
+    #[test]
+    fn region_memory_kinds_and_their_mistakes() {
+        let memory = |steps: &[Step]| match &steps[1].action {
+            Action::Region(r) => r.region_memory(),
+            other => panic!("{other:?}"),
+        };
+        let ok = steps(with_open!("  - region: {on: a, as: r, bytes: 4096, memory: pages}\n")).unwrap();
+        assert_eq!(memory(&ok), RegionMemory::Pages);
+        let ok = steps(with_open!(
+            "  - region: {on: a, as: r, bytes: 4096, memory: device, device: 0000:81:00.0, bar: 2}\n"
+        ))
+        .unwrap();
+        assert_eq!(memory(&ok), RegionMemory::Device { bus: "0000:81:00.0".into(), bar: 2 });
+        let ok = steps(with_open!("  - region: {on: a, as: r, bytes: 4096}\n")).unwrap();
+        assert_eq!(memory(&ok), RegionMemory::Host);
+        let e = steps(with_open!("  - region: {on: a, as: r, bytes: 4096, memory: page}\n")).unwrap_err();
+        assert!(e.contains("unknown memory `page` (did you mean `pages`?)"), "{e}");
+        let e = steps(with_open!("  - region: {on: a, as: r, bytes: 4096, memory: device}\n")).unwrap_err();
+        assert!(e.contains("needs `device`"), "{e}");
+        let e = steps(with_open!("  - region: {on: a, as: r, bytes: 4096, bar: 1}\n")).unwrap_err();
+        assert!(e.contains("6:46: steps[1].region.bar: `device` and `bar` name another device's memory"), "{e}");
+        let e = steps(with_open!("  - region: {on: a, as: r, bytes: 4096, memory: device, device: 81:00.0}\n"))
+            .unwrap_err();
+        assert!(e.contains("DDDD:BB:DD.F"), "{e}");
+        let e = steps(with_open!(
+            "  - region: {on: a, as: r, bytes: 4096, memory: device, device: 0000:81:00.0, bar: 6}\n"
+        ))
+        .unwrap_err();
+        assert!(e.contains("steps[1].region.bar: 6 is not a BAR number"), "{e}");
+    }
+
+    #[test]
+    fn faults_that_do_not_hold_together_are_refused_where_written() {
+        let with = |faults: &str| {
+            let text = format!("name: t\nabout: x.\nnics: 1\nfaults:\n{faults}steps:\n  - count: {{at_least: 1}}\n");
+            load_str(Path::new("t.yaml"), &text).unwrap_err()[0].to_string()
+        };
+        let e = with("  - wire: {}\n");
+        assert!(e.contains("5:11: faults[0].wire: `wire` does nothing"), "{e}");
+        let e = with("  - wire: {rules: [{kind: drop, delay: 1ms}]}\n");
+        assert!(
+            e.contains(
+                "faults[0].wire.rules[0].delay: `delay` goes only with `kind: delay` (this rule's kind is `drop`)"
+            ),
+            "{e}"
+        );
+        let e = with("  - firmware: {nic: 0, request: VER_GET, action: delay}\n");
+        assert!(e.contains("5:15: faults[0].firmware: missing key `by`"), "{e}");
+        let e = with("  - wire: {drop: 0.1}\n    firmware: {nic: 0, request: VER_GET, action: delay}\n");
+        assert!(e.contains("faults[0]: one entry does one thing: found both `wire` and `firmware`"), "{e}");
+        let e = with("  - wire: {drop: 0.1}\n    firmwar: {nic: 0, request: VER_GET, action: delay}\n");
+        assert!(e.contains("faults[0].firmwar: unknown key `firmwar` (did you mean `firmware`?)"), "{e}");
+        let e = with("  - firmware\n");
+        assert!(e.contains("faults[0]: expected a mapping with keys firmware, wire, found a string"), "{e}");
+    }
+}

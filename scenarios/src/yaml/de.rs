@@ -334,3 +334,76 @@ impl<'de> de::VariantAccess<'de> for VariantValue<'_> {
         de::Deserializer::deserialize_struct(self.de(), "", fields, visitor)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    use super::*;
+    use crate::yaml::node::{Pos, parse};
+    use crate::yaml::{Located, OneOrMany};
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Open {
+        nic: u32,
+        #[serde(rename = "as")]
+        alias: String,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Top {
+        open: Open,
+    }
+
+    fn read<T: for<'de> Deserialize<'de>>(text: &str) -> Result<T, DecodeError> {
+        T::deserialize(NodeDeserializer::new(&parse(text).unwrap(), "steps[0]"))
+    }
+
+    #[test]
+    fn an_unknown_key_names_the_closest_valid_one_and_its_position() {
+        let e = read::<Top>("open: {nic: 0, ass: a}\n").unwrap_err();
+        assert_eq!(e.field, "steps[0].open.ass");
+        assert_eq!(e.at, Pos { line: 1, column: 16 });
+        assert!(matches!(&e.problem, Problem::UnknownKey { suggestion: Some(s), .. } if s == "as"), "{e}");
+        assert!(e.to_string().ends_with("(did you mean `as`?); valid keys here: nic, as"), "{e}");
+    }
+
+    #[test]
+    fn missing_keys_and_wrong_types_name_the_field() {
+        let e = read::<Top>("open:\n  nic: 1\n").unwrap_err();
+        assert_eq!((e.field.as_str(), e.at), ("steps[0].open", Pos { line: 2, column: 3 }));
+        assert_eq!(e.problem, Problem::MissingKey { key: "as".into() });
+        let e = read::<Top>("open: {nic: [1, 2], as: a}\n").unwrap_err();
+        assert_eq!((e.field.as_str(), e.at), ("steps[0].open.nic", Pos { line: 1, column: 13 }));
+        // The node says what it is, with more than serde's words for it.
+        assert!(e.to_string().ends_with("found a list of 2"), "{e}");
+        let e = read::<Top>("open: 7\n").unwrap_err();
+        assert!(e.to_string().contains("expected a mapping with keys nic, as, found an integer (7)"), "{e}");
+    }
+
+    #[test]
+    fn a_located_value_has_its_position_and_path() {
+        let located = read::<Located<String>>("x").unwrap();
+        assert_eq!(
+            (located.value.as_str(), located.at, located.path.as_str()),
+            ("x", Pos { line: 1, column: 1 }, "steps[0]")
+        );
+        let inner = read::<Vec<Located<u32>>>("[1,\n 2]").unwrap();
+        assert_eq!((inner[1].value, inner[1].at.line, inner[1].path.as_str()), (2, 2, "steps[0][1]"));
+    }
+
+    #[test]
+    fn one_item_or_a_list_of_them() {
+        assert_eq!(read::<OneOrMany<String>>("a").unwrap().0, ["a"]);
+        assert_eq!(read::<OneOrMany<String>>("[a, b]").unwrap().0, ["a", "b"]);
+    }
+
+    #[test]
+    fn an_empty_value_is_not_an_absent_one() {
+        let e = read::<Option<u32>>("~").unwrap_err();
+        assert!(matches!(e.problem, Problem::WrongType { ref found, .. } if found == "nothing (null)"), "{e}");
+    }
+}
