@@ -198,17 +198,7 @@ impl Kind for Request {
     }
 }
 
-impl JsonSchema for Request {
-    fn schema_name() -> Cow<'static, str> {
-        "Request".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        text_schema()
-    }
-}
+super::kinds::schema!(Request, |g| text_schema());
 
 /// The name of an HWRM error code or a CREQ status (which, the request decides).
 pub struct Code;
@@ -221,17 +211,7 @@ impl Kind for Code {
     }
 }
 
-impl JsonSchema for Code {
-    fn schema_name() -> Cow<'static, str> {
-        "Code".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        text_schema()
-    }
-}
+super::kinds::schema!(Code, |g| text_schema());
 
 /// An error at `field`.
 fn at_field<T>(field: &Located<T>, problem: Problem) -> DecodeError {

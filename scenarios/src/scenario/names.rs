@@ -2,10 +2,9 @@
 //! NIC by index or by alias). Each keeps where it is written, for the checks that follow
 //! reading (an alias used before its `open`).
 
-use std::borrow::Cow;
 use std::fmt;
 
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use schemars::json_schema;
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, Visitor};
 use serde_json::json;
 
@@ -101,17 +100,7 @@ impl<'de> Deserialize<'de> for Alias {
     }
 }
 
-impl JsonSchema for Alias {
-    fn schema_name() -> Cow<'static, str> {
-        "Alias".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        or_reference(json!({ "type": "string", "pattern": WORD_PATTERN }))
-    }
-}
+super::kinds::schema!(Alias, |g| or_reference(json!({ "type": "string", "pattern": WORD_PATTERN })));
 
 impl<'de> Deserialize<'de> for NicRef {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<NicRef, D::Error> {
@@ -124,15 +113,7 @@ impl<'de> Deserialize<'de> for NicRef {
     }
 }
 
-impl JsonSchema for NicRef {
-    fn schema_name() -> Cow<'static, str> {
-        "NicRef".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(g: &mut SchemaGenerator) -> Schema {
-        let index = super::kinds::NicIndex::json_schema(g).to_value();
-        json_schema!({ "anyOf": [index, Alias::json_schema(g).to_value()] })
-    }
-}
+super::kinds::schema!(NicRef, |g| {
+    let index = super::kinds::NicIndex::json_schema(g).to_value();
+    json_schema!({ "anyOf": [index, Alias::json_schema(g).to_value()] })
+});

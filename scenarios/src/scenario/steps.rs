@@ -474,17 +474,7 @@ impl<'de> Deserialize<'de> for ErrorPattern {
     }
 }
 
-impl JsonSchema for ErrorPattern {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "ErrorPattern".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        super::kinds::text_schema()
-    }
-}
+super::kinds::schema!(ErrorPattern, |g| super::kinds::text_schema());
 
 /// regex's messages span several lines (the pattern, a caret, the reason); keep the reason.
 fn first_line(message: &str) -> String {
@@ -502,17 +492,7 @@ impl Kind for Aliases {
     }
 }
 
-impl JsonSchema for Aliases {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Aliases".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        OneOrMany::<Alias>::json_schema(g)
-    }
-}
+super::kinds::schema!(Aliases, |g| OneOrMany::<Alias>::json_schema(g));
 
 /// A list of steps: at least one.
 pub struct StepList;
@@ -541,18 +521,10 @@ impl Kind for StepList {
     }
 }
 
-impl JsonSchema for StepList {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "StepList".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let step = g.subschema_for::<Step>().to_value();
-        schemars::json_schema!({ "type": "array", "minItems": 1, "items": step })
-    }
-}
+super::kinds::schema!(StepList, |g| {
+    let step = g.subschema_for::<Step>().to_value();
+    schemars::json_schema!({ "type": "array", "minItems": 1, "items": step })
+});
 
 impl Action {
     /// The step's keyword in the language (its variant's name, as serde reads it; a test keeps

@@ -65,19 +65,38 @@ impl<'de, K: Kind> DeserializeSeed<'de> for KindSeed<K> {
     }
 }
 
-/// The schema of a kind: inline, as the kinds are small.
+/// The schema of a kind (or of another small type of the language): inline, as they are small.
 macro_rules! schema {
     ($kind:ident $(<$p:ident>)?, |$g:ident| $body:expr) => {
-        impl$(<$p: JsonSchema>)? JsonSchema for $kind$(<$p>)? {
-            fn schema_name() -> Cow<'static, str> {
+        impl$(<$p: schemars::JsonSchema>)? schemars::JsonSchema for $kind$(<$p>)? {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
                 stringify!($kind).into()
             }
             fn inline_schema() -> bool {
                 true
             }
             #[allow(unused_variables)]
-            fn json_schema($g: &mut SchemaGenerator) -> Schema {
+            fn json_schema($g: &mut schemars::SchemaGenerator) -> schemars::Schema {
                 $body
+            }
+        }
+    };
+}
+
+pub(crate) use schema;
+
+/// The schema of a wrapper of a kind `K`: `K`'s own.
+macro_rules! schema_of_inner {
+    ($wrapper:ident) => {
+        impl<K: JsonSchema> JsonSchema for $wrapper<K> {
+            fn schema_name() -> Cow<'static, str> {
+                K::schema_name()
+            }
+            fn inline_schema() -> bool {
+                K::inline_schema()
+            }
+            fn json_schema(g: &mut SchemaGenerator) -> Schema {
+                K::json_schema(g)
             }
         }
     };
@@ -122,17 +141,7 @@ impl<K: Kind> Kind for At<K> {
     }
 }
 
-impl<K: JsonSchema> JsonSchema for At<K> {
-    fn schema_name() -> Cow<'static, str> {
-        K::schema_name()
-    }
-    fn inline_schema() -> bool {
-        K::inline_schema()
-    }
-    fn json_schema(g: &mut SchemaGenerator) -> Schema {
-        K::json_schema(g)
-    }
-}
+schema_of_inner!(At);
 
 /// An optional value of kind `K` (with `#[serde(default)]`: absent is `None`).
 pub struct Opt<K>(PhantomData<K>);
@@ -150,17 +159,7 @@ impl<K: Kind> Kind for Opt<K> {
     }
 }
 
-impl<K: JsonSchema> JsonSchema for Opt<K> {
-    fn schema_name() -> Cow<'static, str> {
-        K::schema_name()
-    }
-    fn inline_schema() -> bool {
-        K::inline_schema()
-    }
-    fn json_schema(g: &mut SchemaGenerator) -> Schema {
-        K::json_schema(g)
-    }
-}
+schema_of_inner!(Opt);
 
 /// The tags of a scenario.
 pub struct Tags;
