@@ -157,15 +157,6 @@ pub enum WireFaultKind {
 }
 
 impl WireFaultKind {
-    /// Every kind with its name (as plans and scenario files write it).
-    pub const ALL: [(WireFaultKind, &'static str); 5] = [
-        (WireFaultKind::Drop, "drop"),
-        (WireFaultKind::Duplicate, "duplicate"),
-        (WireFaultKind::Reorder, "reorder"),
-        (WireFaultKind::Corrupt, "corrupt"),
-        (WireFaultKind::Delay, "delay"),
-    ];
-
     fn kind(self) -> FaultKind {
         match self {
             WireFaultKind::Drop => FaultKind::Drop,
