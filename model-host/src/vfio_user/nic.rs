@@ -52,6 +52,9 @@ pub struct ServedNic {
     wire_seed: u64,
     /// The run's capture of the frames the NIC sends, when the last restart asked for one.
     capture: Option<Capture>,
+    /// Stores the client made to the doorbell BAR, restarts included (for tracers of the guest,
+    /// which see the same stores: ci/guest-test.sh --trace compares the counts).
+    doorbell_stores: u64,
 }
 
 impl ServedNic {
@@ -74,6 +77,7 @@ impl ServedNic {
             wire,
             wire_seed: stage_seed(seed, 0),
             capture: None,
+            doorbell_stores: 0,
         })
     }
 
@@ -114,6 +118,11 @@ impl ServedNic {
         &self.world
     }
 
+    /// Stores the client has made to the doorbell BAR (BAR2) since the NIC was made.
+    pub fn doorbell_stores(&self) -> u64 {
+        self.doorbell_stores
+    }
+
     fn check(region: u32, offset: u64, len: usize) -> Result<RegionKind, Refusal> {
         let kind = regions::kind(region);
         let size = regions::size(region);
@@ -152,6 +161,9 @@ impl ServedNic {
         match kind {
             RegionKind::Config => self.world.config_write(NIC, offset as u16, data),
             RegionKind::Bar(bar) => {
+                if bar == bnxt_hsi::pci::BAR_DOORBELLS {
+                    self.doorbell_stores += 1;
+                }
                 for (at, chunk) in bar_chunks(offset, data.len()) {
                     self.world.bar_write(NIC, bar, at, &data[chunk.start..chunk.start + chunk.len]);
                 }
