@@ -4,9 +4,9 @@
 //! writes 1 to +0x100 (+0xb00), then polls `resp_len` and `seq_id` of the response at the
 //! request's `resp_addr` and its last byte, the valid byte).
 //!
-//! The response is in guest memory, so the tracer sees it through the driver's loads: the load
-//! of the valid byte that finds it set completes the request, and the response header is read
-//! from guest memory at that moment. `resp_addr` is a DMA address, taken to be guest-physical:
+//! The response is in guest memory, so the tracer sees it through the driver's loads: the first
+//! load of the response after it is whole in guest memory (its `seq_id` the request's, its valid
+//! byte set) completes the request, and the response is read from guest memory at that moment. `resp_addr` is a DMA address, taken to be guest-physical:
 //! true without an IOMMU in front of the function.
 
 use bnxt_hsi::hwrm::layouts::{HwrmShortInput, Input, Output};
@@ -100,31 +100,22 @@ pub fn trigger(window: &Window, kong: bool, mem: &mut dyn GuestMemory) -> (Optio
     (Some(pending), event)
 }
 
-/// A load of `size` bytes of `value` at guest-physical `phys` within `pending`'s response range:
-/// the answer and the response's bytes, when this load is the one that found the valid byte
-/// set on a response to `pending`.
-pub fn response_load(
-    pending: &Pending,
-    phys: u64,
-    size: u8,
-    value: u64,
-    mem: &mut dyn GuestMemory,
-) -> Option<(TraceEvent, Vec<u8>)> {
+/// A load the driver made within `pending`'s response range: the answer and the response's
+/// bytes, when the response in guest memory is whole by then (its `seq_id` is the request's, its
+/// `resp_len` is set and so is its last byte, the valid byte). Whichever of its fields the
+/// driver reads first counts: bnxt_en polls `resp_len` and then the valid byte, or (for a request
+/// naming a completion ring) waits for the completion and reads `error_code`.
+pub fn response_load(pending: &Pending, mem: &mut dyn GuestMemory) -> Option<(TraceEvent, Vec<u8>)> {
     let head = mem.read(pending.resp_addr, RESP_HEADER_LEN)?;
     let out = Output::read_from_bytes(&head).ok()?;
     let len = out.resp_len.get();
     if len == 0 || out.seq_id.get() != pending.seq_id {
         return None;
     }
-    let valid_at = pending.resp_addr + u64::from(len) - 1;
-    if valid_at < phys || valid_at >= phys + u64::from(size) {
+    let body = mem.read(pending.resp_addr, usize::from(len).min(MAX_RESP_LEN))?;
+    if body.last().copied().unwrap_or(0) == 0 {
         return None;
     }
-    let byte = (value >> (8 * (valid_at - phys))) as u8;
-    if byte == 0 {
-        return None;
-    }
-    let body = mem.read(pending.resp_addr, usize::from(len).min(MAX_RESP_LEN)).unwrap_or(head);
     let event = TraceEvent::HwrmAnswer {
         req_type: pending.req_type,
         seq_id: pending.seq_id,
@@ -181,22 +172,23 @@ pub(crate) mod tests {
         assert_eq!(event.to_string(), "hwrm-request FUNC_QCAPS seq=4");
         // Not yet written: polling resp_len finds nothing.
         ram.put(0x9000, &[0; 16]);
-        assert_eq!(response_load(&pending, 0x9006, 2, 0, &mut ram), None);
+        assert_eq!(response_load(&pending, &mut ram), None);
         // The firmware's response: INVALID_PARAMS, 16 bytes, valid byte last.
         let mut resp = [0u8; 16];
         resp[0..2].copy_from_slice(&2u16.to_le_bytes());
         resp[2..4].copy_from_slice(&0x15u16.to_le_bytes());
         resp[4..6].copy_from_slice(&4u16.to_le_bytes());
         resp[6..8].copy_from_slice(&16u16.to_le_bytes());
+        ram.put(0x9000, &resp);
+        assert_eq!(response_load(&pending, &mut ram), None, "the valid byte is not set yet");
         resp[15] = 1;
         ram.put(0x9000, &resp);
-        assert_eq!(response_load(&pending, 0x9006, 2, 16, &mut ram), None, "resp_len is not the valid byte");
-        let (answer, body) = response_load(&pending, 0x900f, 1, 1, &mut ram).unwrap();
+        let (answer, body) = response_load(&pending, &mut ram).unwrap();
         assert_eq!(answer.to_string(), "hwrm-answer FUNC_QCAPS seq=4 refused INVALID_PARAMS len=16");
         assert_eq!(body, resp);
         // Another sequence number's response does not answer this request.
         let other = Pending { seq_id: 5, ..pending };
-        assert_eq!(response_load(&other, 0x900f, 1, 1, &mut ram), None);
+        assert_eq!(response_load(&other, &mut ram), None);
     }
 
     #[test]

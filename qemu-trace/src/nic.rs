@@ -86,9 +86,9 @@ impl Nic {
     }
 
     /// A load from guest memory within [`Nic::response_range`].
-    pub fn ram_load(&mut self, phys: u64, size: u8, value: u64, mem: &mut dyn GuestMemory) -> Option<TraceEvent> {
+    pub fn ram_load(&mut self, mem: &mut dyn GuestMemory) -> Option<TraceEvent> {
         let pending = self.pending?;
-        let (event, body) = hwrm::response_load(&pending, phys, size, value, mem)?;
+        let (event, body) = hwrm::response_load(&pending, mem)?;
         self.pending = None;
         self.last_response = Some(body);
         Some(event)
@@ -289,7 +289,7 @@ mod tests {
         resp[6..8].copy_from_slice(&176u16.to_le_bytes());
         resp[175] = 1;
         ram.put(0x5000, &resp);
-        let e = n.ram_load(0x5000 + 175, 1, 1, &mut ram);
+        let e = n.ram_load(&mut ram);
         assert_eq!(text(e).as_deref(), Some("hwrm-answer VER_GET seq=0 ok len=176"));
         assert_eq!(n.response_range(), None);
         assert_eq!(n.last_response.as_ref().map(Vec::len), Some(176));

@@ -163,7 +163,7 @@ impl Plugin {
             } else if store {
                 None
             } else {
-                state.nics[nic].ram_load(phys, size, value, &mut mem)
+                state.nics[nic].ram_load(&mut mem)
             };
             if let Some(e) = event {
                 self.event(&mut state, nic, &e);
