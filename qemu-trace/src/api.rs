@@ -122,6 +122,7 @@ pub struct Api {
     tb_n_insns: unsafe extern "C" fn(*const Tb) -> usize,
     tb_get_insn: unsafe extern "C" fn(*const Tb, usize) -> *mut Insn,
     insn_data: unsafe extern "C" fn(*const Insn, *mut c_void, usize) -> usize,
+    insn_vaddr: unsafe extern "C" fn(*const Insn) -> u64,
     register_insn_exec: unsafe extern "C" fn(*mut Insn, VcpuUdataCb, c_uint, *mut c_void),
     register_mem: unsafe extern "C" fn(*mut Insn, MemCb, c_uint, c_uint, *mut c_void),
     mem_size_shift: unsafe extern "C" fn(MemInfo) -> c_uint,
@@ -171,6 +172,7 @@ impl Api {
             tb_n_insns: resolve!("qemu_plugin_tb_n_insns"),
             tb_get_insn: resolve!("qemu_plugin_tb_get_insn"),
             insn_data: resolve!("qemu_plugin_insn_data"),
+            insn_vaddr: resolve!("qemu_plugin_insn_vaddr"),
             register_insn_exec: resolve!("qemu_plugin_register_vcpu_insn_exec_cb"),
             register_mem: resolve!("qemu_plugin_register_vcpu_mem_cb"),
             mem_size_shift: resolve!("qemu_plugin_mem_size_shift"),
@@ -221,6 +223,12 @@ impl Api {
         // SAFETY: QEMU copies at most `len` bytes of the instruction into `buf`.
         let n = unsafe { (self.insn_data)(insn, buf.as_mut_ptr().cast(), buf.len()) };
         (buf, n.min(buf.len()))
+    }
+
+    /// The guest-virtual address of the instruction.
+    pub fn insn_vaddr(&self, insn: *mut Insn) -> u64 {
+        // SAFETY: `insn` is a handle of the block being translated.
+        unsafe { (self.insn_vaddr)(insn) }
     }
 
     /// Call `cb` before `insn` runs; with `read_regs`, the callback may read registers.

@@ -9,6 +9,7 @@
 //! | `size=N/SIZE` | BAR N is SIZE bytes (default: the model's, 64 KiB, 8 MiB and 16 KiB for BARs 0, 2, 4) |
 //! | `msix=N/OFFSET/COUNT` | the MSI-X table: BAR, offset, entries (default `4/0/128`, the model's) |
 //! | `ecam=ADDR` or `ecam=off` | the memory-mapped config space (default 0xb0000000, QEMU q35's) |
+//! | `code=kernel` or `code=all` | whose accesses are watched: code in the upper half of the address space (an x86-64 kernel and its modules; the default) or all code (a driver in guest user space, through vfio) |
 //! | `kernel=TEXT`, `device=TEXT` | what the transcript's header names as the guest kernel and the device |
 
 use std::path::PathBuf;
@@ -48,6 +49,8 @@ pub struct Config {
     pub msix: MsixTable,
     /// The ECAM window's base, if any.
     pub ecam: Option<u64>,
+    /// Watch the accesses of all code, not only the kernel's.
+    pub all_code: bool,
     /// The guest kernel, for the header.
     pub kernel: String,
     /// The device, for the header.
@@ -64,7 +67,7 @@ pub enum ArgError {
     #[error("argument `{0}` is not name=value")]
     NotNameValue(String),
     /// A name the plugin does not know.
-    #[error("unknown argument `{0}` (known: out, accesses, nic, bar, size, msix, ecam, kernel, device)")]
+    #[error("unknown argument `{0}` (known: out, accesses, nic, bar, size, msix, ecam, code, kernel, device)")]
     Unknown(String),
     /// A value that does not parse.
     #[error("argument `{name}`: `{value}` is not {what}")]
@@ -124,6 +127,7 @@ impl Config {
         let mut sizes = [0x1_0000, 0, 0x80_0000, 0, 0x4000, 0];
         let mut msix = MsixTable { bar: 4, offset: 0, entries: 128 };
         let mut ecam = Some(0xb000_0000);
+        let mut all_code = false;
         let (mut kernel, mut device) = (String::from("unknown"), String::from("unknown"));
         for arg in args {
             let (name, value) = arg.split_once('=').ok_or_else(|| ArgError::NotNameValue(arg.into()))?;
@@ -170,6 +174,13 @@ impl Config {
                         Some(number(value).ok_or_else(|| bad(name, value, "an address or `off`"))?)
                     }
                 }
+                "code" => {
+                    all_code = match value {
+                        "kernel" => false,
+                        "all" => true,
+                        _ => return Err(bad(name, value, "`kernel` or `all`")),
+                    }
+                }
                 "kernel" => kernel = value.to_string(),
                 "device" => device = value.to_string(),
                 _ => return Err(ArgError::Unknown(name.into())),
@@ -184,7 +195,7 @@ impl Config {
             nic.bars[n] = Some(addr);
         }
         let accesses = accesses.unwrap_or_else(|| out.with_extension("accesses"));
-        Ok(Config { out, accesses, nics, sizes, msix, ecam, kernel, device })
+        Ok(Config { out, accesses, nics, sizes, msix, ecam, all_code, kernel, device })
     }
 }
 
@@ -211,5 +222,7 @@ mod tests {
             Err(ArgError::BarWithoutNic("00:07.0/0/0x1000".into()))
         );
         assert_eq!(Config::parse(["out=x", "nic=00:05.0", "ecam=off"]).unwrap().ecam, None);
+        assert!(Config::parse(["out=x", "nic=00:05.0", "code=all"]).unwrap().all_code);
+        assert!(!c.all_code);
     }
 }

@@ -1,7 +1,8 @@
 //! The plugin in QEMU: callbacks on every guest memory access and on `out` instructions, a fast
 //! filter by guest-physical address, and the traced functions' decoders behind one lock.
 //!
-//! Every load and store of the guest reaches [`on_mem`]; it looks its guest-physical address up
+//! Every load and store the guest's kernel makes (or, with `code=all`, any code) reaches
+//! [`on_mem`]; it looks its guest-physical address up
 //! in a table of ranges kept in atomics (the BARs, the responses being awaited, the ECAM window)
 //! and returns at once when none holds it, so the lock is taken only for the accesses that
 //! matter. `out dx, al|ax|eax` instructions get a callback that reads the port and value
@@ -22,6 +23,10 @@ use crate::hwrm::GuestMemory;
 use crate::nic::{BARS, Nic};
 use crate::output::{self, AccessRecord};
 use crate::pci::{self, PortDecoder};
+
+/// Where the upper half of the x86-64 address space starts: kernel text and modules run there,
+/// user space and the boot-time decompressor below.
+const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
 
 /// Ranges per function in the filter: its three BARs and its awaited response.
 const SLOTS: usize = BARS.len() + 1;
@@ -265,7 +270,9 @@ extern "C" fn on_tb_trans(tb: *mut Tb, _userdata: *mut c_void) {
     let Some(p) = PLUGIN.get() else { return };
     let insns: Vec<*mut Insn> = p.api.insns(tb).collect();
     for insn in insns {
-        p.api.register_mem(insn, on_mem, std::ptr::null_mut());
+        if p.config.all_code || p.api.insn_vaddr(insn) >= KERNEL_HALF {
+            p.api.register_mem(insn, on_mem, std::ptr::null_mut());
+        }
         let (bytes, n) = p.api.insn_bytes(insn);
         if let Some(size) = out_dx_size(&bytes[..n]) {
             p.api.register_insn_exec(insn, on_out, true, usize::from(size) as *mut c_void);
