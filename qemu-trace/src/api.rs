@@ -110,7 +110,7 @@ pub type TbTransCb = unsafe extern "C" fn(tb: *mut Tb, userdata: *mut c_void);
 pub type VcpuUdataCb = unsafe extern "C" fn(vcpu: c_uint, userdata: *mut c_void);
 /// A memory-access callback.
 pub type MemCb = unsafe extern "C" fn(vcpu: c_uint, info: MemInfo, vaddr: u64, userdata: *mut c_void);
-/// The exit callback.
+/// The exit callback, and the callback of a reset.
 pub type AtexitCb = unsafe extern "C" fn(userdata: *mut c_void);
 
 /// The functions, as looked up in the QEMU process.
@@ -119,6 +119,7 @@ pub struct Api {
     register_tb_trans: unsafe extern "C" fn(PluginId, TbTransCb, *mut c_void),
     register_vcpu_init: unsafe extern "C" fn(PluginId, VcpuUdataCb, *mut c_void),
     register_atexit: unsafe extern "C" fn(PluginId, AtexitCb, *mut c_void),
+    reset: unsafe extern "C" fn(PluginId, AtexitCb, *mut c_void),
     tb_n_insns: unsafe extern "C" fn(*const Tb) -> usize,
     tb_get_insn: unsafe extern "C" fn(*const Tb, usize) -> *mut Insn,
     insn_data: unsafe extern "C" fn(*const Insn, *mut c_void, usize) -> usize,
@@ -169,6 +170,7 @@ impl Api {
             register_tb_trans: resolve!("qemu_plugin_register_vcpu_tb_trans_cb"),
             register_vcpu_init: resolve!("qemu_plugin_register_vcpu_init_cb"),
             register_atexit: resolve!("qemu_plugin_register_atexit_cb"),
+            reset: resolve!("qemu_plugin_reset"),
             tb_n_insns: resolve!("qemu_plugin_tb_n_insns"),
             tb_get_insn: resolve!("qemu_plugin_tb_get_insn"),
             insn_data: resolve!("qemu_plugin_insn_data"),
@@ -207,6 +209,15 @@ impl Api {
     pub fn register_atexit(&self, id: PluginId, cb: AtexitCb, userdata: *mut c_void) {
         // SAFETY: as for `register_tb_trans`.
         unsafe { (self.register_atexit)(id, cb, userdata) }
+    }
+
+    /// Drop every callback the plugin registered and the code translated with them; `cb` runs
+    /// once that is done (the plugin then registers what it wants anew). Its argument is not to
+    /// be read.
+    pub fn reset(&self, id: PluginId, cb: AtexitCb) {
+        // SAFETY: as for `register_tb_trans`; QEMU allows a reset from a vCPU callback and runs
+        // `cb` when it has happened.
+        unsafe { (self.reset)(id, cb, std::ptr::null_mut()) }
     }
 
     /// The instructions of block `tb` (valid during the translation callback only).

@@ -10,6 +10,7 @@
 //! | `msix=N/OFFSET/COUNT` | the MSI-X table: BAR, offset, entries (default `4/0/128`, the model's) |
 //! | `ecam=ADDR` or `ecam=off` | the memory-mapped config space (default 0xb0000000, QEMU q35's) |
 //! | `code=kernel` or `code=all` | whose accesses are watched: code in the upper half of the address space (an x86-64 kernel and its modules; the default) or all code (a driver in guest user space, through vfio) |
+//! | `watch=bus-master` or `watch=always` | when memory accesses start being watched: once the guest enables bus mastering on a traced function (the default: bnxt_en, bnxt_re and vfio-pci touch no BAR before; the guest boots at full speed until then) or from the start |
 //! | `kernel=TEXT`, `device=TEXT` | what the transcript's header names as the guest kernel and the device |
 
 use std::path::PathBuf;
@@ -51,6 +52,8 @@ pub struct Config {
     pub ecam: Option<u64>,
     /// Watch the accesses of all code, not only the kernel's.
     pub all_code: bool,
+    /// Watch memory accesses from the start, not from the first bus-master enable.
+    pub watch_always: bool,
     /// The guest kernel, for the header.
     pub kernel: String,
     /// The device, for the header.
@@ -67,7 +70,7 @@ pub enum ArgError {
     #[error("argument `{0}` is not name=value")]
     NotNameValue(String),
     /// A name the plugin does not know.
-    #[error("unknown argument `{0}` (known: out, accesses, nic, bar, size, msix, ecam, code, kernel, device)")]
+    #[error("unknown argument `{0}` (known: out, accesses, nic, bar, size, msix, ecam, code, watch, kernel, device)")]
     Unknown(String),
     /// A value that does not parse.
     #[error("argument `{name}`: `{value}` is not {what}")]
@@ -128,6 +131,7 @@ impl Config {
         let mut msix = MsixTable { bar: 4, offset: 0, entries: 128 };
         let mut ecam = Some(0xb000_0000);
         let mut all_code = false;
+        let mut watch_always = false;
         let (mut kernel, mut device) = (String::from("unknown"), String::from("unknown"));
         for arg in args {
             let (name, value) = arg.split_once('=').ok_or_else(|| ArgError::NotNameValue(arg.into()))?;
@@ -181,6 +185,13 @@ impl Config {
                         _ => return Err(bad(name, value, "`kernel` or `all`")),
                     }
                 }
+                "watch" => {
+                    watch_always = match value {
+                        "bus-master" => false,
+                        "always" => true,
+                        _ => return Err(bad(name, value, "`bus-master` or `always`")),
+                    }
+                }
                 "kernel" => kernel = value.to_string(),
                 "device" => device = value.to_string(),
                 _ => return Err(ArgError::Unknown(name.into())),
@@ -195,7 +206,7 @@ impl Config {
             nic.bars[n] = Some(addr);
         }
         let accesses = accesses.unwrap_or_else(|| out.with_extension("accesses"));
-        Ok(Config { out, accesses, nics, sizes, msix, ecam, all_code, kernel, device })
+        Ok(Config { out, accesses, nics, sizes, msix, ecam, all_code, watch_always, kernel, device })
     }
 }
 
@@ -223,6 +234,7 @@ mod tests {
         );
         assert_eq!(Config::parse(["out=x", "nic=00:05.0", "ecam=off"]).unwrap().ecam, None);
         assert!(Config::parse(["out=x", "nic=00:05.0", "code=all"]).unwrap().all_code);
-        assert!(!c.all_code);
+        assert!(!c.all_code && !c.watch_always);
+        assert!(Config::parse(["out=x", "nic=00:05.0", "watch=always"]).unwrap().watch_always);
     }
 }

@@ -12,7 +12,7 @@ use std::cell::RefCell;
 use std::ffi::{c_uint, c_void};
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
@@ -34,7 +34,10 @@ const SLOTS: usize = BARS.len() + 1;
 /// The plugin, once installed.
 pub struct Plugin {
     api: Api,
+    id: u64,
     config: Config,
+    /// Whether memory accesses are instrumented (from the first bus-master enable, or always).
+    watching: AtomicBool,
     start: Instant,
     /// `[start, end)` pairs, `SLOTS` per function; `end == 0` means empty.
     ranges: [[AtomicU64; 2]; MAX_NICS * SLOTS],
@@ -76,9 +79,12 @@ pub fn install(id: u64, config: Config) -> Result<(), String> {
     transcript.write_all(output::header(&header).as_bytes()).map_err(|e| format!("{}: {e}", config.out.display()))?;
     let nics = config.nics.iter().map(|n| Nic::new(n.bars, config.sizes, config.msix)).collect();
     let state = State { nics, ports: PortDecoder::default(), transcript, accesses, raw_lines: 0, write_failed: false };
+    let watching = AtomicBool::new(config.watch_always);
     let plugin = Plugin {
         api,
+        id,
         config,
+        watching,
         start: Instant::now(),
         ranges: std::array::from_fn(|_| [AtomicU64::new(0), AtomicU64::new(0)]),
         registers: OnceLock::new(),
@@ -91,12 +97,23 @@ pub fn install(id: u64, config: Config) -> Result<(), String> {
     PLUGIN.set(plugin).map_err(|_| "installed twice".to_string())?;
     let p = PLUGIN.get().expect("just set");
     p.api.register_vcpu_init(id, on_vcpu_init, std::ptr::null_mut());
-    p.api.register_tb_trans(id, on_tb_trans, std::ptr::null_mut());
-    p.api.register_atexit(id, on_exit, std::ptr::null_mut());
+    p.register();
     Ok(())
 }
 
 impl Plugin {
+    fn register(&self) {
+        self.api.register_tb_trans(self.id, on_tb_trans, std::ptr::null_mut());
+        self.api.register_atexit(self.id, on_exit, std::ptr::null_mut());
+    }
+
+    /// Start watching memory accesses: drop the code translated without memory callbacks.
+    fn start_watching(&self) {
+        if !self.watching.swap(true, Ordering::SeqCst) {
+            self.api.reset(self.id, on_reset);
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -148,6 +165,9 @@ impl Plugin {
         let events = state.nics[i].config_write(w);
         for e in &events {
             self.event(state, i, e);
+            if let TraceEvent::Command { bus_master: true, .. } = e {
+                self.start_watching();
+            }
         }
         if !events.is_empty() {
             self.publish_ranges(state);
@@ -253,6 +273,14 @@ pub fn out_dx_size(bytes: &[u8]) -> Option<u8> {
     None
 }
 
+/// Whether the instruction's only memory accesses are to the stack: `push`/`pop` of a register
+/// or an immediate, `call rel32`, `ret`, `leave`, `pushf`/`popf` (after REX or operand-size
+/// prefixes). Their memory callbacks are not registered: they cannot reach a BAR or a response.
+pub fn stack_only(bytes: &[u8]) -> bool {
+    let op = bytes.iter().copied().find(|b| !matches!(b, 0x66 | 0x40..=0x4f));
+    matches!(op, Some(0x50..=0x5f | 0x68 | 0x6a | 0x9c | 0x9d | 0xc2 | 0xc3 | 0xc9 | 0xe8))
+}
+
 extern "C" fn on_vcpu_init(_vcpu: c_uint, _userdata: *mut c_void) {
     let Some(p) = PLUGIN.get() else { return };
     p.registers.get_or_init(|| match p.api.registers(&["rax", "rdx"]) {
@@ -269,11 +297,13 @@ extern "C" fn on_vcpu_init(_vcpu: c_uint, _userdata: *mut c_void) {
 extern "C" fn on_tb_trans(tb: *mut Tb, _userdata: *mut c_void) {
     let Some(p) = PLUGIN.get() else { return };
     let insns: Vec<*mut Insn> = p.api.insns(tb).collect();
+    let watching = p.watching.load(Ordering::SeqCst);
     for insn in insns {
-        if p.config.all_code || p.api.insn_vaddr(insn) >= KERNEL_HALF {
+        let (bytes, n) = p.api.insn_bytes(insn);
+        let code = p.config.all_code || p.api.insn_vaddr(insn) >= KERNEL_HALF;
+        if watching && code && !stack_only(&bytes[..n]) {
             p.api.register_mem(insn, on_mem, std::ptr::null_mut());
         }
-        let (bytes, n) = p.api.insn_bytes(insn);
         if let Some(size) = out_dx_size(&bytes[..n]) {
             p.api.register_insn_exec(insn, on_out, true, usize::from(size) as *mut c_void);
         }
@@ -298,6 +328,12 @@ extern "C" fn on_out(_vcpu: c_uint, userdata: *mut c_void) {
     }
 }
 
+extern "C" fn on_reset(_unused: *mut c_void) {
+    if let Some(p) = PLUGIN.get() {
+        p.register();
+    }
+}
+
 extern "C" fn on_exit(_userdata: *mut c_void) {
     if let Some(p) = PLUGIN.get() {
         p.exit();
@@ -316,5 +352,15 @@ mod tests {
         assert_eq!(out_dx_size(&[0xed]), None, "in eax, dx");
         assert_eq!(out_dx_size(&[0xe7, 0x80]), None, "out imm8 cannot reach 0xcf8");
         assert_eq!(out_dx_size(&[0x89, 0xef]), None, "mov edi, ebp");
+    }
+
+    #[test]
+    fn only_stack_pushes_pops_calls_and_returns_are_left_out() {
+        assert!(stack_only(&[0x41, 0x57]), "push r15");
+        assert!(stack_only(&[0xe8, 0, 0, 0, 0]), "call rel32");
+        assert!(stack_only(&[0xc3]), "ret");
+        assert!(!stack_only(&[0xff, 0x35, 0, 0, 0, 0]), "push [rip+x] reads memory");
+        assert!(!stack_only(&[0x8b, 0x07]), "mov eax, [rdi]");
+        assert!(!stack_only(&[0x48, 0x89, 0x06]), "mov [rsi], rax");
     }
 }
