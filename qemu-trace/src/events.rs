@@ -126,6 +126,21 @@ pub enum TraceEvent {
     },
 }
 
+/// A register or data value in hexadecimal, grouped by four digits from the right once it has
+/// more than four (`0x4843_5301`): so that `bnxt-rig diff` compares it, where it masks an
+/// ungrouped 8-digit number as an address.
+pub fn value(v: u64) -> String {
+    let hex = format!("{v:x}");
+    let mut out = String::from("0x");
+    for (i, c) in hex.chars().enumerate() {
+        if i > 0 && (hex.len() - i) % 4 == 0 {
+            out.push('_');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn on_off(b: bool) -> &'static str {
     if b { "on" } else { "off" }
 }
@@ -206,7 +221,7 @@ impl fmt::Display for TraceEvent {
                 Ok(())
             }
             TraceEvent::DoorbellStore { offset, size, value, why } => {
-                write!(f, "doorbell-store BAR2+0x{offset:x} {size}B 0x{value:x}: {why}")
+                write!(f, "doorbell-store BAR2+0x{offset:x} {size}B {}: {why}", self::value(*value))
             }
             TraceEvent::GrcWindow { window, base } => write!(f, "grc-window {window} base=0x{base:x}"),
             TraceEvent::Read { at, name, value } => {
@@ -214,7 +229,7 @@ impl fmt::Display for TraceEvent {
                 if !name.is_empty() {
                     write!(f, " ({name})")?;
                 }
-                write!(f, " = 0x{value:x}")?;
+                write!(f, " = {}", self::value(*value))?;
                 if name.starts_with("fw_status") {
                     write!(f, " {}", fw_status(*value))?;
                 }
@@ -225,12 +240,12 @@ impl fmt::Display for TraceEvent {
                 if !name.is_empty() {
                     write!(f, " ({name})")?;
                 }
-                write!(f, " {size}B 0x{value:x}")
+                write!(f, " {size}B {}", self::value(*value))
             }
-            TraceEvent::RoceTrigger { prod } => write!(f, "roce-trigger prod=0x{prod:x}"),
+            TraceEvent::RoceTrigger { prod } => write!(f, "roce-trigger prod={}", value(u64::from(*prod))),
             TraceEvent::Msix { entry, address, data, masked } => {
                 let m = if *masked { "masked" } else { "unmasked" };
-                write!(f, "msix entry={entry} address=0x{address:x} data=0x{data:x} {m}")
+                write!(f, "msix entry={entry} address=0x{address:x} data={} {m}", value(u64::from(*data)))
             }
         }
     }
@@ -257,5 +272,6 @@ mod tests {
         let e = TraceEvent::Read { at: "BAR0+0x520".into(), name: "fw_status", value: 0x8000 };
         assert_eq!(e.to_string(), "read BAR0+0x520 (fw_status) = 0x8000 ready");
         assert_eq!(fw_status(0x40_0000 | 0x8001), "error 0x8001 recovering");
+        assert_eq!((value(0x8000), value(0x4843_5301), value(0x1_0000)), ("0x8000".into(), "0x4843_5301".into(), "0x1_0000".into()));
     }
 }

@@ -309,7 +309,7 @@ mod tests {
         let e = n.access(0, bar0::GRC_WINDOW_BASE + 8, 4, true, 0x310_0000, &mut ram);
         assert_eq!(text(e).as_deref(), Some("grc-window 3 base=0x3100000"));
         let e = n.access(0, 0x31f0, 4, false, u64::from(bnxt_hsi::fw_status::HCOMM_SIG_VER), &mut ram);
-        assert_eq!(text(e).as_deref(), Some("read GRC 0x31001f0 (hcomm_status.sig_ver) = 0x48435301"));
+        assert_eq!(text(e).as_deref(), Some("read GRC 0x31001f0 (hcomm_status.sig_ver) = 0x4843_5301"));
         // fw_status_loc: BAR0 space, offset 0x520.
         n.access(0, 0x31f4, 4, false, 0x520 | 2, &mut ram);
         let e = n.access(0, 0x520, 4, false, 0x8000, &mut ram);
