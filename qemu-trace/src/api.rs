@@ -309,7 +309,8 @@ impl Api {
             (0..len)
                 .map(|i| {
                     let r = &*d.add(i);
-                    let name = if r.name.is_null() { String::new() } else { CStr::from_ptr(r.name).to_string_lossy().into() };
+                    let name =
+                        if r.name.is_null() { String::new() } else { CStr::from_ptr(r.name).to_string_lossy().into() };
                     (name, r.handle)
                 })
                 .take_while(|(name, _)| !name.is_empty())

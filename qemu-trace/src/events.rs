@@ -272,6 +272,9 @@ mod tests {
         let e = TraceEvent::Read { at: "BAR0+0x520".into(), name: "fw_status", value: 0x8000 };
         assert_eq!(e.to_string(), "read BAR0+0x520 (fw_status) = 0x8000 ready");
         assert_eq!(fw_status(0x40_0000 | 0x8001), "error 0x8001 recovering");
-        assert_eq!((value(0x8000), value(0x4843_5301), value(0x1_0000)), ("0x8000".into(), "0x4843_5301".into(), "0x1_0000".into()));
+        assert_eq!(
+            (value(0x8000), value(0x4843_5301), value(0x1_0000)),
+            ("0x8000".into(), "0x4843_5301".into(), "0x1_0000".into())
+        );
     }
 }

@@ -46,7 +46,9 @@ pub unsafe extern "C" fn qemu_plugin_install(
     // SAFETY: `info` is valid for the duration of this call.
     let system = !info.is_null() && unsafe { (*info).system_emulation };
     let result = if system {
-        args::Config::parse(args.iter().map(String::as_str)).map_err(|e| e.to_string()).and_then(|c| plugin::install(id, c))
+        args::Config::parse(args.iter().map(String::as_str))
+            .map_err(|e| e.to_string())
+            .and_then(|c| plugin::install(id, c))
     } else {
         Err("the tracer needs full-system emulation (qemu-system-*)".to_string())
     };

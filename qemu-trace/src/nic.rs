@@ -280,7 +280,10 @@ mod tests {
         let mut ram = Ram::default();
         assert_eq!(n.bar_range(2), Some((0xfc00_0000, 0xfc80_0000)));
         for (i, chunk) in header(0x0, 0, 0x5000).chunks(8).enumerate() {
-            assert_eq!(n.access(0, 8 * i as u64, 8, true, u64::from_le_bytes(chunk.try_into().unwrap()), &mut ram), None);
+            assert_eq!(
+                n.access(0, 8 * i as u64, 8, true, u64::from_le_bytes(chunk.try_into().unwrap()), &mut ram),
+                None
+            );
         }
         let e = n.access(0, bar0::HWRM_TRIGGER, 4, true, 1, &mut ram);
         assert_eq!(text(e).as_deref(), Some("hwrm-request VER_GET seq=0"));

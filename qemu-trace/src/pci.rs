@@ -171,10 +171,7 @@ mod tests {
         // Linux sizes it again and puts it back: no net change, but "being sized" in between.
         assert_eq!(write(&mut ports, 0x18, 0xffff_ffff), vec![ConfigChange::Bar(2, None)]);
         assert_eq!(write(&mut ports, 0x18, 0xfd00_000c), vec![ConfigChange::Bar(2, Some(0xfd00_0000))]);
-        assert_eq!(
-            write(&mut ports, 0x04, 0x0006),
-            vec![ConfigChange::Command { memory: true, bus_master: true }]
-        );
+        assert_eq!(write(&mut ports, 0x04, 0x0006), vec![ConfigChange::Command { memory: true, bus_master: true }]);
         assert_eq!(write(&mut ports, 0x04, 0x0006), vec![]);
         // Without the enable bit, the data port writes nothing.
         ports.out(CONFIG_ADDRESS, 4, 0x18);

@@ -134,7 +134,10 @@ impl Plugin {
     /// The function and slot whose range holds `phys`.
     fn find(&self, phys: u64) -> Option<(usize, usize)> {
         let n = self.config.nics.len() * SLOTS;
-        self.ranges[..n].iter().position(|r| phys < r[1].load(Ordering::Relaxed) && phys >= r[0].load(Ordering::Relaxed)).map(|i| (i / SLOTS, i % SLOTS))
+        self.ranges[..n]
+            .iter()
+            .position(|r| phys < r[1].load(Ordering::Relaxed) && phys >= r[0].load(Ordering::Relaxed))
+            .map(|i| (i / SLOTS, i % SLOTS))
     }
 
     fn event(&self, state: &mut State, nic: usize, event: &TraceEvent) {
@@ -192,7 +195,8 @@ impl Plugin {
             };
             if let Some(e) = event {
                 self.event(&mut state, nic, &e);
-                if let (TraceEvent::HwrmAnswer { seq_id, .. }, Some(body)) = (&e, state.nics[nic].last_response.take()) {
+                if let (TraceEvent::HwrmAnswer { seq_id, .. }, Some(body)) = (&e, state.nics[nic].last_response.take())
+                {
                     let line = output::response_line(self.start.elapsed(), nic, *seq_id, &body);
                     self.raw(&mut state, &line);
                 }
@@ -227,8 +231,12 @@ impl Plugin {
 
     fn exit(&self) {
         let mut state = self.lock();
-        let counts: Vec<String> =
-            state.nics.iter().enumerate().map(|(i, n)| format!("# drv{i} doorbell stores: {}\n", n.doorbell_stores)).collect();
+        let counts: Vec<String> = state
+            .nics
+            .iter()
+            .enumerate()
+            .map(|(i, n)| format!("# drv{i} doorbell stores: {}\n", n.doorbell_stores))
+            .collect();
         let r = state
             .transcript
             .write_all(counts.concat().as_bytes())
