@@ -240,7 +240,12 @@ impl fmt::Display for TraceEvent {
                 if !name.is_empty() {
                     write!(f, " ({name})")?;
                 }
-                write!(f, " {size}B {}", self::value(*value))
+                if name.ends_with("address") {
+                    // A DMA address: as bnxt-rig diff masks addresses.
+                    write!(f, " {size}B 0x{value:x}")
+                } else {
+                    write!(f, " {size}B {}", self::value(*value))
+                }
             }
             TraceEvent::RoceTrigger { prod } => write!(f, "roce-trigger prod={}", value(u64::from(*prod))),
             TraceEvent::Msix { entry, address, data, masked } => {

@@ -204,6 +204,9 @@ impl Nic {
             bar0::HWRM_TRIGGER => "hwrm trigger",
             bar0::KONG_TRIGGER => "kong trigger",
             bar0::RCFW_CMDQ_TRIG => "rcfw trigger",
+            // `cmdq_init` (roce_hsi.h; hardware-map §4): +0 `cmdq_pbl`, the CMDQ's address, then
+            // its size and level, the CREQ ring id and the producer.
+            o if (bar0::RCFW_COMM_BASE..bar0::RCFW_COMM_BASE + 8).contains(&o) => "rcfw cmdq_init pbl address",
             o if (bar0::RCFW_COMM_BASE..bar0::RCFW_COMM_BASE + 16).contains(&o) => "rcfw cmdq_init",
             _ => "",
         }
