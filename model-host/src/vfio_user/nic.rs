@@ -401,6 +401,18 @@ mod tests {
         assert!(!nic.state().nic.bus_master, "a device reset is a function-level reset");
     }
 
+    #[test]
+    fn stores_to_the_doorbell_bar_are_counted_whatever_they_are() {
+        let mut nic = ServedNic::new([2, 0, 0, 0, 0, 1], 1, FaultPlan::default()).unwrap();
+        nic.region_write(Duration::ZERO, 7, 4, &0x0006u16.to_le_bytes()).unwrap();
+        nic.region_write(Duration::ZERO, 2, 0x1_0000, &u64::MAX.to_le_bytes()).unwrap();
+        nic.region_write(Duration::ZERO, 2, 0x1_0000, &7u32.to_le_bytes()).unwrap();
+        nic.region_write(Duration::ZERO, 0, 0x400, &0u32.to_le_bytes()).unwrap();
+        nic.reset(Duration::from_millis(1));
+        nic.region_write(Duration::from_millis(2), 2, 0, &0u64.to_le_bytes()).unwrap();
+        assert_eq!(nic.doorbell_stores(), 3, "BAR2 stores, a reset between them; the BAR0 store is not one");
+    }
+
     fn plan(wire: WirePlan) -> FaultPlan {
         FaultPlan { wire, ..FaultPlan::default() }
     }
