@@ -141,6 +141,12 @@ pub fn value(v: u64) -> String {
     out
 }
 
+/// An address (a BAR's base, a DMA or message address) in hexadecimal, at least 8 digits: as
+/// `bnxt-rig diff` masks addresses, which differ between runs and machines.
+pub fn address(a: u64) -> String {
+    format!("{a:#010x}")
+}
+
 fn on_off(b: bool) -> &'static str {
     if b { "on" } else { "off" }
 }
@@ -177,7 +183,7 @@ pub fn fw_status(value: u64) -> String {
 impl fmt::Display for TraceEvent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            TraceEvent::Bar { bar, base: Some(b) } => write!(f, "pci bar{bar}=0x{b:x}"),
+            TraceEvent::Bar { bar, base: Some(b) } => write!(f, "pci bar{bar}={}", address(*b)),
             TraceEvent::Bar { bar, base: None } => write!(f, "pci bar{bar} unset"),
             TraceEvent::Command { memory, bus_master } => {
                 write!(f, "pci command memory={} bus_master={}", on_off(*memory), on_off(*bus_master))
@@ -241,8 +247,7 @@ impl fmt::Display for TraceEvent {
                     write!(f, " ({name})")?;
                 }
                 if name.ends_with("address") {
-                    // A DMA address: as bnxt-rig diff masks addresses.
-                    write!(f, " {size}B 0x{value:x}")
+                    write!(f, " {size}B {}", address(*value))
                 } else {
                     write!(f, " {size}B {}", self::value(*value))
                 }
@@ -250,7 +255,7 @@ impl fmt::Display for TraceEvent {
             TraceEvent::RoceTrigger { prod } => write!(f, "roce-trigger prod={}", value(u64::from(*prod))),
             TraceEvent::Msix { entry, address, data, masked } => {
                 let m = if *masked { "masked" } else { "unmasked" };
-                write!(f, "msix entry={entry} address=0x{address:x} data={} {m}", value(u64::from(*data)))
+                write!(f, "msix entry={entry} address={} data={} {m}", self::address(*address), value(u64::from(*data)))
             }
         }
     }
