@@ -113,33 +113,6 @@ pub type MemCb = unsafe extern "C" fn(vcpu: c_uint, info: MemInfo, vaddr: u64, u
 /// The exit callback, and the callback of a reset.
 pub type AtexitCb = unsafe extern "C" fn(userdata: *mut c_void);
 
-/// The functions, as looked up in the QEMU process.
-#[allow(clippy::type_complexity)]
-pub struct Api {
-    register_tb_trans: unsafe extern "C" fn(PluginId, TbTransCb, *mut c_void),
-    register_vcpu_init: unsafe extern "C" fn(PluginId, VcpuUdataCb, *mut c_void),
-    register_atexit: unsafe extern "C" fn(PluginId, AtexitCb, *mut c_void),
-    reset: unsafe extern "C" fn(PluginId, AtexitCb, *mut c_void),
-    tb_n_insns: unsafe extern "C" fn(*const Tb) -> usize,
-    tb_get_insn: unsafe extern "C" fn(*const Tb, usize) -> *mut Insn,
-    insn_data: unsafe extern "C" fn(*const Insn, *mut c_void, usize) -> usize,
-    insn_vaddr: unsafe extern "C" fn(*const Insn) -> u64,
-    register_insn_exec: unsafe extern "C" fn(*mut Insn, VcpuUdataCb, c_uint, *mut c_void),
-    register_mem: unsafe extern "C" fn(*mut Insn, MemCb, c_uint, c_uint, *mut c_void),
-    mem_size_shift: unsafe extern "C" fn(MemInfo) -> c_uint,
-    mem_is_store: unsafe extern "C" fn(MemInfo) -> bool,
-    mem_get_value: unsafe extern "C" fn(MemInfo) -> MemValue,
-    get_hwaddr: unsafe extern "C" fn(MemInfo, u64) -> *mut Hwaddr,
-    hwaddr_phys_addr: unsafe extern "C" fn(*const Hwaddr) -> u64,
-    get_registers: unsafe extern "C" fn() -> *mut GArray,
-    read_register: unsafe extern "C" fn(*mut Register, *mut GByteArray) -> bool,
-    read_memory_hwaddr: unsafe extern "C" fn(u64, *mut GByteArray, usize) -> c_int,
-    outs: unsafe extern "C" fn(*const c_char),
-    g_byte_array_new: unsafe extern "C" fn() -> *mut GByteArray,
-    g_byte_array_set_size: unsafe extern "C" fn(*mut GByteArray, c_uint) -> *mut GByteArray,
-    g_array_free: unsafe extern "C" fn(*mut GArray, c_int) -> *mut c_char,
-}
-
 /// A function the running QEMU does not provide.
 #[derive(Debug, thiserror::Error)]
 #[error("QEMU provides no `{0}` (the plugin needs QEMU 11.1's plugin API, version 7)")]
@@ -153,60 +126,74 @@ fn lookup(name: &'static str) -> Result<*mut c_void, MissingFunction> {
     if p.is_null() { Err(MissingFunction(name)) } else { Ok(p) }
 }
 
-macro_rules! resolve {
-    ($name:literal) => {{
-        let p = lookup($name)?;
-        // SAFETY: the symbol is QEMU's (or GLib's) function of that name, whose C signature is
-        // the field's type (include/plugins/qemu-plugin.h, glib/garray.h); a function pointer
-        // and a data pointer have the same size on the platforms QEMU runs on.
-        unsafe { std::mem::transmute::<*mut c_void, _>(p) }
-    }};
+/// The table of functions: each field, the symbol it is looked up by, and its C signature.
+macro_rules! functions {
+    ($($field:ident = $name:literal: fn($($arg:ty),*) $(-> $ret:ty)?;)*) => {
+        /// The functions, as looked up in the QEMU process.
+        pub struct Api {
+            $($field: unsafe extern "C" fn($($arg),*) $(-> $ret)?,)*
+        }
+
+        impl Api {
+            /// Look every function up in the running process.
+            pub(crate) fn load() -> Result<Api, MissingFunction> {
+                Ok(Api {
+                    $($field: {
+                        let p = lookup($name)?;
+                        // SAFETY: the symbol is QEMU's (or GLib's) function of that name, whose C
+                        // signature is the field's (include/plugins/qemu-plugin.h, glib/garray.h);
+                        // function and data pointers have one size where QEMU runs.
+                        unsafe {
+                            std::mem::transmute::<*mut c_void, unsafe extern "C" fn($($arg),*) $(-> $ret)?>(p)
+                        }
+                    },)*
+                })
+            }
+        }
+    };
+}
+
+functions! {
+    register_tb_trans = "qemu_plugin_register_vcpu_tb_trans_cb": fn(PluginId, TbTransCb, *mut c_void);
+    register_vcpu_init = "qemu_plugin_register_vcpu_init_cb": fn(PluginId, VcpuUdataCb, *mut c_void);
+    register_atexit = "qemu_plugin_register_atexit_cb": fn(PluginId, AtexitCb, *mut c_void);
+    reset = "qemu_plugin_reset": fn(PluginId, AtexitCb, *mut c_void);
+    tb_n_insns = "qemu_plugin_tb_n_insns": fn(*const Tb) -> usize;
+    tb_get_insn = "qemu_plugin_tb_get_insn": fn(*const Tb, usize) -> *mut Insn;
+    insn_data = "qemu_plugin_insn_data": fn(*const Insn, *mut c_void, usize) -> usize;
+    insn_vaddr = "qemu_plugin_insn_vaddr": fn(*const Insn) -> u64;
+    register_insn_exec = "qemu_plugin_register_vcpu_insn_exec_cb": fn(*mut Insn, VcpuUdataCb, c_uint, *mut c_void);
+    register_mem = "qemu_plugin_register_vcpu_mem_cb": fn(*mut Insn, MemCb, c_uint, c_uint, *mut c_void);
+    mem_size_shift = "qemu_plugin_mem_size_shift": fn(MemInfo) -> c_uint;
+    mem_is_store = "qemu_plugin_mem_is_store": fn(MemInfo) -> bool;
+    mem_get_value = "qemu_plugin_mem_get_value": fn(MemInfo) -> MemValue;
+    get_hwaddr = "qemu_plugin_get_hwaddr": fn(MemInfo, u64) -> *mut Hwaddr;
+    hwaddr_phys_addr = "qemu_plugin_hwaddr_phys_addr": fn(*const Hwaddr) -> u64;
+    get_registers = "qemu_plugin_get_registers": fn() -> *mut GArray;
+    read_register = "qemu_plugin_read_register": fn(*mut Register, *mut GByteArray) -> bool;
+    read_memory_hwaddr = "qemu_plugin_read_memory_hwaddr": fn(u64, *mut GByteArray, usize) -> c_int;
+    outs = "qemu_plugin_outs": fn(*const c_char);
+    g_byte_array_new = "g_byte_array_new": fn() -> *mut GByteArray;
+    g_byte_array_set_size = "g_byte_array_set_size": fn(*mut GByteArray, c_uint) -> *mut GByteArray;
+    g_array_free = "g_array_free": fn(*mut GArray, c_int) -> *mut c_char;
 }
 
 impl Api {
-    /// Look every function up in the running process.
-    pub fn load() -> Result<Api, MissingFunction> {
-        Ok(Api {
-            register_tb_trans: resolve!("qemu_plugin_register_vcpu_tb_trans_cb"),
-            register_vcpu_init: resolve!("qemu_plugin_register_vcpu_init_cb"),
-            register_atexit: resolve!("qemu_plugin_register_atexit_cb"),
-            reset: resolve!("qemu_plugin_reset"),
-            tb_n_insns: resolve!("qemu_plugin_tb_n_insns"),
-            tb_get_insn: resolve!("qemu_plugin_tb_get_insn"),
-            insn_data: resolve!("qemu_plugin_insn_data"),
-            insn_vaddr: resolve!("qemu_plugin_insn_vaddr"),
-            register_insn_exec: resolve!("qemu_plugin_register_vcpu_insn_exec_cb"),
-            register_mem: resolve!("qemu_plugin_register_vcpu_mem_cb"),
-            mem_size_shift: resolve!("qemu_plugin_mem_size_shift"),
-            mem_is_store: resolve!("qemu_plugin_mem_is_store"),
-            mem_get_value: resolve!("qemu_plugin_mem_get_value"),
-            get_hwaddr: resolve!("qemu_plugin_get_hwaddr"),
-            hwaddr_phys_addr: resolve!("qemu_plugin_hwaddr_phys_addr"),
-            get_registers: resolve!("qemu_plugin_get_registers"),
-            read_register: resolve!("qemu_plugin_read_register"),
-            read_memory_hwaddr: resolve!("qemu_plugin_read_memory_hwaddr"),
-            outs: resolve!("qemu_plugin_outs"),
-            g_byte_array_new: resolve!("g_byte_array_new"),
-            g_byte_array_set_size: resolve!("g_byte_array_set_size"),
-            g_array_free: resolve!("g_array_free"),
-        })
-    }
-
     /// Have `cb` called with `userdata` for every translated block.
-    pub fn register_tb_trans(&self, id: PluginId, cb: TbTransCb, userdata: *mut c_void) {
+    pub(crate) fn register_tb_trans(&self, id: PluginId, cb: TbTransCb, userdata: *mut c_void) {
         // SAFETY: called from `qemu_plugin_install` with the id QEMU gave; `cb` has the C
         // signature QEMU calls.
         unsafe { (self.register_tb_trans)(id, cb, userdata) }
     }
 
     /// Have `cb` called when each vCPU starts.
-    pub fn register_vcpu_init(&self, id: PluginId, cb: VcpuUdataCb, userdata: *mut c_void) {
+    pub(crate) fn register_vcpu_init(&self, id: PluginId, cb: VcpuUdataCb, userdata: *mut c_void) {
         // SAFETY: as for `register_tb_trans`.
         unsafe { (self.register_vcpu_init)(id, cb, userdata) }
     }
 
     /// Have `cb` called when QEMU exits.
-    pub fn register_atexit(&self, id: PluginId, cb: AtexitCb, userdata: *mut c_void) {
+    pub(crate) fn register_atexit(&self, id: PluginId, cb: AtexitCb, userdata: *mut c_void) {
         // SAFETY: as for `register_tb_trans`.
         unsafe { (self.register_atexit)(id, cb, userdata) }
     }
@@ -214,14 +201,14 @@ impl Api {
     /// Drop every callback the plugin registered and the code translated with them; `cb` runs
     /// once that is done (the plugin then registers what it wants anew). Its argument is not to
     /// be read.
-    pub fn reset(&self, id: PluginId, cb: AtexitCb) {
+    pub(crate) fn reset(&self, id: PluginId, cb: AtexitCb) {
         // SAFETY: as for `register_tb_trans`; QEMU allows a reset from a vCPU callback and runs
         // `cb` when it has happened.
         unsafe { (self.reset)(id, cb, std::ptr::null_mut()) }
     }
 
     /// The instructions of block `tb` (valid during the translation callback only).
-    pub fn insns(&self, tb: *mut Tb) -> impl Iterator<Item = *mut Insn> + '_ {
+    pub(crate) fn insns(&self, tb: *mut Tb) -> impl Iterator<Item = *mut Insn> + '_ {
         // SAFETY: `tb` is the handle QEMU passed to the translation callback that calls this.
         let n = unsafe { (self.tb_n_insns)(tb) };
         // SAFETY: every index below the block's instruction count names one of its instructions.
@@ -229,7 +216,7 @@ impl Api {
     }
 
     /// Up to 16 bytes of the instruction's encoding.
-    pub fn insn_bytes(&self, insn: *mut Insn) -> ([u8; 16], usize) {
+    pub(crate) fn insn_bytes(&self, insn: *mut Insn) -> ([u8; 16], usize) {
         let mut buf = [0u8; 16];
         // SAFETY: QEMU copies at most `len` bytes of the instruction into `buf`.
         let n = unsafe { (self.insn_data)(insn, buf.as_mut_ptr().cast(), buf.len()) };
@@ -237,26 +224,26 @@ impl Api {
     }
 
     /// The guest-virtual address of the instruction.
-    pub fn insn_vaddr(&self, insn: *mut Insn) -> u64 {
+    pub(crate) fn insn_vaddr(&self, insn: *mut Insn) -> u64 {
         // SAFETY: `insn` is a handle of the block being translated.
         unsafe { (self.insn_vaddr)(insn) }
     }
 
     /// Call `cb` before `insn` runs; with `read_regs`, the callback may read registers.
-    pub fn register_insn_exec(&self, insn: *mut Insn, cb: VcpuUdataCb, read_regs: bool, userdata: *mut c_void) {
+    pub(crate) fn register_insn_exec(&self, insn: *mut Insn, cb: VcpuUdataCb, read_regs: bool, userdata: *mut c_void) {
         let flags = if read_regs { CB_R_REGS } else { CB_NO_REGS };
         // SAFETY: `insn` is a handle of the block being translated.
         unsafe { (self.register_insn_exec)(insn, cb, flags, userdata) }
     }
 
     /// Call `cb` after every load and store `insn` makes.
-    pub fn register_mem(&self, insn: *mut Insn, cb: MemCb, userdata: *mut c_void) {
+    pub(crate) fn register_mem(&self, insn: *mut Insn, cb: MemCb, userdata: *mut c_void) {
         // SAFETY: as for `register_insn_exec`.
         unsafe { (self.register_mem)(insn, cb, CB_NO_REGS, MEM_RW, userdata) }
     }
 
     /// The guest-physical address of a memory callback's access.
-    pub fn phys(&self, info: MemInfo, vaddr: u64) -> Option<u64> {
+    pub(crate) fn phys(&self, info: MemInfo, vaddr: u64) -> Option<u64> {
         // SAFETY: `info` and `vaddr` are the ones QEMU passed to the running memory callback,
         // which is where these queries are valid.
         unsafe {
@@ -267,7 +254,7 @@ impl Api {
 
     /// A memory callback's access: size in bytes, store (else load), and the value (its low 64
     /// bits, masked to the size).
-    pub fn access(&self, info: MemInfo) -> (u8, bool, u64) {
+    pub(crate) fn access(&self, info: MemInfo) -> (u8, bool, u64) {
         // SAFETY: as for `phys`.
         unsafe {
             let size = 1u8 << ((self.mem_size_shift)(info) & 3);
@@ -279,21 +266,21 @@ impl Api {
     }
 
     /// A message on QEMU's log.
-    pub fn outs(&self, text: &str) {
+    pub(crate) fn outs(&self, text: &str) {
         let c = CString::new(text.replace('\0', " ")).expect("NULs were replaced");
         // SAFETY: a NUL-terminated string QEMU only reads.
         unsafe { (self.outs)(c.as_ptr()) }
     }
 
     /// A scratch buffer for register and memory reads.
-    pub fn byte_array(&self) -> ByteArray {
+    pub(crate) fn byte_array(&self) -> ByteArray {
         // SAFETY: allocates an empty GByteArray; it is never freed (one per vCPU thread).
         ByteArray(unsafe { (self.g_byte_array_new)() })
     }
 
     /// Handles of the named registers of the calling vCPU (call from a vCPU callback), in the
     /// order of `names`; `Err` names what is missing or laid out otherwise than expected.
-    pub fn registers(&self, names: &[&str]) -> Result<Vec<RegisterHandle>, String> {
+    pub(crate) fn registers(&self, names: &[&str]) -> Result<Vec<RegisterHandle>, String> {
         // SAFETY: called on a vCPU thread from its init callback, where QEMU lets a plugin list
         // the vCPU's registers; the array it returns is the plugin's to free.
         let array = unsafe { (self.get_registers)() };
@@ -338,7 +325,7 @@ impl Api {
 
     /// The value of a register of the calling vCPU (from a callback registered to read
     /// registers), its first 8 bytes little-endian.
-    pub fn read_register(&self, reg: RegisterHandle, buf: &mut ByteArray) -> Option<u64> {
+    pub(crate) fn read_register(&self, reg: RegisterHandle, buf: &mut ByteArray) -> Option<u64> {
         // SAFETY: `buf` is a live GByteArray of this thread; QEMU appends the register's bytes.
         unsafe {
             (self.g_byte_array_set_size)(buf.0, 0);
@@ -350,7 +337,7 @@ impl Api {
     }
 
     /// Up to 64 bytes of guest physical memory at `addr` (from a vCPU callback).
-    pub fn read_physical(&self, addr: u64, len: usize, buf: &mut ByteArray) -> Option<Vec<u8>> {
+    pub(crate) fn read_physical(&self, addr: u64, len: usize, buf: &mut ByteArray) -> Option<Vec<u8>> {
         // SAFETY: as for `read_register`; QEMU fills `buf` with `len` bytes on success (0).
         unsafe {
             (self.g_byte_array_set_size)(buf.0, 0);

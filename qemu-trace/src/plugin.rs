@@ -149,7 +149,7 @@ impl Plugin {
 
     fn raw(&self, state: &mut State, line: &str) {
         state.raw_lines += 1;
-        let flush = state.raw_lines % 256 == 0;
+        let flush = state.raw_lines.is_multiple_of(256);
         let r = writeln!(state.accesses, "{line}").and_then(|()| if flush { state.accesses.flush() } else { Ok(()) });
         if let Err(e) = r {
             self.write_failed(state, &e);
