@@ -31,7 +31,8 @@
 #   --verbs            rdma-core's user space on Linux's bnxt_re (two NICs on the segment): the guest
 #                      gets sid's ibverbs-utils, libibverbs, libbnxt_re and glibc; ci/guest/init-verbs
 #                      addresses both netdevs on one subnet, runs ibv_devinfo, ibv_rc_pingpong,
-#                      ibv_srq_pingpong and ibv_ud_pingpong between bnxt_re1 (server) and bnxt_re0
+#                      ibv_srq_pingpong, ibv_ud_pingpong and perftest's ib_send_bw, ib_write_bw and
+#                      ib_read_bw (the server's QP left in RTR) between bnxt_re1 (server) and bnxt_re0
 #                      (client) over their
 #                      RoCE v2 IPv4 GIDs,
 #                      and ci/guest/check-verbs.py requires both sides to finish with exit status 0
@@ -53,7 +54,8 @@
 #      functions fits even if a RoCE command went unanswered (a 40 s firmware timeout each); the
 #      guest's power-off would wait for it
 #      anyway); PP_ITERS, PP_WAIT (--verbs: ibv_rc_pingpong's iterations, default 100, and the
-#      seconds it may take, default 120); VERBS_DEBUG_BIN (--verbs: host binaries, e.g. /usr/bin/strace,
+#      seconds it may take, default 120); PT_ITERS (--verbs: perftest's iterations, default 500);
+#      VERBS_DEBUG_BIN (--verbs: host binaries, e.g. /usr/bin/strace,
 #      put into the guest's /bin with the host libraries they load, glibc aside); APPEND (more kernel words); SERIAL=1 (run the kernels one after the other).
 #
 # The model command line this script relies on (crate bnxt-model):
@@ -147,13 +149,22 @@ driver_files() {
 
 # verbs_files: SRC:DEST pairs for the initramfs of --verbs: ibv_devinfo, ibv_rc_pingpong, libibverbs
 # and its libraries, the bnxt_re provider with its driver file, and sid's glibc with its ld.so at the
-# path the binaries name (all from the cache ci/fetch-vm.sh fills).
+# path the binaries name; perftest's ib_send_bw, ib_write_bw and ib_read_bw with what they load
+# besides (librdmacm, libibumad, libpci with libudev and zlib from perftest-root; libm and the
+# mlx5, efa and hns providers they link against from verbs-root). All from the cache ci/fetch-vm.sh
+# fills.
 verbs_files() {
-  local r=$BNXT_VM_CACHE/verbs-root l=usr/lib/x86_64-linux-gnu f
+  local r=$BNXT_VM_CACHE/verbs-root p=$BNXT_VM_CACHE/perftest-root l=usr/lib/x86_64-linux-gnu f
   [ -x "$r/usr/bin/ibv_rc_pingpong" ] || die "no rdma-core user space in $r: run ci/fetch-vm.sh"
-  for f in usr/bin/ibv_devinfo usr/bin/ibv_{rc,ud,uc,srq}_pingpong $l/libc.so.6 $l/libibverbs.so.1 $l/libnl-3.so.200 \
-    $l/libnl-route-3.so.200 $l/libibverbs/libbnxt_re-rdmav*.so etc/libibverbs.d/bnxt_re.driver; do
+  [ -x "$p/usr/bin/ib_send_bw" ] || die "no perftest in $p: run ci/fetch-vm.sh"
+  for f in usr/bin/ibv_devinfo usr/bin/ibv_{rc,ud,uc,srq}_pingpong $l/libc.so.6 $l/libm.so.6 $l/libibverbs.so.1 \
+    $l/libnl-3.so.200 $l/libnl-route-3.so.200 $l/lib{mlx5,efa,hns}.so.1 $l/libibverbs/libbnxt_re-rdmav*.so \
+    etc/libibverbs.d/bnxt_re.driver; do
     for g in $r/$f; do [ -e "$g" ] || die "$g is missing"; echo "$g:${g#"$r"/}"; done
+  done
+  for f in usr/bin/ib_{send,write,read}_bw $l/librdmacm.so.1 $l/libibumad.so.3 $l/libpci.so.3 $l/libudev.so.1 \
+    $l/libz.so.1; do
+    [ -e "$p/$f" ] || die "$p/$f is missing"; echo "$p/$f:$f"
   done
   echo "$r/$l/ld-linux-x86-64.so.2:lib64/ld-linux-x86-64.so.2"
 }
@@ -282,8 +293,8 @@ run_suite() {
     checks=(--nics "$nics")
   fi
   if [ $verbs = 1 ]; then
-    words="bnxt.iters=${PP_ITERS:-100} bnxt.pp_wait=${PP_WAIT:-120}"
-    checks=(--nics "$nics" --pcap "$dir/segment.pcap" --iters "${PP_ITERS:-100}")
+    words="bnxt.iters=${PP_ITERS:-100} bnxt.pp_wait=${PP_WAIT:-120} bnxt.pt_iters=${PT_ITERS:-500}"
+    checks=(--nics "$nics" --pcap "$dir/segment.pcap" --iters "${PP_ITERS:-100}" --pt-iters "${PT_ITERS:-500}")
   fi
   t0=$(date +%s)
   IOMMU=$iommu QEMU_EXTRA=$qemu_extra APPEND="$words ${APPEND:-}" bash "$G/run-guest.sh" "$suite" "$dir/initramfs.cpio.gz" "$dir/console.log" \

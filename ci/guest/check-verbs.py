@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Checks what ci/guest/init-verbs reported: rdma-core's ibv_rc_pingpong, ibv_srq_pingpong and
-ibv_ud_pingpong on bnxt_re against the model.
+ibv_ud_pingpong, and perftest's ib_send_bw, ib_write_bw and ib_read_bw, on bnxt_re against the model.
 
-usage: check-verbs.py CONSOLE_LOG --nics N [--pcap SEGMENT_PCAP --iters N]
+usage: check-verbs.py CONSOLE_LOG --nics N [--pcap SEGMENT_PCAP --iters N] [--pt-iters N --pt-size N]
 
 bnxt_en, bnxt_re and ib_uverbs loaded; N InfiniBand devices, each with a user-verbs node;
 ibv_devinfo listed N devices with an active port; each bnxt_re device has a RoCE v2 GID for its
@@ -10,7 +10,9 @@ netdev's IPv4 address; in each pingpong run (ibv_rc_pingpong polled, and with co
 ibv_srq_pingpong, whose server receives from a shared receive queue; ibv_ud_pingpong, UD QPs and
 address handles), server and client both exited
 0, found no invalid data (--chk) and printed their "N bytes in S seconds"
-line; no kernel warning or bnxt_re complaint. With --pcap (the segment hub's capture): the traffic
+line; in each perftest run (send, write, read; the server's QP left in RTR), both sides exited 0 and
+printed a result line for the message size and iteration count asked, with a bandwidth above 0;
+no kernel warning or bnxt_re complaint. With --pcap (the segment hub's capture): the traffic
 really crossed the segment, as RoCE v2 (UDP port 4791) between the two netdevs' addresses, at least
 one packet per message each way (4 runs x N iterations). Prints what failed; exit 1 then.
 """
@@ -72,12 +74,25 @@ MODES = ('poll', 'events', 'srq', 'ud')
 PROGRAM = {'poll': 'ibv_rc_pingpong', 'events': 'ibv_rc_pingpong', 'srq': 'ibv_srq_pingpong', 'ud': 'ibv_ud_pingpong'}
 
 
+# perftest's bandwidth tests ci/guest/init-verbs runs, each with its server's QP left in RTR.
+PERFTESTS = ('send', 'write', 'read')
+
+
+def perftest_result(line):
+    """(bytes, iterations, peak MB/s, average MB/s) of a perftest result line as init-verbs reports
+    it (its fields joined by '_'), or None."""
+    m = re.match(r'(\d+)_(\d+)_([0-9.]+)_([0-9.]+)(_|$)', line)
+    return (int(m[1]), int(m[2]), float(m[3]), float(m[4])) if m else None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('console')
     ap.add_argument('--nics', type=int, required=True)
     ap.add_argument('--pcap')
     ap.add_argument('--iters', type=int, default=100)
+    ap.add_argument('--pt-iters', type=int, default=500)
+    ap.add_argument('--pt-size', type=int, default=65536)
     a = ap.parse_args()
     with open(a.console, errors='replace') as f:
         summary = summary_check.parse(f.read())
@@ -115,6 +130,15 @@ def main():
             elif (w.get('rc') != '0' or w.get('invalid') != '0'
                   or not re.match(r'\d+_bytes_in_[0-9.]+_seconds', w.get('result', ''))):
                 bad.append(f'{PROGRAM[mode]} {mode} {side}: {w}')
+    tests = {(w.get('verb'), w.get('side')): w for w in of('perftest')}
+    for verb in PERFTESTS:
+        for side in ('server', 'client'):
+            w = tests.get((verb, side))
+            r = perftest_result(w.get('result', '')) if w else None
+            if w is None:
+                bad.append(f'no ib_{verb}_bw result of the {side}')
+            elif w.get('rc') != '0' or r is None or r[:2] != (a.pt_size, a.pt_iters) or r[3] <= 0:
+                bad.append(f'ib_{verb}_bw {side} (want {a.pt_size} bytes x {a.pt_iters}): {w}')
     for line in summary['dmesg']:
         if summary_check.FATAL.search(line) or summary_check.BNXT_RE_ERRORS.search(line):
             bad.append(f'kernel log: {line.strip()}')
@@ -133,7 +157,8 @@ def main():
         print(f'FAIL {a.console}: {b}')
     if not bad:
         done = '; '.join(f"{m} {s} {runs[(m, s)]['result'].replace('_', ' ')}" for m in MODES for s in ('server', 'client'))
-        print(f'PASS {a.console}: pingpong {done}')
+        bw = '; '.join(f"ib_{v}_bw {perftest_result(tests[(v, 'client')]['result'])[3]:.2f} MB/s" for v in PERFTESTS)
+        print(f'PASS {a.console}: pingpong {done}; perftest {bw}')
     return 1 if bad else 0
 
 
