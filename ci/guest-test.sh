@@ -7,8 +7,10 @@
 # Ethernet segment (a `bnxt-model segment` hub both model processes join), and between the first
 # of them and the guest's own QEMU virtio-net NIC, joined to the same hub through QEMU's stream
 # netdev; bnxt_re must register an InfiniBand device per function, with no RoCE command refused and
-# no failed step in its probe (ib_mad's QP1, congestion control). Ends with a summary per kernel and
-# exits non-zero if any kernel failed.
+# no failed step in its probe (ib_mad's QP1, congestion control); bnxt_en must register a temperature
+# sensor per function that reads a temperature; no HWRM request bnxt_en sent may be answered
+# CMD_NOT_SUPPORTED (but with --driver). Ends with a summary per kernel and exits non-zero if any
+# kernel failed.
 #
 # usage: ci/guest-test.sh [--no-model] [--nics N] [--kernels "trixie sid"] [--no-link] [--no-traffic]
 #                         [--no-qemu-nic] [--no-ib] [--out DIR] [--record-fixtures] [--driver] [--verbs]
@@ -320,6 +322,10 @@ run_suite() {
   if [ $no_model = 0 ]; then
     unsupported=$(awk '$5 == "CMD_NOT_SUPPORTED" { print $2 }' "$dir"/hwrm-nic*.log | sort -u | paste -sd, -)
     [ -n "$unsupported" ] || unsupported=none
+    # Every request bnxt_en sends must be answered as the firmware does, not CMD_NOT_SUPPORTED.
+    if [ "$unsupported" != none ] && [ $driver = 0 ] && [ $verdict = PASS ]; then
+      echo "guest-test $suite: FAIL (requests answered CMD_NOT_SUPPORTED: $unsupported)"; verdict=FAIL
+    fi
   fi
   kver=$(grep -o 'BNXT-SUMMARY begin kernel=[^ ]*' "$dir/console.log" | head -1 | cut -d= -f2)
   printf '%-7s %-4s %-22s %4ss  CMD_NOT_SUPPORTED: %s\n' "$suite" "$verdict" "${kver:-?}" "$secs" "$unsupported" \

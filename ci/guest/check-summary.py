@@ -155,6 +155,14 @@ def check(summary, functions, macs, want_link, want_ib, want_traffic=False, peer
             continue
         if i < len(macs) and mine[0]['mac'].lower() != macs[i].lower():
             fails.append(f"{f['bdf']} netdev {mine[0]['name']} has MAC {mine[0]['mac']}, expected {macs[i]}")
+    # bnxt_en's temperature sensor (TEMP_MONITOR_QUERY answered at probe and at each read).
+    sensors = {h.get('bdf'): h for h in rec.get('hwmon', [])}
+    for f in funcs:
+        h = sensors.get(f['bdf'])
+        if h is None:
+            fails.append(f"{f['bdf']}: bnxt_en registered no temperature sensor (hwmon)")
+        elif not h.get('temp1_input', '-').isdigit() or int(h['temp1_input']) <= 0:
+            fails.append(f"{f['bdf']}: temperature sensor reads {h.get('temp1_input')}")
     if want_link:
         links = {l['name']: l for l in rec.get('link', [])}
         for n in netdevs:

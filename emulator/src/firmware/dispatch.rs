@@ -6,8 +6,8 @@ use bnxt_hsi::hwrm::layouts::*;
 
 use super::response::Outcome;
 use super::{
-    Ctx, backing_store, coalescing, driver_reg, func, func_cfg, fw_time, l2_filter, port, port_cfg, port_stats, queue,
-    rings, stats, ver, vnic,
+    Ctx, backing_store, coalescing, driver_reg, func, func_cfg, fw_time, l2_filter, nvm, port, port_cfg, port_stats,
+    qos_caps, queue, rings, selftest, stats, thermal, ver, vnic,
 };
 
 const VER_GET: u16 = <HwrmVerGetInput as Request>::REQ_TYPE;
@@ -47,9 +47,14 @@ const RING_AGGINT_PARAMS: u16 = <HwrmRingCmplRingCfgAggintParamsInput as Request
 const FW_SET_TIME: u16 = <HwrmFwSetTimeInput as Request>::REQ_TYPE;
 const PORT_QSTATS: u16 = <HwrmPortQstatsInput as Request>::REQ_TYPE;
 const PORT_QSTATS_EXT: u16 = <HwrmPortQstatsExtInput as Request>::REQ_TYPE;
+const NVM_GET_DEV_INFO: u16 = <HwrmNvmGetDevInfoInput as Request>::REQ_TYPE;
+const QUEUE_DSCP_QCAPS: u16 = <HwrmQueueDscpQcapsInput as Request>::REQ_TYPE;
+const QUEUE_PFCWD_TIMEOUT_QCAPS: u16 = <HwrmQueuePfcwdTimeoutQcapsInput as Request>::REQ_TYPE;
+const SELFTEST_QLIST: u16 = <HwrmSelftestQlistInput as Request>::REQ_TYPE;
+const TEMP_MONITOR_QUERY: u16 = <HwrmTempMonitorQueryInput as Request>::REQ_TYPE;
 
 /// Every `req_type` the firmware implements.
-pub const IMPLEMENTED: [u16; 37] = [
+pub const IMPLEMENTED: [u16; 42] = [
     VER_GET,
     FUNC_CFG,
     FUNC_RESET,
@@ -87,6 +92,11 @@ pub const IMPLEMENTED: [u16; 37] = [
     FW_SET_TIME,
     PORT_QSTATS,
     PORT_QSTATS_EXT,
+    NVM_GET_DEV_INFO,
+    QUEUE_DSCP_QCAPS,
+    QUEUE_PFCWD_TIMEOUT_QCAPS,
+    SELFTEST_QLIST,
+    TEMP_MONITOR_QUERY,
 ];
 
 /// Run the handler for `req_type` on `bytes`; `None` when the firmware has none.
@@ -129,6 +139,11 @@ pub fn dispatch(req_type: u16, bytes: &[u8], ctx: &mut Ctx<'_>) -> Option<Outcom
         FW_SET_TIME => fw_time::set_time(bytes, ctx),
         PORT_QSTATS => port_stats::port_qstats(bytes, ctx),
         PORT_QSTATS_EXT => port_stats::port_qstats_ext(bytes, ctx),
+        NVM_GET_DEV_INFO => nvm::nvm_get_dev_info(bytes),
+        QUEUE_DSCP_QCAPS => qos_caps::dscp_qcaps(bytes),
+        QUEUE_PFCWD_TIMEOUT_QCAPS => qos_caps::pfcwd_timeout_qcaps(bytes),
+        SELFTEST_QLIST => selftest::selftest_qlist(bytes),
+        TEMP_MONITOR_QUERY => thermal::temp_monitor_query(bytes),
         _ => return None,
     })
 }
