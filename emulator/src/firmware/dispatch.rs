@@ -6,8 +6,8 @@ use bnxt_hsi::hwrm::layouts::*;
 
 use super::response::Outcome;
 use super::{
-    Ctx, backing_store, coalescing, driver_reg, func, func_cfg, fw_time, l2_filter, nvm, port, port_cfg, port_stats,
-    qos_caps, queue, rings, selftest, stats, thermal, ver, vnic,
+    Ctx, backing_store, coalescing, driver_reg, func, func_cfg, fw_time, l2_filter, nvm, placement, port, port_cfg,
+    port_stats, qos_caps, queue, rings, selftest, stats, thermal, ver, vnic,
 };
 
 const VER_GET: u16 = <HwrmVerGetInput as Request>::REQ_TYPE;
@@ -128,7 +128,7 @@ pub fn dispatch(req_type: u16, bytes: &[u8], ctx: &mut Ctx<'_>) -> Option<Outcom
         VNIC_FREE => vnic::vnic_free(bytes, ctx),
         VNIC_CFG => vnic::vnic_cfg(bytes, ctx),
         VNIC_RSS_CFG => vnic::rss_cfg(bytes, ctx),
-        VNIC_PLCMODES_CFG => vnic::plcmodes_cfg(bytes, ctx),
+        VNIC_PLCMODES_CFG => placement::plcmodes_cfg(bytes, ctx),
         RSS_CTX_ALLOC => vnic::rss_ctx_alloc(bytes, ctx),
         RSS_CTX_FREE => vnic::rss_ctx_free(bytes, ctx),
         L2_FILTER_ALLOC => l2_filter::filter_alloc(bytes, ctx),
@@ -158,6 +158,7 @@ pub fn summary(req_type: u16, bytes: &[u8]) -> String {
         PORT_PHY_CFG => port_cfg::phy_cfg_summary(bytes),
         VNIC_CFG => vnic::vnic_cfg_summary(bytes),
         VNIC_RSS_CFG => vnic::rss_cfg_summary(bytes),
+        VNIC_PLCMODES_CFG => placement::plcmodes_cfg_summary(bytes),
         L2_FILTER_ALLOC => l2_filter::filter_alloc_summary(bytes),
         L2_SET_RX_MASK => l2_filter::set_rx_mask_summary(bytes),
         RING_AGGINT_PARAMS => coalescing::aggint_params_summary(bytes),

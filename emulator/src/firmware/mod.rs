@@ -32,6 +32,7 @@ pub mod l2_config;
 pub mod l2_filter;
 pub mod nvm;
 pub mod page_table;
+pub mod placement;
 pub mod port;
 pub mod port_cfg;
 pub mod port_stats;
