@@ -87,6 +87,20 @@ def check_traffic(rec):
     return fails
 
 
+def check_jumbo(rec):
+    """Failures of the jumbo-frame ping between the first two netdevs (MTU 9000)."""
+    t = rec.get('jumbo', [None])[0]
+    if t is None:
+        return ['no jumbo record (the guest was not asked for traffic, or did not get that far)']
+    fails = []
+    if t.get('mtu_rc') != '0,0' or t.get('netns_rc') != '0':
+        fails.append(f"jumbo set-up failed: MTU 9000 rc={t.get('mtu_rc')}, move into a namespace rc={t.get('netns_rc')}")
+    if t.get('replies') != t.get('sent') or t.get('rc') != '0':
+        fails.append(f"{t.get('replies')} of {t.get('sent')} {t.get('size')}-byte echoes from {t.get('from')} to "
+                     f"{t.get('to')} answered (ping rc={t.get('rc')})")
+    return fails
+
+
 def mac_octets(text):
     """A MAC address as its six octets (arping may print `52:54:0:...` or `52:54:00:...`), or None."""
     parts = (text or '').split(':')
@@ -182,6 +196,7 @@ def check(summary, functions, macs, want_link, want_ib, want_traffic=False, peer
                 fails.append(f"{n['name']}: down/up/down cycle: " + ' '.join(f'{k}={v}' for k, v in c.items()))
     if want_traffic:
         fails.extend(check_traffic(rec))
+        fails.extend(check_jumbo(rec))
     if peer_mac:
         fails.extend(check_peer(rec, peer_mac))
     if want_ib:
