@@ -14,7 +14,7 @@
 #
 # usage: ci/guest-test.sh [--no-model] [--nics N] [--kernels "trixie sid"] [--no-link] [--no-traffic]
 #                         [--no-qemu-nic] [--no-ib] [--out DIR] [--record-fixtures] [--driver] [--verbs]
-#                         [--trace]
+#                         [--trace] [--hugepages]
 #   --no-model         boot without any device: checks the tooling (bnxt_en loads, finds no function)
 #   --nics N           model processes / vfio-user devices per guest (1 or 2, default 2)
 #   --kernels LIST     which guest kernels (default: trixie sid)
@@ -45,6 +45,10 @@
 #                      results, and ci/guest/check-trace.py requires the HWRM requests the plugin saw
 #                      to be those each model's --hwrm-log served, in order, with the same answers, and
 #                      the doorbell stores it saw to match each model's count (docs/qemu-trace.md)
+#   --hugepages        guest RAM from a file on hugetlbfs (memory-backend-file, share=on; 512 MiB per
+#                      guest unless MEM says otherwise): the script mounts a hugetlbfs of 2 MiB pages
+#                      under the output folder and, as root, raises the pool of free 2 MiB pages to
+#                      what the guests need, giving both back at the end (out/guest-hugepages by default)
 #   --record-fixtures  copy each kernel's HWRM request logs, the requests answered CMD_NOT_SUPPORTED
 #                      and bnxt_re's kernel messages to fixtures/guest/<kernel suite>/ (with --trace:
 #                      also the transcript, to fixtures/trace/<kernel suite>.transcript)
@@ -76,7 +80,7 @@ set -euo pipefail
 . "$(dirname "$0")/guest/lib.sh"
 G=$BNXT_REPO/ci/guest
 
-no_model=0 nics=2 kernels="${BNXT_GUEST_SUITES[*]}" link=1 traffic=1 peer=1 ib=1 record=0 driver=0 verbs=0 trace=0
+no_model=0 nics=2 kernels="${BNXT_GUEST_SUITES[*]}" link=1 traffic=1 peer=1 ib=1 record=0 driver=0 verbs=0 trace=0 hugepages=0
 out=$BNXT_REPO/out/guest
 while [ $# -gt 0 ]; do
   case $1 in
@@ -92,6 +96,7 @@ while [ $# -gt 0 ]; do
     --driver) driver=1 ;;
     --verbs) verbs=1 ;;
     --trace) trace=1 ;;
+    --hugepages) hugepages=1 ;;
     *) die "unknown argument $1 (see the comment at the top of $0)" ;;
   esac
   shift
@@ -113,8 +118,40 @@ if [ $trace = 1 ]; then
   [ $no_model = 0 ] && [ $driver = 0 ] && [ $verbs = 0 ] || die "--trace needs the model and the default test (not --driver, --verbs)"
   [ "$out" = "$BNXT_REPO/out/guest" ] && out=$BNXT_REPO/out/guest-trace
 fi
+if [ $hugepages = 1 ]; then
+  [ $driver = 0 ] && [ $verbs = 0 ] || die "--hugepages runs the default guest test (not --driver or --verbs)"
+  record=0
+  [ "$out" = "$BNXT_REPO/out/guest" ] && out=$BNXT_REPO/out/guest-hugepages
+fi
 started=$(date +%s)
 mkdir -p "$out"; out=$(cd "$out" && pwd)
+
+# --hugepages: a hugetlbfs of 2 MiB pages under the output folder, and enough free pages in the
+# kernel's pool for every guest's RAM (raised as root if short; put back as it was at the end).
+HP_SYSFS=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages HP_MOUNT= HP_RESTORE=
+hugepages_release() {
+  if [ -n "$HP_MOUNT" ] && mountpoint -q "$HP_MOUNT"; then umount "$HP_MOUNT" || true; fi
+  if [ -n "$HP_RESTORE" ]; then echo "$HP_RESTORE" > "$HP_SYSFS" || true; HP_RESTORE=; fi
+}
+if [ $hugepages = 1 ]; then
+  export MEM=${MEM:-512}
+  n_kernels=$(echo $kernels | wc -w)
+  need=$(( n_kernels * MEM / 2 ))
+  free=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo)
+  if [ "$free" -lt "$need" ]; then
+    [ -w "$HP_SYSFS" ] || die "--hugepages needs $need free 2 MiB huge pages ($free free) and cannot raise the pool ($HP_SYSFS is not writable: run as root)"
+    total=$(cat "$HP_SYSFS"); HP_RESTORE=$total
+    echo $(( total + need - free )) > "$HP_SYSFS"
+    free=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo)
+    [ "$free" -ge "$need" ] || { hugepages_release; die "--hugepages: only $free free 2 MiB pages after asking for $need more (memory too fragmented or short)"; }
+    echo "guest-test: the huge page pool raised from $total to $(cat "$HP_SYSFS") pages of 2 MiB for the run"
+  fi
+  HP_MOUNT=$out/hugetlbfs; mkdir -p "$HP_MOUNT"
+  mountpoint -q "$HP_MOUNT" || mount -t hugetlbfs -o pagesize=2M,mode=0700 nodev "$HP_MOUNT" \
+    || { hugepages_release; die "--hugepages: mounting hugetlbfs at $HP_MOUNT failed (root needed)"; }
+  export MEM_PATH=$HP_MOUNT
+  trap hugepages_release EXIT
+fi
 
 bash "$BNXT_REPO/ci/fetch-vm.sh"
 
@@ -246,7 +283,8 @@ run_suite() {
   local suite=$1 dir=$out/$1 expect=0 macs=() checks words guest_rc=0 t0 secs verdict unsupported kver i
   mkdir -p "$dir"
   pids=()
-  trap stop_models EXIT
+  # Run in this shell (SERIAL=1), the suite also gives the huge pages back if it ends the script.
+  if [ "${SERIAL:-0}" = 1 ]; then trap 'stop_models; hugepages_release' EXIT; else trap stop_models EXIT; fi
   trap 'stop_models; exit 143' TERM INT
   local modules="bnxt_en bnxt_re ib_core ib_uverbs" qemu_extra=${QEMU_EXTRA:-} init=$G/init extra=()
   [ $peer = 1 ] && modules="$modules virtio_pci? virtio_net"
@@ -347,12 +385,13 @@ for suite in $kernels; do
     jobs_+=("$suite:$!")
   fi
 done
-trap 'for j in "${jobs_[@]}"; do kill -TERM "${j#*:}" 2>/dev/null || true; done' EXIT
+trap 'for j in "${jobs_[@]}"; do kill -TERM "${j#*:}" 2>/dev/null || true; done; hugepages_release' EXIT
 for j in "${jobs_[@]}"; do
   wait "${j#*:}" || status=1
   cat "$out/${j%%:*}/report.txt"
 done
 trap - EXIT
+hugepages_release
 echo "== guest-test summary ($(( $(date +%s) - started )) s in all; details in $out)"
 for suite in $kernels; do
   if [ -f "$out/$suite/result.txt" ]; then sed 's/^/  /' "$out/$suite/result.txt"
