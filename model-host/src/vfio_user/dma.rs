@@ -244,6 +244,8 @@ impl DmaTable {
         };
         // SAFETY: `inner + len <= map_len`: the region lies in the pages mapped.
         let ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(inner)) };
+        let kind = if facts.can_shrink { "the file can shrink: guarded" } else { "sealed against shrinking" };
+        tracing::info!("{what}: mapped in pages of {} bytes; {kind}", facts.page);
         let backing = MmapBacking { base, map_len, ptr, len, guard };
         let mapping = Mapping { iova: req.address, size: req.size, backing: Arc::new(backing), access };
         self.maps.insert(req.address, mapping.clone());
