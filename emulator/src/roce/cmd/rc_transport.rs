@@ -168,15 +168,6 @@ pub(super) fn step(st: &mut RoceState, id: u32, to: QpState, mask: u32, a: &QpAt
         }
     }
     let unlisted = mask & TRANSPORT_ATTRS & !iba_lists(from, to) & !fixed.iter().fold(0, |m, f| m | f.0);
-    if unlisted != 0 {
-        unsourced.push(format!(
-            "MODIFY_QP {}→{} of an RC QP with {}: IBA Vol 1 §11.2.4.2 (Linux ib_modify_qp_is_ok) does not list \
-             them for this transition, and no public source shows P7 firmware refusing them; applied",
-            from.name(),
-            to.name(),
-            mask_names(unlisted)
-        ));
-    }
     let src = if mask & ADDRESS_VECTOR != 0 {
         resolve_source(gids, a)?
     } else {
@@ -202,5 +193,14 @@ pub(super) fn step(st: &mut RoceState, id: u32, to: QpState, mask: u32, a: &QpAt
     }
     qp.src_mac = Some(src.0);
     qp.state = to;
+    if unlisted != 0 {
+        unsourced.push(format!(
+            "MODIFY_QP {}→{} of an RC QP with {}: IBA Vol 1 §11.2.4.2 (Linux ib_modify_qp_is_ok) does not list \
+             them for this transition, and no public source shows P7 firmware refusing them; applied",
+            from.name(),
+            to.name(),
+            mask_names(unlisted)
+        ));
+    }
     Ok(())
 }
