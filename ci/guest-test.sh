@@ -224,7 +224,7 @@ stop_models() {
   done
   pids=()
 }
-trap stop_models EXIT
+trap 'stop_models; hugepages_release' EXIT
 
 # wait_socket PID SOCK LOG WHAT: wait up to 30 s for SOCK to appear while PID runs.
 wait_socket() {
