@@ -312,6 +312,10 @@ impl RoceEngine {
                     cmd::execute(&mut self.st, &c, &cx)
                 }
             };
+            for what in std::mem::take(&mut self.st.unsourced) {
+                self.counters.accepted_without_source += 1;
+                self.warn_once(what);
+            }
             let (mut bytes, status, reason) = match outcome {
                 Ok(b) => (b, CreqStatus::Success, String::new()),
                 Err(r) => {
