@@ -16,6 +16,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::armed::{Action, ArmError, ArmedFault, Target};
 use crate::config_space::{BAR_SIZES, ConfigSpace, serial_from_mac};
 use crate::events::{AccessKind, Event, EventKind, Recorder};
 use crate::faults::FaultPlan;
@@ -48,6 +49,10 @@ pub struct Device {
     memory_disabled_accesses: u64,
     /// MSI-X vectors raised and not yet taken by the executor.
     interrupts: Vec<u16>,
+    /// The id of the next fault armed.
+    next_fault_id: u64,
+    /// Frames dropped at the port because it had no peer.
+    no_peer_drops: u64,
 }
 
 impl Device {
@@ -67,6 +72,8 @@ impl Device {
             rec: Recorder::new(nic),
             memory_disabled_accesses: 0,
             interrupts: Vec::new(),
+            next_fault_id: 1,
+            no_peer_drops: 0,
         }
     }
 
@@ -101,6 +108,64 @@ impl Device {
         self.firmware.reset();
         self.roce.reset();
         self.l2.reset();
+    }
+
+    /// Arm a fault on `target` from now on (see [`crate::armed`]); its id.
+    pub fn arm_fault(
+        &mut self,
+        target: Target,
+        nth: Option<u32>,
+        count: Option<u32>,
+        action: Action,
+    ) -> Result<u64, ArmError> {
+        let id = self.next_fault_id;
+        let seen = match target {
+            Target::Hwrm(req_type) => self.firmware.faults().seen(req_type),
+            Target::Roce(opcode) => self.roce.command_faults().seen(opcode),
+        };
+        let fault = ArmedFault::new(id, target, seen, nth, count, action)?;
+        match target {
+            Target::Hwrm(_) => self.firmware.faults_mut().arm(fault),
+            Target::Roce(_) => self.roce.command_faults_mut().arm(fault),
+        }
+        self.next_fault_id += 1;
+        Ok(id)
+    }
+
+    /// The port's peer comes (`true`) or goes: with no peer the link is down (LINK_STATUS_CHANGE
+    /// to a driver that asked for it, PORT_PHY_QCFG reporting no link) and no frame crosses the
+    /// port either way (each one dropped is counted). Whether the link state changed.
+    pub fn set_peer(&mut self, now: Duration, present: bool) -> bool {
+        self.rec.record(now, EventKind::PeerChanged { present });
+        self.firmware.set_peer(present)
+    }
+
+    /// Whether the port has lost its peer (frames neither leave nor arrive).
+    fn peer_down(&self) -> bool {
+        self.firmware.state().l2.phy.peer_down
+    }
+
+    /// Frames dropped at the port because it had no peer.
+    pub fn frames_dropped_no_peer(&self) -> u64 {
+        self.no_peer_drops
+    }
+
+    /// Clear the armed fault `id`; whether there was one.
+    pub fn clear_fault(&mut self, id: u64) -> bool {
+        self.firmware.faults_mut().armed_mut().clear(id) || self.roce.command_faults_mut().armed_mut().clear(id)
+    }
+
+    /// Clear every armed fault; how many there were.
+    pub fn clear_faults(&mut self) -> usize {
+        self.firmware.faults_mut().armed_mut().clear_all() + self.roce.command_faults_mut().armed_mut().clear_all()
+    }
+
+    /// The armed faults, by id.
+    pub fn armed_faults(&self) -> Vec<ArmedFault> {
+        let mut all: Vec<ArmedFault> = self.firmware.faults().armed().list().to_vec();
+        all.extend_from_slice(self.roce.command_faults().armed().list());
+        all.sort_by_key(|f| f.id);
+        all
     }
 
     /// Whether `bar`+`offset` with `len` bytes is an access the device claims; loud if not.
@@ -194,6 +259,10 @@ impl Device {
 
     /// A frame from the wire arrives at `now`; `mem` is the function's DMA view.
     pub fn receive_frame(&mut self, now: Duration, frame: &[u8], mem: &dyn HostMemory) {
+        if self.peer_down() {
+            self.no_peer_drops += 1;
+            return;
+        }
         self.receive_l2(now, frame, mem);
         let mut env = Env { mem, fw: self.firmware.state(), rec: &mut self.rec };
         self.roce.receive(now, frame, &mut env);
@@ -213,6 +282,10 @@ impl Device {
     /// A frame from the wire, sealed or plain as the switch delivered it (see
     /// [`crate::net::sealed`]), arrives at `now`.
     pub fn receive_wire_frame(&mut self, now: Duration, frame: &WireFrame, mem: &dyn HostMemory) {
+        if self.peer_down() {
+            self.no_peer_drops += 1;
+            return;
+        }
         if !frame.is_sealed() {
             self.receive_l2(now, frame.bytes(), mem);
         }
@@ -225,6 +298,10 @@ impl Device {
     pub fn take_frames(&mut self) -> Vec<Vec<u8>> {
         let mut frames = self.l2.take_frames();
         frames.extend(self.roce.take_frames());
+        if self.peer_down() {
+            self.no_peer_drops += frames.len() as u64;
+            frames.clear();
+        }
         frames
     }
 
@@ -238,8 +315,13 @@ impl Device {
     /// Move the frames [`Device::take_wire_frames`] would return to the end of `out`, in the same
     /// order (the executor keeps one list for every call).
     pub fn drain_wire_frames(&mut self, out: &mut Vec<WireFrame>) {
+        let before = out.len();
         self.l2.drain_wire_frames(out);
         self.roce.drain_wire_frames(out);
+        if self.peer_down() {
+            self.no_peer_drops += (out.len() - before) as u64;
+            out.truncate(before);
+        }
     }
 
     /// The buffers the device builds frames in: the executor gives delivered frames' buffers

@@ -138,6 +138,13 @@ pub enum EventKind {
     },
     /// A function-level reset was initiated (Device Control bit 15).
     FunctionLevelReset,
+    /// The card was yanked (`bnxt-model ctl pcie surprise-removal`).
+    SurpriseRemoval,
+    /// The port's peer came or went (`bnxt-model ctl link up|down`).
+    PeerChanged {
+        /// Whether it is there now.
+        present: bool,
+    },
     /// The RoCE firmware took a command from the CMDQ.
     RoceCommand {
         /// `opcode`.
@@ -346,6 +353,9 @@ impl fmt::Display for EventKind {
             }
             EventKind::RelaxedOrderingChanged { enabled } => write!(f, "relaxed ordering {}", on_off(*enabled)),
             EventKind::FunctionLevelReset => f.write_str("function-level reset"),
+            EventKind::SurpriseRemoval => f.write_str("surprise removal: the card is gone"),
+            EventKind::PeerChanged { present: true } => f.write_str("the port's peer is back (link up)"),
+            EventKind::PeerChanged { present: false } => f.write_str("the port's peer is gone (link down)"),
             EventKind::RoceCommand { opcode, cookie, slots, summary } => {
                 write!(f, "roce command {} cookie=0x{cookie:04x} ({slots} slots)", opcode_label(*opcode))?;
                 if !summary.is_empty() {

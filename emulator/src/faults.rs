@@ -32,6 +32,23 @@ pub enum ActionKind {
     Error,
     /// Answer normally, but later than usual.
     Delay,
+    /// HWRM only: act and answer, but with a `resp_len` 16 bytes longer than the response
+    /// written (a driver that finds the valid byte through `resp_len` looks past the response).
+    WrongRespLen,
+    /// HWRM only: act and answer, but with a `seq_id` other than the request's (the request's
+    /// plus one).
+    WrongSeqId,
+    /// HWRM only: act and write the response, all of it but its valid byte, which is never
+    /// written.
+    NoValidByte,
+}
+
+impl ActionKind {
+    /// Whether the action exists for RoCE commands too (the malformed answers are HWRM
+    /// responses' own: a CREQ completion has no `resp_len`, `seq_id` or valid byte of that kind).
+    pub fn applies_to_roce(self) -> bool {
+        !matches!(self, ActionKind::WrongRespLen | ActionKind::WrongSeqId | ActionKind::NoValidByte)
+    }
 }
 
 /// What the firmware does instead of answering a request normally.
@@ -46,6 +63,12 @@ pub enum FirmwareAction {
     Delay(Duration),
     /// Answer with this HWRM error code (its wire value) instead of acting on the request.
     Error(u16),
+    /// Act and answer, with a `resp_len` 16 bytes longer than the response written.
+    WrongRespLen,
+    /// Act and answer, with the request's `seq_id` plus one.
+    WrongSeqId,
+    /// Act and write the response but never its valid byte.
+    NoValidByte,
 }
 
 impl FirmwareAction {
@@ -56,6 +79,9 @@ impl FirmwareAction {
             FirmwareAction::ActsNoResponse => ActionKind::ActsNoResponse,
             FirmwareAction::Delay(_) => ActionKind::Delay,
             FirmwareAction::Error(_) => ActionKind::Error,
+            FirmwareAction::WrongRespLen => ActionKind::WrongRespLen,
+            FirmwareAction::WrongSeqId => ActionKind::WrongSeqId,
+            FirmwareAction::NoValidByte => ActionKind::NoValidByte,
         }
     }
 }

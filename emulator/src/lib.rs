@@ -15,6 +15,7 @@
 //! in strict mode.
 #![deny(missing_docs)]
 
+pub mod armed;
 pub mod config_space;
 pub mod device;
 pub mod events;
@@ -22,6 +23,7 @@ pub mod faults;
 pub mod firmware;
 pub mod host_memory;
 pub mod l2;
+pub mod names;
 pub mod net;
 pub mod regs;
 pub mod roce;

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::pcap::{PcapTap, PcapTapError};
+use bnxt_model::armed::{Action, ArmError, ArmedFault, Target};
 use bnxt_model::device::Device;
 use bnxt_model::events::{Event, EventKind};
 use bnxt_model::faults::{FaultPlan, WirePlanError};
@@ -86,6 +87,24 @@ pub struct NicState {
     /// The RoCE engine's counters (commands, doorbells, CQEs, frames; frames dropped for a bad
     /// ICRC are `roce.rx_drops.icrc`).
     pub roce: RoceCounters,
+    /// Whether the port's link is up (as PORT_PHY_QCFG reports it).
+    #[serde(default)]
+    pub link_up: bool,
+    /// Whether the port has its peer (`link down` takes it away).
+    #[serde(default)]
+    pub peer_present: bool,
+    /// Frames dropped at the port while it had no peer.
+    #[serde(default)]
+    pub frames_dropped_no_peer: u64,
+    /// HWRM requests taken from the mailbox, and responses written.
+    #[serde(default)]
+    pub hwrm_requests: u64,
+    /// HWRM responses written.
+    #[serde(default)]
+    pub hwrm_responses: u64,
+    /// The faults armed while the NIC ran, with how often each fired.
+    #[serde(default)]
+    pub armed_faults: Vec<ArmedFault>,
 }
 
 /// One NIC, its address space and its port on the segment.
@@ -546,7 +565,43 @@ impl World {
             stat_contexts: st.stat_ctxs.len(),
             pending_responses: fw.pending_responses(),
             roce: d.roce_counters().clone(),
+            link_up: bnxt_model::firmware::port_cfg::link_up(&st.l2.phy),
+            peer_present: !st.l2.phy.peer_down,
+            frames_dropped_no_peer: d.frames_dropped_no_peer(),
+            hwrm_requests: fw.counters().requests,
+            hwrm_responses: fw.counters().responses,
+            armed_faults: d.armed_faults(),
         }
+    }
+
+    /// Arm a fault on NIC `nic` from now on (see [`bnxt_model::armed`]); its id.
+    pub fn arm_fault(
+        &mut self,
+        nic: usize,
+        target: Target,
+        nth: Option<u32>,
+        count: Option<u32>,
+        action: Action,
+    ) -> Result<u64, ArmError> {
+        self.nic_mut(nic).device_mut().arm_fault(target, nth, count, action)
+    }
+
+    /// Clear the armed fault `id` of NIC `nic` (every one when `None`); how many were cleared.
+    pub fn clear_faults(&mut self, nic: usize, id: Option<u64>) -> usize {
+        let d = self.nic_mut(nic).device_mut();
+        match id {
+            Some(id) => usize::from(d.clear_fault(id)),
+            None => d.clear_faults(),
+        }
+    }
+
+    /// NIC `nic`'s port gets its peer back (`true`) or loses it (the cable pulled); whether its
+    /// link state changed.
+    pub fn set_peer(&mut self, nic: usize, present: bool) -> bool {
+        let (n, events, now) = self.parts(nic);
+        let changed = n.device_mut().set_peer(now, present);
+        n.device_mut().drain_events(events);
+        changed
     }
 
     /// MSI-X vectors NIC `nic` raised since the last call, in order (the executor delivers them:

@@ -12,7 +12,7 @@ use bnxt_model::config_space::{BAR0_SIZE, BAR2_SIZE, BAR4_SIZE};
 use bnxt_vfio_user::header::Command;
 use bnxt_vfio_user::linux::*;
 use bnxt_vfio_user::payload::{DeviceInfo, DmaMap, DmaUnmap, IrqInfo, RegionAccess, RegionInfo};
-use vfio_user_support::{Raw, Server, fd_of, memfd, peek, ver_get, wait_response};
+use vfio_user_support::{Raw, Server, fd_of, memfd, peek, ver_get, wait_response, write_region};
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 fn config(c: &mut Raw, offset: u64, len: u32) -> Vec<u8> {
@@ -21,11 +21,6 @@ fn config(c: &mut Raw, offset: u64, len: u32) -> Vec<u8> {
     let (echo, data) = RegionAccess::read_from_prefix(&body).unwrap();
     assert_eq!(echo, req);
     data.to_vec()
-}
-
-fn write_region(c: &mut Raw, region: u32, offset: u64, data: &[u8]) {
-    let req = RegionAccess { offset, region, count: data.len() as u32 };
-    c.ok(Command::RegionWrite, &[req.as_bytes(), data], &[]);
 }
 
 fn u16_at(b: &[u8], at: usize) -> u16 {
@@ -142,7 +137,11 @@ fn a_fault_plan_given_with_faults_changes_the_answer_and_the_hwrm_log_says_so() 
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("faults.json");
     // VER_GET is refused with RESOURCE_ALLOC_ERROR (4) the first time only.
-    std::fs::write(&plan, r#"{"firmware": [{"nic": 0, "req_type": 0, "nth": 1, "action": {"error": 4}}]}"#).unwrap();
+    std::fs::write(
+        &plan,
+        r#"{"firmware": [{"request": "VER_GET", "nth": 1, "action": "error", "code": "RESOURCE_ALLOC_ERROR"}]}"#,
+    )
+    .unwrap();
     let mut server = Server::start(&["--faults", plan.to_str().unwrap()]);
     let mut c = Raw::negotiated(&server.socket);
     let ram = memfd(0x2000);
@@ -175,9 +174,11 @@ fn a_fault_plan_given_with_faults_changes_the_answer_and_the_hwrm_log_says_so() 
 fn a_bad_fault_plan_file_is_a_bad_command_line() {
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("faults.json");
-    // Not a plan; then a wire plan whose rule names a NIC the server does not have.
+    // Not a plan (requests by number are the old form); an unknown request; then a wire plan
+    // whose rule names a NIC the server does not have.
     for (text, says) in [
-        (r#"{"firmware": [{"nic": 0, "req_type": "VER_GET"}]}"#, "fault plan"),
+        (r#"{"firmware": [{"nic": 0, "req_type": 0, "action": "no-response"}]}"#, "unknown field `nic`"),
+        (r#"{"firmware": [{"request": "VER_GOT", "action": "no-response"}]}"#, "did you mean `VER_GET`"),
         (r#"{"firmware": [], "wire": {"rules": [{"nic": 1, "kind": "drop"}]}}"#, "names NIC 1"),
     ] {
         std::fs::write(&plan, text).unwrap();

@@ -1,17 +1,6 @@
 //! "Did you mean …?": the closest of a set of names to a misspelt one.
 
-/// The candidate closest to `name` (ignoring case), if it is close enough to be a likely typo.
-pub fn closest<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
-    /// Jaro-Winkler similarity at or above which a candidate counts as a typo of the name.
-    const LIKELY_TYPO: f64 = 0.8;
-    let name = name.to_ascii_lowercase();
-    candidates
-        .into_iter()
-        .map(|c| (strsim::jaro_winkler(&name, &c.to_ascii_lowercase()), c))
-        .filter(|(score, _)| *score >= LIKELY_TYPO)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, c)| c)
-}
+pub use bnxt_model::names::closest;
 
 #[cfg(test)]
 mod tests {

@@ -136,6 +136,9 @@ pub struct PhyConfig {
     pub pause: u8,
     /// The driver forced the link down (`FLAGS_FORCE_LINK_DWN`) and has not brought it back.
     pub forced_down: bool,
+    /// The port's peer is gone (`bnxt-model ctl link down`: the cable pulled), whatever the
+    /// driver asks; a function reset does not bring it back.
+    pub peer_down: bool,
 }
 
 impl Default for PhyConfig {
@@ -148,6 +151,7 @@ impl Default for PhyConfig {
             force_speeds2: 0,
             pause: 0,
             forced_down: false,
+            peer_down: false,
         }
     }
 }

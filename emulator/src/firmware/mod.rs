@@ -11,7 +11,9 @@
 //!
 //! Faults ([`crate::faults::FaultPlan`]): NoResponse takes the request and neither acts nor
 //! answers; ActsNoResponse acts on it and never answers; Error(code) answers with that code
-//! without acting; Delay(d) acts and answers d later than usual. Each fires a [`crate::events::EventKind::FaultFired`] event.
+//! without acting; Delay(d) acts and answers d later than usual; WrongRespLen, WrongSeqId and
+//! NoValidByte act and answer with a malformed response (`resp_len` 16 bytes too long, `seq_id`
+//! off by one, the valid byte never written). Each fires a [`crate::events::EventKind::FaultFired`] event.
 //!
 //! Nothing here panics on what a driver sends: bad lengths, fields and page tables are refused
 //! with an HWRM error; memory the firmware cannot reach is a counted, logged DMA error.
@@ -96,7 +98,39 @@ enum Job {
         seq_id: u16,
         /// Why the request was refused (empty on success).
         reason: String,
+        /// How the response is malformed on purpose (an injected fault), if it is.
+        malformed: Option<Malformed>,
     },
+}
+
+/// How an injected fault spoils a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Malformed {
+    /// `resp_len` 16 bytes longer than what is written.
+    RespLen,
+    /// `seq_id` one more than the request's.
+    SeqId,
+    /// Everything but the valid byte is written.
+    NoValidByte,
+}
+
+/// How much longer than the response a `WrongRespLen` fault's `resp_len` says it is.
+pub const WRONG_RESP_LEN_EXTRA: u16 = 16;
+
+/// Spoil `response` as `how` says; whether its valid byte is still to be written.
+fn spoil(response: &mut Response, how: Malformed) -> bool {
+    // The common header: error_code 0..2, req_type 2..4, seq_id 4..6, resp_len 6..8 (bnxt_hsi.h
+    // `struct output`).
+    let field = |r: &mut Response, at: usize, f: fn(u16) -> u16| {
+        let v = u16::from_le_bytes([r.bytes[at], r.bytes[at + 1]]);
+        r.bytes[at..at + 2].copy_from_slice(&f(v).to_le_bytes());
+    };
+    match how {
+        Malformed::RespLen => field(response, 6, |len| len.wrapping_add(WRONG_RESP_LEN_EXTRA)),
+        Malformed::SeqId => field(response, 4, |seq| seq.wrapping_add(1)),
+        Malformed::NoValidByte => return false,
+    }
+    true
 }
 
 /// Counters of what went wrong, for the NIC's outside view.
@@ -163,8 +197,13 @@ impl Firmware {
             let ((at, _), job) = entry.remove_entry();
             match job {
                 Job::Fetch(window) => self.fetch(at, &window, mem, rec),
-                Job::Respond { resp_addr, cmpl_ring, response, req_type, seq_id, reason } => {
-                    let written = self.respond(at, resp_addr, &response, req_type, seq_id, reason, mem, rec);
+                Job::Respond { resp_addr, cmpl_ring, mut response, req_type, seq_id, reason, malformed } => {
+                    let whole = match malformed {
+                        Some(m) => spoil(&mut response, m),
+                        None => true,
+                    };
+                    let written =
+                        self.respond(at, resp_addr, &response, req_type, seq_id, reason, whole, mem, rec) && whole;
                     if written && cmpl_ring != NO_CMPL_RING {
                         // The driver waits for HWRM_DONE on that ring (bnxt_hwrm.c `__hwrm_send`
                         // with a completion ring; bnxt.c `bnxt_hwrm_handler`).
@@ -180,7 +219,9 @@ impl Firmware {
     /// was made).
     pub fn reset(&mut self) {
         let (next_ring_serial, resets) = (self.state.next_ring_serial, self.state.resets + 1);
+        let peer_down = self.state.l2.phy.peer_down;
         self.state = FwState { next_ring_serial, resets, ..FwState::default() };
+        self.state.l2.phy.peer_down = peer_down;
         self.jobs.clear();
     }
 
@@ -227,6 +268,7 @@ impl Firmware {
         rec.record(now, EventKind::HwrmRequest { req_type, seq_id: header.seq_id, form, len, summary });
         let mut due = now + HWRM_LATENCY;
         let mut silent = false;
+        let mut malformed = None;
         if let Some(action) = action {
             rec.record(now, EventKind::FaultFired { req_type: window_type, nth, action: action.clone() });
             match action {
@@ -235,10 +277,13 @@ impl Firmware {
                 FirmwareAction::Error(code) => {
                     let reason = format!("injected fault: {}", ErrorCode::from_value(code));
                     let response = response::failure(code, 0, req_type, header.seq_id);
-                    self.queue_response(due, header, response, reason);
+                    self.queue_response(due, header, response, reason, None);
                     return;
                 }
                 FirmwareAction::Delay(d) => due += d,
+                FirmwareAction::WrongRespLen => malformed = Some(Malformed::RespLen),
+                FirmwareAction::WrongSeqId => malformed = Some(Malformed::SeqId),
+                FirmwareAction::NoValidByte => malformed = Some(Malformed::NoValidByte),
             }
         }
         let (response, reason) = match request {
@@ -251,7 +296,7 @@ impl Firmware {
             tracing::debug!(req_type, seq_id = header.seq_id, %reason, "acted on; the answer is withheld (injected fault)");
             return;
         }
-        self.queue_response(due, header, response, reason);
+        self.queue_response(due, header, response, reason, malformed);
     }
 
     fn handle(
@@ -288,8 +333,16 @@ impl Firmware {
         }
     }
 
-    fn queue_response(&mut self, due: Duration, header: submission::Header, response: Response, reason: String) {
+    fn queue_response(
+        &mut self,
+        due: Duration,
+        header: submission::Header,
+        response: Response,
+        reason: String,
+        malformed: Option<Malformed>,
+    ) {
         let job = Job::Respond {
+            malformed,
             resp_addr: header.resp_addr,
             cmpl_ring: header.cmpl_ring,
             response,
@@ -309,11 +362,13 @@ impl Firmware {
         req_type: u16,
         seq_id: u16,
         reason: String,
+        with_valid: bool,
         mem: &dyn HostMemory,
         rec: &mut Recorder,
     ) -> bool {
         let (body, valid) = response.bytes.split_at(response.bytes.len() - 1);
         let written = match resp_addr.checked_add(body.len() as u64) {
+            Some(_) if !with_valid => mem.write(resp_addr, body),
             Some(valid_addr) => mem.write(resp_addr, body).and_then(|()| mem.write(valid_addr, valid)),
             None => Err(crate::host_memory::DmaError::Unmapped {
                 kind: "write",
@@ -334,6 +389,21 @@ impl Firmware {
                 false
             }
         }
+    }
+
+    /// The port's peer comes or goes (`link up` / `link down`); whether the link state changed.
+    pub fn set_peer(&mut self, present: bool) -> bool {
+        port_cfg::set_peer(&mut self.state, present)
+    }
+
+    /// The fault injector (to arm, clear and list faults while the firmware runs).
+    pub fn faults_mut(&mut self) -> &mut FaultInjector {
+        &mut self.faults
+    }
+
+    /// The fault injector.
+    pub fn faults(&self) -> &FaultInjector {
+        &self.faults
     }
 
     /// Work the firmware left for the L2 engine (HWRM_DONE completions, async events), oldest

@@ -103,7 +103,21 @@ pub fn active_speed(phy: &PhyConfig) -> Option<Speed> {
 
 /// Whether the link is up under `phy`.
 pub fn link_up(phy: &PhyConfig) -> bool {
-    !phy.forced_down && active_speed(phy).is_some()
+    !phy.forced_down && !phy.peer_down && active_speed(phy).is_some()
+}
+
+/// The port's peer comes or goes (the cable plugged in or pulled): the link follows unless the
+/// driver keeps it down, and a change of link state sends LINK_STATUS_CHANGE, as a change the
+/// driver asked for does. Whether the link state changed.
+pub fn set_peer(state: &mut super::state::FwState, present: bool) -> bool {
+    let was_up = link_up(&state.l2.phy);
+    state.l2.phy.peer_down = !present;
+    let now_up = link_up(&state.l2.phy);
+    if now_up != was_up {
+        tracing::debug!(up = now_up, "link state changed (peer)");
+        async_events::link_status_change(state, PORT_ID, now_up);
+    }
+    now_up != was_up
 }
 
 /// Fill PORT_PHY_QCFG's link fields from the current settings (called by

@@ -222,6 +222,16 @@ impl RoceEngine {
         self.channel.faults = CommandFaults::new(nic, plan);
         self
     }
+
+    /// The engine's command faults (to arm, clear and list faults while it runs).
+    pub fn command_faults_mut(&mut self) -> &mut CommandFaults {
+        &mut self.channel.faults
+    }
+
+    /// The engine's command faults.
+    pub fn command_faults(&self) -> &CommandFaults {
+        &self.channel.faults
+    }
 }
 
 fn read_slot(

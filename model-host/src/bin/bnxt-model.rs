@@ -1,16 +1,22 @@
 //! `bnxt-model`: the BCM57608 model as a process.
 //!
-//! `bnxt-model serve --socket PATH --mac MAC [--hwrm-log PATH] [--faults FILE] [--seed N]
-//! [--segment PATH [--pcap FILE]] [--log-level LEVEL] [--persist]` serves one model NIC over vfio-user (QEMU's
-//! `vfio-user-pci`, or the driver's vfio-user backend). `bnxt-model segment --socket PATH
-//! [--pcap FILE]` runs a virtual Ethernet segment in QEMU's stream-netdev framing. Exit status:
-//! 0 when the client disconnected or on SIGTERM/SIGINT; 1 when the server could not start or
-//! failed; 2 for a bad command line.
+//! `bnxt-model serve --socket PATH --mac MAC [--hwrm-log PATH] [--faults FILE] [--control PATH]
+//! [--seed N] [--segment PATH [--pcap FILE]] [--log-level LEVEL] [--persist]` serves one model
+//! NIC over vfio-user (QEMU's `vfio-user-pci`, or the driver's vfio-user backend).
+//! `bnxt-model segment --socket PATH [--pcap FILE]` runs a virtual Ethernet segment in QEMU's
+//! stream-netdev framing. `bnxt-model ctl SOCKET …` speaks to a server's control socket (faults,
+//! state, link, surprise removal; docs/faults.md). Exit status: 0 when the client disconnected
+//! or on SIGTERM/SIGINT (for `ctl`: the request was carried out); 1 when the server could not
+//! start or failed (`ctl`: the request was refused or got no reply); 2 for a bad command line.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use bnxt_model::faults::FaultPlan;
+use std::time::Duration;
+
+use bnxt_model::faults::{ActionKind, FaultPlan};
+use bnxt_model_host::serve::ctl::client;
+use bnxt_model_host::serve::ctl::protocol::{FaultFile, FaultSpec, Request, schema};
 use bnxt_model_host::serve::segment::{SegmentOptions, segment};
 use bnxt_model_host::serve::{ServeOptions, serve};
 use bnxt_model_host::vfio_user::nic::check_wire_plan;
@@ -35,6 +41,84 @@ enum Command {
     /// Run a virtual Ethernet segment that `serve --segment` processes and QEMU guests'
     /// `-netdev stream` NICs join (frames with a 4-byte big-endian length prefix).
     Segment(SegmentArgs),
+    /// Speak to the control socket of a running `serve --control` (prints the reply as JSON).
+    Ctl(CtlArgs),
+}
+
+#[derive(Debug, Args)]
+struct CtlArgs {
+    /// Print the JSON Schema of the control channel's requests and replies, and exit.
+    #[arg(long, exclusive = true)]
+    schema: bool,
+    /// The control socket.
+    #[arg(required_unless_present = "schema")]
+    socket: Option<PathBuf>,
+    /// How long to wait for the reply, in seconds.
+    #[arg(long, default_value_t = 10)]
+    timeout: u64,
+    #[command(subcommand)]
+    what: Option<CtlCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+enum CtlCommand {
+    /// Faults on firmware requests.
+    #[command(subcommand)]
+    Fault(FaultCommand),
+    /// What the model holds: registration, rings, DMA mappings, RoCE counters, link, faults.
+    State,
+    /// Take the port's peer away (`down`, the cable pulled) or give it back (`up`).
+    Link {
+        /// `up` or `down`.
+        #[arg(value_parser = ["up", "down"])]
+        state: String,
+    },
+    /// PCIe events.
+    #[command(subcommand)]
+    Pcie(PcieCommand),
+    /// Send one request written as JSON (see `--schema`).
+    Raw {
+        /// The request.
+        json: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum PcieCommand {
+    /// Yank the card: every read returns all-ones, writes are dropped, DMA and interrupts stop.
+    SurpriseRemoval,
+}
+
+#[derive(Debug, Subcommand)]
+enum FaultCommand {
+    /// Arm a fault from now on; prints its id.
+    Add {
+        /// The HWRM request (`FUNC_QCFG`) or RoCE command (`CREATE_QP`), by name.
+        request: String,
+        /// no-response, acts-no-response, error, delay, wrong-resp-len, wrong-seq-id or
+        /// no-valid-byte.
+        #[arg(value_parser = parse_action)]
+        action: ActionKind,
+        /// For `error`: the HWRM error code or CREQ status by name; for `delay`: milliseconds.
+        value: Option<String>,
+        /// Start at the nth request of that type from now (1 = the next).
+        #[arg(long)]
+        nth: Option<u32>,
+        /// Fire on this many requests (once with --nth, always without, by default).
+        #[arg(long)]
+        count: Option<u32>,
+    },
+    /// Clear one fault by id, or every fault.
+    Clear {
+        /// The fault's id (every fault when absent).
+        id: Option<u64>,
+    },
+    /// List the armed faults and how often each fired.
+    List,
+}
+
+fn parse_action(s: &str) -> Result<ActionKind, String> {
+    serde_json::from_value(serde_json::Value::String(s.to_string())).map_err(|e| e.to_string())
 }
 
 #[derive(Debug, Args)]
@@ -59,11 +143,14 @@ struct ServeArgs {
     /// Write one line per HWRM request served (request name and number, error code) here.
     #[arg(long)]
     hwrm_log: Option<PathBuf>,
-    /// Faults to inject from the start: a FaultPlan as JSON (`{"firmware": [{"nic": 0,
-    /// "req_type": 29, "nth": null, "action": "no-response"}]}`); its `wire` plan applies to the
-    /// frames the NIC sends to the segment.
+    /// Faults to inject from the start, JSON (docs/faults.md): `{"firmware": [{"request":
+    /// "FUNC_QCFG", "action": "no-response", "nth": 3}], "wire": {...}}`; the `wire` plan applies
+    /// to the frames the NIC sends to the segment.
     #[arg(long)]
     faults: Option<PathBuf>,
+    /// Listen for control requests (`bnxt-model ctl`) on this UNIX socket (mode 0600).
+    #[arg(long)]
+    control: Option<PathBuf>,
     /// Seed of the model's random choices.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -93,11 +180,74 @@ fn parse_mac(s: &str) -> Result<[u8; 6], String> {
     Ok(mac)
 }
 
-fn read_faults(path: &Path) -> Result<FaultPlan, String> {
+fn read_faults(path: &Path) -> Result<FaultFile, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read fault plan {}: {e}", path.display()))?;
-    let plan: FaultPlan = serde_json::from_str(&text).map_err(|e| format!("fault plan {}: {e}", path.display()))?;
-    check_wire_plan(&plan.wire).map_err(|e| format!("fault plan {}: wire: {e}", path.display()))?;
-    Ok(plan)
+    let file: FaultFile = serde_json::from_str(&text).map_err(|e| format!("fault plan {}: {e}", path.display()))?;
+    check_wire_plan(&file.wire).map_err(|e| format!("fault plan {}: wire: {e}", path.display()))?;
+    for (i, spec) in file.firmware.iter().enumerate() {
+        spec.resolve().map_err(|e| format!("fault plan {}: firmware[{i}]: {e}", path.display()))?;
+    }
+    Ok(file)
+}
+
+/// The request a `ctl` command line asks for.
+fn ctl_request(what: CtlCommand) -> Result<Request, String> {
+    Ok(match what {
+        CtlCommand::Fault(FaultCommand::Add { request, action, value, nth, count }) => {
+            let (code, delay_ms) = match (action, value) {
+                (ActionKind::Error, v) => (v, None),
+                (ActionKind::Delay, Some(ms)) => {
+                    (None, Some(ms.parse::<u64>().map_err(|_| format!("`{ms}` is not a delay in milliseconds"))?))
+                }
+                (ActionKind::Delay, None) => (None, None),
+                (other, Some(v)) => {
+                    return Err(format!("`{v}`: action `{}` takes no value", bnxt_model::armed::action_name(other)));
+                }
+                (_, None) => (None, None),
+            };
+            Request::FaultAdd { fault: FaultSpec { request, action, code, delay_ms, nth, count } }
+        }
+        CtlCommand::Fault(FaultCommand::Clear { id }) => Request::FaultClear { id },
+        CtlCommand::Fault(FaultCommand::List) => Request::FaultList {},
+        CtlCommand::State => Request::State {},
+        CtlCommand::Link { state } => Request::Link { up: state == "up" },
+        CtlCommand::Pcie(PcieCommand::SurpriseRemoval) => Request::PcieSurpriseRemoval {},
+        CtlCommand::Raw { json } => serde_json::from_str(&json).map_err(|e| format!("not a control request: {e}"))?,
+    })
+}
+
+fn ctl(args: CtlArgs) -> ExitCode {
+    if args.schema {
+        println!("{}", serde_json::to_string_pretty(&schema()).expect("a schema is JSON"));
+        return ExitCode::SUCCESS;
+    }
+    let (Some(socket), Some(what)) = (args.socket, args.what) else {
+        eprintln!("error: name the control socket and what to do (bnxt-model ctl SOCKET fault|state|link|pcie|raw)");
+        return ExitCode::from(2);
+    };
+    let request = match ctl_request(what) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match client::call(&socket, &request, Duration::from_secs(args.timeout)) {
+        Ok(reply) => {
+            println!("{}", serde_json::to_string(&reply).expect("a reply is JSON"));
+            match reply.error {
+                None if reply.ok => ExitCode::SUCCESS,
+                why => {
+                    eprintln!("error: {}", why.unwrap_or_else(|| "refused".into()));
+                    ExitCode::from(1)
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn init_tracing(level: &str) {
@@ -117,7 +267,7 @@ fn main() -> ExitCode {
     init_tracing(&cli.log_level);
     match cli.command {
         Command::Serve(args) => {
-            let faults = match args.faults.as_deref().map(read_faults).transpose() {
+            let file = match args.faults.as_deref().map(read_faults).transpose() {
                 Ok(f) => f.unwrap_or_default(),
                 Err(e) => {
                     eprintln!("error: {e}");
@@ -128,7 +278,9 @@ fn main() -> ExitCode {
                 socket: args.socket,
                 mac: args.mac,
                 seed: args.seed,
-                faults,
+                faults: FaultPlan { wire: file.wire, ..FaultPlan::default() },
+                armed: file.firmware,
+                control: args.control,
                 hwrm_log: args.hwrm_log,
                 persist: args.persist,
                 segment: args.segment,
@@ -144,6 +296,7 @@ fn main() -> ExitCode {
                 Err(e) => fail(&e),
             }
         }
+        Command::Ctl(args) => ctl(args),
         Command::Segment(args) => {
             let options = SegmentOptions { socket: args.socket, pcap: args.pcap, catch_signals: true };
             match segment(&options) {

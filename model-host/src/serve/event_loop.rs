@@ -10,6 +10,8 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::io::Errno;
 
 use super::ServeOptions;
+use super::ctl::protocol::{ListedFault, Reply, Request};
+use super::ctl::server::ControlServer;
 use super::hwrm_log::HwrmLog;
 use super::signals::StopSignals;
 use super::socket::{Listener, SocketError};
@@ -55,6 +57,14 @@ pub enum ServeError {
     /// The fault plan cannot apply to the served NIC.
     #[error("fault plan: {0}")]
     Faults(#[from] bnxt_model::faults::WirePlanError),
+    /// A fault to arm from the start does not hold together.
+    #[error("fault {index} of the fault file: {why}")]
+    Armed {
+        /// Its position (0-based).
+        index: usize,
+        /// Why.
+        why: String,
+    },
 }
 
 /// Why the server stopped.
@@ -108,6 +118,15 @@ enum ClientTurn {
 
 /// Serve `options` until the client leaves (or, with `persist`, until a signal).
 pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
+    // The control socket first: once the vfio-user socket appears, a client can count on both.
+    let mut control = match &options.control {
+        Some(path) => {
+            let server = ControlServer::bind(path)?;
+            tracing::info!(control = %path.display(), "control socket listening");
+            Some(server)
+        }
+        None => None,
+    };
     let listener = Listener::bind(&options.socket)?;
     let mut signals = StopSignals::install(options.catch_signals).map_err(ServeError::Signals)?;
     let mut hwrm = match &options.hwrm_log {
@@ -115,6 +134,12 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
         None => None,
     };
     let mut nic = ServedNic::new(options.mac, options.seed, options.faults.clone())?;
+    for (index, spec) in options.armed.iter().enumerate() {
+        let (target, action) = spec.resolve().map_err(|e| ServeError::Armed { index, why: e.to_string() })?;
+        nic.arm_fault(Duration::ZERO, target, spec.nth, spec.count, action)
+            .map_err(|e| ServeError::Armed { index, why: e.to_string() })?;
+    }
+
     let mac = options.mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":");
     tracing::info!(socket = %listener.path().display(), %mac, seed = options.seed, faults = options.faults.firmware.len(), "serving a BCM57608 model over vfio-user");
 
@@ -147,8 +172,15 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
         }
 
         let timeout = nic.next_deadline().map(|due| due.saturating_sub(start.elapsed()));
-        let (listen_ready, signal_ready, client_ready, segment_ready) =
-            wait(&listener, &signals, client.as_ref(), segment.as_ref(), timeout)?;
+        let (listen_ready, signal_ready, client_ready, segment_ready, control_ready) =
+            wait(&listener, &signals, client.as_ref(), segment.as_ref(), control.as_ref(), timeout)?;
+        if let Some(ctl) = control.as_mut()
+            && control_ready.iter().any(|&r| r)
+        {
+            let clients = ctl.clients();
+            ctl.serve(&control_ready, &mut |request| control_request(request, &mut nic, start, clients));
+            log_events(&mut nic, &mut hwrm, options)?;
+        }
         if segment_ready
             && let Some(link) = segment.as_mut()
             && let Err(why) = link.drain(start, &mut nic, &mut summary).and_then(|()| link.flush())
@@ -201,15 +233,73 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
     Ok(summary)
 }
 
-/// Wait for input or the deadline: (listener ready, signal ready, client ready, segment ready:
-/// frames from the hub, or room for frames waiting for it).
+/// Carry out a request of the control channel at the time since `start`.
+fn control_request(request: Request, nic: &mut ServedNic, start: Instant, clients: usize) -> Reply {
+    let now = start.elapsed();
+    match request {
+        Request::FaultAdd { fault } => {
+            let armed = fault.resolve().map_err(|e| e.to_string()).and_then(|(target, action)| {
+                nic.arm_fault(now, target, fault.nth, fault.count, action)
+                    .map_err(|e| format!("request `{}`: {e}", fault.request))
+            });
+            match armed {
+                Ok(id) => {
+                    tracing::info!(id, request = %fault.request, action = ?fault.action, nth = ?fault.nth, count = ?fault.count, "fault armed");
+                    Reply { id: Some(id), ..Reply::ok() }
+                }
+                Err(why) => Reply::refused(why),
+            }
+        }
+        Request::FaultClear { id } => {
+            let cleared = nic.clear_faults(id);
+            match id {
+                Some(id) if cleared == 0 => Reply::refused(format!("no fault {id} is armed")),
+                _ => Reply { cleared: Some(cleared), ..Reply::ok() },
+            }
+        }
+        Request::FaultList {} => {
+            Reply { faults: Some(nic.armed_faults().iter().map(ListedFault::from).collect()), ..Reply::ok() }
+        }
+        Request::State {} => {
+            let removed = nic.removed();
+            let mut state = serde_json::to_value(nic.state()).unwrap_or_default();
+            if let Some(o) = state.as_object_mut() {
+                o.insert("removed".into(), removed.into());
+                o.insert("control_clients".into(), clients.into());
+            }
+            Reply { state: Some(state), ..Reply::ok() }
+        }
+        Request::Link { up } => {
+            if nic.removed() {
+                return Reply::refused("the card was removed");
+            }
+            let changed = nic.set_peer(now, up);
+            tracing::info!(up, changed, "link peer changed");
+            Reply { link_changed: Some(changed), ..Reply::ok() }
+        }
+        Request::PcieSurpriseRemoval {} => {
+            if !nic.removed() {
+                nic.surprise_removal(now);
+            }
+            Reply::ok()
+        }
+    }
+}
+
+/// What [`wait`] found ready: the listener, a signal, the client, the segment (frames from the
+/// hub, or room for frames waiting for it), and the control socket's descriptors (listener
+/// first, then its clients).
+type Ready = (bool, bool, bool, bool, Vec<bool>);
+
+/// Wait for input or the deadline.
 fn wait(
     listener: &Listener,
     signals: &StopSignals,
     client: Option<&Client>,
     segment: Option<&SegmentLink>,
+    control: Option<&ControlServer>,
     timeout: Option<Duration>,
-) -> Result<(bool, bool, bool, bool), ServeError> {
+) -> Result<Ready, ServeError> {
     // While a client is served, the listener is not polled: a second client waits in the
     // backlog until the first is gone.
     let mut fds = vec![PollFd::from_borrowed_fd(signals.fd(), PollFlags::IN)];
@@ -222,6 +312,10 @@ fn wait(
         let flags = if link.outbox.is_empty() { PollFlags::IN } else { PollFlags::IN | PollFlags::OUT };
         fds.push(PollFd::new(&link.stream, flags));
     }
+    let control_at = fds.len();
+    if let Some(ctl) = control {
+        fds.extend(ctl.poll_fds());
+    }
     let ts = timeout.map(|t| Timespec::try_from(t).unwrap_or(Timespec { tv_sec: i64::MAX, tv_nsec: 0 }));
     match poll(&mut fds, ts.as_ref()) {
         Ok(_) | Err(Errno::INTR) => {}
@@ -229,7 +323,9 @@ fn wait(
     }
     let ready = |f: &PollFd<'_>| !f.revents().is_empty();
     let other = ready(&fds[1]);
-    Ok((client.is_none() && other, ready(&fds[0]), client.is_some() && other, fds.get(2).is_some_and(ready)))
+    let segment_ready = segment.is_some() && fds.get(2).is_some_and(ready);
+    let control_ready = fds[control_at..].iter().map(ready).collect();
+    Ok((client.is_none() && other, ready(&fds[0]), client.is_some() && other, segment_ready, control_ready))
 }
 
 /// Accept one client (the loop only listens while it has none).

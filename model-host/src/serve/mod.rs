@@ -12,6 +12,7 @@
 //! memory and eventfds are released; then the server exits with status 0, or with `persist` waits
 //! for the next client with the NIC as it was. SIGTERM or SIGINT: exit 0 at once.
 
+pub mod ctl;
 pub mod hwrm_log;
 pub mod segment;
 pub mod signals;
@@ -34,8 +35,12 @@ pub struct ServeOptions {
     pub mac: [u8; 6],
     /// Seed of the model's random choices.
     pub seed: u64,
-    /// Faults to inject from the start.
+    /// Faults to inject from the start (the wire plan, and firmware faults by number).
     pub faults: FaultPlan,
+    /// Firmware faults, by name, armed when the server starts (`--faults`).
+    pub armed: Vec<ctl::protocol::FaultSpec>,
+    /// The control socket to listen on (`--control`), if any.
+    pub control: Option<PathBuf>,
     /// Where to write one line per HWRM request, if anywhere.
     pub hwrm_log: Option<PathBuf>,
     /// Keep serving after the client disconnects (wait for the next one).

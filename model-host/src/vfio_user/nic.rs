@@ -25,6 +25,7 @@ use super::regions::{self, RegionKind};
 use super::uplink::{Uplink, stage_seed};
 use super::{Refusal, refuse};
 use crate::world::{World, WorldConfig};
+use bnxt_model::armed::{Action, ArmError, ArmedFault, Target};
 use bnxt_model::config_space::{DEVCTL_BCR_FLR, EXP_CAP, EXP_DEVCTL};
 use bnxt_model::events::{Event, EventKind};
 use bnxt_model::faults::{FaultPlan, WirePlan, WirePlanError};
@@ -55,6 +56,9 @@ pub struct ServedNic {
     /// Stores the client made to the doorbell BAR, restarts included (for tracers of the guest,
     /// which see the same stores: ci/guest-test.sh --trace compares the counts).
     doorbell_stores: u64,
+    /// The card was yanked (`pcie surprise-removal`): reads return all-ones, writes are
+    /// dropped, the NIC neither runs nor does DMA. A restart brings a new card.
+    removed: bool,
 }
 
 impl ServedNic {
@@ -78,12 +82,16 @@ impl ServedNic {
             wire_seed: stage_seed(seed, 0),
             capture: None,
             doorbell_stores: 0,
+            removed: false,
         })
     }
 
     /// Run the NIC's work due by `now` (time since the executor started) and collect what it
     /// did: events, and interrupts, which are signalled to the client's eventfds.
     pub fn advance_to(&mut self, now: Duration) {
+        if self.removed {
+            return;
+        }
         let target = now.saturating_sub(self.epoch);
         let current = self.world.now();
         if target > current {
@@ -101,6 +109,9 @@ impl ServedNic {
 
     /// When the NIC next has work (or a frame a wire fault delayed is due), in executor time.
     pub fn next_deadline(&self) -> Option<Duration> {
+        if self.removed {
+            return None;
+        }
         let world = self.world.next_deadline().map(|d| d + self.epoch);
         match (world, self.uplink.as_ref().and_then(Uplink::next_deadline)) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -139,6 +150,12 @@ impl ServedNic {
     /// Read `data.len()` bytes of region `region` at `offset`, at time `now`.
     pub fn region_read(&mut self, now: Duration, region: u32, offset: u64, data: &mut [u8]) -> Result<(), Refusal> {
         let kind = Self::check(region, offset, data.len())?;
+        if self.removed {
+            // A read of a device that is gone completes with all-ones (PCIe: an unsupported
+            // request, which the root port turns into all-ones for the CPU).
+            data.fill(0xff);
+            return Ok(());
+        }
         self.advance_to(now);
         match kind {
             RegionKind::Config => self.world.config_read(NIC, offset as u16, data),
@@ -157,6 +174,9 @@ impl ServedNic {
     /// Write `data` to region `region` at `offset`, at time `now`.
     pub fn region_write(&mut self, now: Duration, region: u32, offset: u64, data: &[u8]) -> Result<(), Refusal> {
         let kind = Self::check(region, offset, data.len())?;
+        if self.removed {
+            return Ok(());
+        }
         self.advance_to(now);
         match kind {
             RegionKind::Config => self.world.config_write(NIC, offset as u16, data),
@@ -178,6 +198,9 @@ impl ServedNic {
     /// resets a function that supports FLR). DMA regions and eventfds stay: they are the
     /// client's, not the function's.
     pub fn reset(&mut self, now: Duration) {
+        if self.removed {
+            return;
+        }
         self.advance_to(now);
         let at = EXP_CAP + EXP_DEVCTL;
         let mut devctl = [0u8; 2];
@@ -218,6 +241,7 @@ impl ServedNic {
         self.wire_seed = stage_seed(seed, nic);
         self.capture = capture;
         self.uplink = None;
+        self.removed = false;
         if self.segment {
             self.link();
         }
@@ -246,6 +270,9 @@ impl ServedNic {
 
     /// A frame from the segment outside arrived at `now`.
     pub fn incoming(&mut self, now: Duration, frame: Vec<u8>) {
+        if self.removed {
+            return;
+        }
         self.advance_to(now);
         if let Some(port) = self.uplink.as_ref().map(Uplink::port)
             && let Err(e) = self.world.send_external(port, frame)
@@ -259,6 +286,9 @@ impl ServedNic {
     /// segment forwarded out, after the wire plan's faults, and frames those delayed that are
     /// due. Each is recorded in the run's capture, if one was asked for.
     pub fn take_outgoing(&mut self, now: Duration) -> Vec<Vec<u8>> {
+        if self.removed {
+            return Vec::new();
+        }
         let Some(uplink) = self.uplink.as_mut() else { return Vec::new() };
         let frames = self.world.take_external_frames(uplink.port());
         let mut out = Vec::with_capacity(frames.len());
@@ -283,6 +313,50 @@ impl ServedNic {
                 Err(e) => tracing::warn!(error = %e, "the capture could not be finished"),
             }
         }
+    }
+
+    /// Arm a fault from now on (see [`bnxt_model::armed`]); its id.
+    pub fn arm_fault(
+        &mut self,
+        now: Duration,
+        target: Target,
+        nth: Option<u32>,
+        count: Option<u32>,
+        action: Action,
+    ) -> Result<u64, ArmError> {
+        self.advance_to(now);
+        self.world.arm_fault(NIC, target, nth, count, action)
+    }
+
+    /// Clear the armed fault `id` (every one when `None`); how many were cleared.
+    pub fn clear_faults(&mut self, id: Option<u64>) -> usize {
+        self.world.clear_faults(NIC, id)
+    }
+
+    /// The armed faults.
+    pub fn armed_faults(&self) -> Vec<ArmedFault> {
+        self.world.device(NIC).armed_faults()
+    }
+
+    /// The port's peer comes or goes at `now`; whether the link state changed.
+    pub fn set_peer(&mut self, now: Duration, present: bool) -> bool {
+        self.advance_to(now);
+        let changed = self.world.set_peer(NIC, present);
+        self.collect();
+        changed
+    }
+
+    /// The card is yanked at `now` (see [`ServedNic::removed`]).
+    pub fn surprise_removal(&mut self, now: Duration) {
+        self.advance_to(now);
+        self.removed = true;
+        self.events.push(Event { at: self.world.now(), nic: NIC, kind: EventKind::SurpriseRemoval });
+        tracing::warn!("surprise removal: the card is gone (reads all-ones, no DMA, no interrupts)");
+    }
+
+    /// Whether the card was yanked (and no restart has brought a new one).
+    pub fn removed(&self) -> bool {
+        self.removed
     }
 
     /// `VFIO_USER_DMA_MAP`.

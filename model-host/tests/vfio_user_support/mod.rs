@@ -204,6 +204,12 @@ pub fn wait_response(fd: &OwnedFd, offset: u64, seq: u16, timeout: Duration) -> 
     None
 }
 
+/// Write `data` to region `region` at `offset`.
+pub fn write_region(c: &mut Raw, region: u32, offset: u64, data: &[u8]) {
+    let req = bnxt_vfio_user::payload::RegionAccess { offset, region, count: data.len() as u32 };
+    c.ok(bnxt_vfio_user::header::Command::RegionWrite, &[req.as_bytes(), data], &[]);
+}
+
 /// Take a borrowed descriptor of `fd`.
 pub fn fd_of(fd: &OwnedFd) -> BorrowedFd<'_> {
     fd.as_fd()

@@ -81,7 +81,8 @@ pub struct FirmwareEntry {
     #[serde(with = "Request")]
     pub request: Target,
     /// `no-response` (never answer, nor act), `acts-no-response` (act, never answer), `error`
-    /// (answer with `code` instead of acting) or `delay` (answer `by` later).
+    /// (answer with `code` instead of acting) or `delay` (answer `by` later); for HWRM requests
+    /// also the malformed answers `wrong-resp-len`, `wrong-seq-id` and `no-valid-byte`.
     #[serde(with = "At::<Named<ActionKind>>")]
     pub action: Located<ActionKind>,
     /// With `action: error`: for an HWRM request, the HWRM error code's name
@@ -157,6 +158,9 @@ impl FirmwareEntry {
                     ActionKind::Error => model::FirmwareAction::Error(
                         hwrm_code(self.code.as_ref().ok_or_else(|| missing("code"))?)?.value(),
                     ),
+                    ActionKind::WrongRespLen => model::FirmwareAction::WrongRespLen,
+                    ActionKind::WrongSeqId => model::FirmwareAction::WrongSeqId,
+                    ActionKind::NoValidByte => model::FirmwareAction::NoValidByte,
                 },
             }),
             Target::Roce { opcode, name } => ModelFault::Roce(model::CommandFault {
@@ -172,6 +176,16 @@ impl FirmwareEntry {
                     ActionKind::Error => model::CommandAction::Error(
                         roce_status(self.code.as_ref().ok_or_else(|| missing("code"))?, name)?.value(),
                     ),
+                    ActionKind::WrongRespLen | ActionKind::WrongSeqId | ActionKind::NoValidByte => {
+                        return Err(at_field(
+                            &self.action,
+                            Problem::Conflict(format!(
+                                "`action: {}` is a malformed HWRM response; RoCE command {name} takes \
+                                 no-response, acts-no-response, error or delay",
+                                word(&action)
+                            )),
+                        ));
+                    }
                 },
             }),
         })

@@ -61,6 +61,9 @@ pub fn line(event: &Event) -> Line {
                 FirmwareAction::ActsNoResponse => "acts-no-response".to_string(),
                 FirmwareAction::Delay(d) => format!("delay {}", format_duration(*d)),
                 FirmwareAction::Error(code) => format!("error {}", bnxt_hsi::hwrm::ErrorCode::from_value(*code)),
+                FirmwareAction::WrongRespLen => "wrong-resp-len".to_string(),
+                FirmwareAction::WrongSeqId => "wrong-seq-id".to_string(),
+                FirmwareAction::NoValidByte => "no-valid-byte".to_string(),
             };
             format!("firmware-fault {} nth={nth} {action}", req_label(*req_type))
         }

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use bnxt_hsi::roce::rcfw::CreqStatus;
 
+use crate::armed::{Action, ArmedFault, ArmedFaults, Target};
 use crate::events::{EventKind, Recorder};
 use crate::faults::{CommandAction, FaultPlan};
 
@@ -61,11 +62,13 @@ pub struct CommandFaults {
     plan: Option<Arc<FaultPlan>>,
     /// Commands taken so far, by opcode.
     seen: Box<[u32; 256]>,
+    /// Faults armed while the NIC runs (looked at before the plan's).
+    armed: ArmedFaults,
 }
 
 impl Default for CommandFaults {
     fn default() -> CommandFaults {
-        CommandFaults { nic: 0, plan: None, seen: Box::new([0; 256]) }
+        CommandFaults { nic: 0, plan: None, seen: Box::new([0; 256]), armed: ArmedFaults::default() }
     }
 }
 
@@ -74,6 +77,21 @@ impl CommandFaults {
     pub fn new(nic: usize, plan: Arc<FaultPlan>) -> CommandFaults {
         let plan = (!plan.roce_commands.is_empty()).then_some(plan);
         CommandFaults { nic, plan, ..CommandFaults::default() }
+    }
+
+    /// Arm `fault` (a RoCE command one; the caller checked).
+    pub fn arm(&mut self, fault: ArmedFault) {
+        self.armed.arm(fault);
+    }
+
+    /// The faults armed on RoCE commands.
+    pub fn armed(&self) -> &ArmedFaults {
+        &self.armed
+    }
+
+    /// The same, to clear faults.
+    pub fn armed_mut(&mut self) -> &mut ArmedFaults {
+        &mut self.armed
     }
 
     /// How many commands with `opcode` were taken so far.
@@ -87,7 +105,12 @@ impl CommandFaults {
         let n = &mut self.seen[usize::from(opcode)];
         *n = n.saturating_add(1);
         let nth = *n;
-        let Some(action) = self.plan.as_ref().and_then(|p| p.command_action(self.nic, opcode, nth)).cloned() else {
+        let armed = match self.armed.fire(Target::Roce(opcode), nth) {
+            Some((_, Action::Roce(a))) => Some(a),
+            _ => None,
+        };
+        let planned = || self.plan.as_ref().and_then(|p| p.command_action(self.nic, opcode, nth)).cloned();
+        let Some(action) = armed.or_else(planned) else {
             return Injected::NONE;
         };
         tracing::debug!(nic = self.nic, opcode, nth, ?action, "injected RoCE command fault");
