@@ -14,7 +14,7 @@
 #
 # usage: ci/guest-test.sh [--no-model] [--nics N] [--kernels "trixie sid"] [--no-link] [--no-traffic]
 #                         [--no-qemu-nic] [--no-ib] [--out DIR] [--record-fixtures] [--driver] [--verbs]
-#                         [--trace] [--hugepages]
+#                         [--trace] [--hugepages] [--faults]
 #   --no-model         boot without any device: checks the tooling (bnxt_en loads, finds no function)
 #   --nics N           model processes / vfio-user devices per guest (1 or 2, default 2)
 #   --kernels LIST     which guest kernels (default: trixie sid)
@@ -49,6 +49,12 @@
 #                      guest unless MEM says otherwise): the script mounts a hugetlbfs of 2 MiB pages
 #                      under the output folder and, as root, raises the pool of free 2 MiB pages to
 #                      what the guests need, giving both back at the end (out/guest-hugepages by default)
+#   --faults           faults into the running guest (ci/guest/init-faults, one NIC, bnxt_en alone): the
+#                      model serves with --control; the guest prints "BNXT-FAULT do WORDS" and this
+#                      script runs `bnxt-model ctl SOCKET WORDS` (the link taken away and given back, a
+#                      PORT_PHY_CFG never answered, a PORT_PHY_QCFG answered with a wrong seq_id, the
+#                      card yanked); ci/guest/check-faults.py judges what bnxt_en did, and compares it
+#                      with fixtures/guest-faults/<kernel suite>.txt (a difference is shown, not failed)
 #   --record-fixtures  copy each kernel's HWRM request logs, the requests answered CMD_NOT_SUPPORTED
 #                      and bnxt_re's kernel messages to fixtures/guest/<kernel suite>/ (with --trace:
 #                      also the transcript, to fixtures/trace/<kernel suite>.transcript)
@@ -80,7 +86,7 @@ set -euo pipefail
 . "$(dirname "$0")/guest/lib.sh"
 G=$BNXT_REPO/ci/guest
 
-no_model=0 nics=2 kernels="${BNXT_GUEST_SUITES[*]}" link=1 traffic=1 peer=1 ib=1 record=0 driver=0 verbs=0 trace=0 hugepages=0
+no_model=0 nics=2 kernels="${BNXT_GUEST_SUITES[*]}" link=1 traffic=1 peer=1 ib=1 record=0 driver=0 verbs=0 trace=0 hugepages=0 faults=0
 out=$BNXT_REPO/out/guest
 while [ $# -gt 0 ]; do
   case $1 in
@@ -97,6 +103,7 @@ while [ $# -gt 0 ]; do
     --verbs) verbs=1 ;;
     --trace) trace=1 ;;
     --hugepages) hugepages=1 ;;
+    --faults) faults=1 ;;
     *) die "unknown argument $1 (see the comment at the top of $0)" ;;
   esac
   shift
@@ -122,6 +129,12 @@ if [ $hugepages = 1 ]; then
   [ $driver = 0 ] && [ $verbs = 0 ] || die "--hugepages runs the default guest test (not --driver or --verbs)"
   record=0
   [ "$out" = "$BNXT_REPO/out/guest" ] && out=$BNXT_REPO/out/guest-hugepages
+fi
+if [ $faults = 1 ]; then
+  [ $no_model = 0 ] && [ $driver = 0 ] && [ $verbs = 0 ] && [ $trace = 0 ] && [ $hugepages = 0 ] \
+    || die "--faults needs the model and runs on its own (not --driver, --verbs, --trace, --hugepages)"
+  nics=1 traffic=0 peer=0 ib=0
+  [ "$out" = "$BNXT_REPO/out/guest" ] && out=$BNXT_REPO/out/guest-faults
 fi
 started=$(date +%s)
 mkdir -p "$out"; out=$(cd "$out" && pwd)
@@ -249,11 +262,33 @@ start_models() {
   for i in $(seq "$nics"); do
     sock=$dir/nic$i.sock; rm -f "$sock"
     # shellcheck disable=SC2086  # BNXT_MODEL_ARGS is a list of words on purpose
-    "$model" serve --socket "$sock" --mac "$(mac_of "$i")" --hwrm-log "$dir/hwrm-nic$i.log" "${seg[@]}" \
+    local ctl=()
+    [ $faults = 1 ] && { rm -f "$dir/ctl-nic$i.sock"; ctl=(--control "$dir/ctl-nic$i.sock"); }
+    "$model" serve --socket "$sock" --mac "$(mac_of "$i")" --hwrm-log "$dir/hwrm-nic$i.log" "${seg[@]}" "${ctl[@]}" \
       ${BNXT_MODEL_ARGS:-} > "$dir/model-nic$i.log" 2>&1 &
     pids+=($!)
     wait_socket $! "$sock" "$dir/model-nic$i.log" "bnxt-model serve for nic$i"
     SOCKS+=("$sock")
+  done
+}
+
+# conduct CONSOLE CTL LOG: while the guest runs, carry out each "BNXT-FAULT do WORDS" it prints with
+# `bnxt-model ctl CTL WORDS` (WORDS of letters, digits, '_' and '-' only), logging each call and its
+# reply to LOG.
+conduct() {
+  local console=$1 ctl=$2 log=$3 seen=0 n line
+  : > "$log"
+  while :; do
+    n=$(grep -c 'BNXT-FAULT do ' "$console" 2>/dev/null || true)
+    while [ "${n:-0}" -gt "$seen" ]; do
+      seen=$((seen + 1))
+      line=$(grep 'BNXT-FAULT do ' "$console" | sed -n "${seen}p" | sed 's/.*BNXT-FAULT do //; s/\r$//')
+      case $line in *[!A-Za-z0-9_\ -]*) echo "refused: $line" >> "$log"; continue ;; esac
+      echo "$(date +%s.%N) ctl $line" >> "$log"
+      # shellcheck disable=SC2086  # the guest's words, checked above, are the command's words
+      "$model" ctl "$ctl" $line >> "$log" 2>&1 || echo "ctl exit $?" >> "$log"
+    done
+    sleep 0.2
   done
 }
 
@@ -291,6 +326,9 @@ run_suite() {
   if [ $driver = 1 ]; then
     modules="bnxt_en vfio_pci vfio_iommu_type1"; init=$G/init-driver
     mapfile -t extra < <(driver_files)
+  fi
+  if [ $faults = 1 ]; then
+    modules="bnxt_en"; init=$G/init-faults
   fi
   if [ $verbs = 1 ]; then
     init=$G/init-verbs
@@ -336,14 +374,24 @@ run_suite() {
     words="bnxt.iters=${PP_ITERS:-100} bnxt.pp_wait=${PP_WAIT:-120} bnxt.pt_iters=${PT_ITERS:-500}"
     checks=(--nics "$nics" --pcap "$dir/segment.pcap" --iters "${PP_ITERS:-100}" --pt-iters "${PT_ITERS:-500}")
   fi
+  local conductor=
+  if [ $faults = 1 ]; then
+    words="bnxt.fault_wait=${FAULT_WAIT:-3}"
+    checks=(--ctl-log "$dir/ctl.log" --hwrm-log "$dir/hwrm-nic1.log" --json "$dir/result.json" --suite "$suite")
+    [ $record = 1 ] && checks+=(--record "$BNXT_REPO/fixtures/guest-faults/$suite.txt")
+    : > "$dir/console.log"
+    conduct "$dir/console.log" "$dir/ctl-nic1.sock" "$dir/ctl.log" & conductor=$!; pids+=("$conductor")
+  fi
   t0=$(date +%s)
   IOMMU=$iommu QEMU_EXTRA=$qemu_extra APPEND="$words ${APPEND:-}" bash "$G/run-guest.sh" "$suite" "$dir/initramfs.cpio.gz" "$dir/console.log" \
     "${SOCKS[@]}" || guest_rc=$?
+  [ -n "$conductor" ] && { kill "$conductor" 2>/dev/null || true; wait "$conductor" 2>/dev/null || true; }
   stop_models
   secs=$(( $(date +%s) - t0 ))
   local checker=$G/check-summary.py
   [ $driver = 1 ] && checker=$G/check-driver.py
   [ $verbs = 1 ] && checker=$G/check-verbs.py
+  [ $faults = 1 ] && checker=$G/check-faults.py
   local traced=0
   if [ $trace = 1 ]; then
     local tchecks=()
@@ -368,7 +416,7 @@ run_suite() {
   kver=$(grep -o 'BNXT-SUMMARY begin kernel=[^ ]*' "$dir/console.log" | head -1 | cut -d= -f2)
   printf '%-7s %-4s %-22s %4ss  CMD_NOT_SUPPORTED: %s\n' "$suite" "$verdict" "${kver:-?}" "$secs" "$unsupported" \
     > "$dir/result.txt"
-  [ $no_model = 0 ] && [ $record = 1 ] && record_fixtures "$suite" "$dir"
+  [ $no_model = 0 ] && [ $record = 1 ] && [ $faults = 0 ] && record_fixtures "$suite" "$dir"
   [ $verdict = PASS ]
 }
 

@@ -64,6 +64,19 @@ impl HwrmLog {
                     req_label(*req_type)
                 )
             }
+            EventKind::FaultFired {
+                req_type,
+                action:
+                    action @ (FirmwareAction::WrongRespLen | FirmwareAction::WrongSeqId | FirmwareAction::NoValidByte),
+                ..
+            } => {
+                let seq = self.last_request.get(&event.nic).map_or(String::from("?"), |(_, s)| s.to_string());
+                let what = bnxt_model::armed::action_name(action.kind());
+                format!(
+                    "{t:.6} {} 0x{req_type:04x} seq={seq} MALFORMED {what} (injected fault; acted on)",
+                    req_label(*req_type)
+                )
+            }
             EventKind::DmaFailed { during, error } if during.contains("response") => {
                 let (req_type, seq) = self.last_request.get(&event.nic).copied().unwrap_or((0xffff, 0));
                 format!("{t:.6} {} 0x{req_type:04x} seq={seq} RESPONSE_NOT_WRITTEN: {error}", req_label(req_type))
