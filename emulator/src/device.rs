@@ -106,6 +106,7 @@ impl Device {
         self.bar0 = Bar0::new();
         self.msix = MsixTable::new();
         self.firmware.reset();
+        self.bar0.set_fw_status(self.firmware.status());
         self.roce.reset();
         self.l2.reset();
     }
@@ -143,6 +144,14 @@ impl Device {
     /// Whether the port has lost its peer (frames neither leave nor arrive).
     fn peer_down(&self) -> bool {
         self.firmware.state().l2.phy.peer_down
+    }
+
+    /// Reset the firmware at `now` (see [`crate::firmware::reset`]); false while a reset is
+    /// already under way.
+    pub fn fw_reset(&mut self, now: Duration, kind: crate::firmware::reset::ResetKind) -> bool {
+        let started = self.firmware.fw_reset(now, kind, &mut self.rec);
+        self.bar0.set_fw_status(self.firmware.status());
+        started
     }
 
     /// Frames dropped at the port because it had no peer.
@@ -248,6 +257,12 @@ impl Device {
             // run only when a job is due.
             self.firmware.set_port_counters(self.l2.port_counters());
             self.firmware.advance(now, mem, &mut self.rec);
+            if self.firmware.take_restarted() {
+                // The restarted firmware knows no RoCE channel and no L2 rings.
+                self.roce.reset();
+                self.l2.reset();
+                self.bar0.set_fw_status(self.firmware.status());
+            }
         }
         let notices = self.firmware.take_notices();
         let mut l2_env = crate::l2::Env { mem, fw: self.firmware.state(), rec: &mut self.rec };

@@ -138,6 +138,21 @@ pub enum EventKind {
     },
     /// A function-level reset was initiated (Device Control bit 15).
     FunctionLevelReset,
+    /// The firmware was reset (`bnxt-model ctl fw reset|fatal`); whether the driver got
+    /// RESET_NOTIFY.
+    FirmwareReset {
+        /// A fatal exception rather than a solicited reset.
+        fatal: bool,
+        /// Whether RESET_NOTIFY went to a registered driver.
+        notified: bool,
+    },
+    /// The firmware restarted after a reset.
+    FirmwareRestarted,
+    /// A request reached a firmware that is down (not taken, never answered).
+    RequestToDeadFirmware {
+        /// Its `req_type`.
+        req_type: u16,
+    },
     /// The card was yanked (`bnxt-model ctl pcie surprise-removal`).
     SurpriseRemoval,
     /// The port's peer came or went (`bnxt-model ctl link up|down`).
@@ -354,6 +369,16 @@ impl fmt::Display for EventKind {
             EventKind::RelaxedOrderingChanged { enabled } => write!(f, "relaxed ordering {}", on_off(*enabled)),
             EventKind::FunctionLevelReset => f.write_str("function-level reset"),
             EventKind::SurpriseRemoval => f.write_str("surprise removal: the card is gone"),
+            EventKind::FirmwareReset { fatal, notified } => write!(
+                f,
+                "firmware {} (RESET_NOTIFY {})",
+                if *fatal { "fatal exception" } else { "reset" },
+                if *notified { "sent" } else { "not sent: no driver registered for it" }
+            ),
+            EventKind::FirmwareRestarted => f.write_str("firmware restarted"),
+            EventKind::RequestToDeadFirmware { req_type } => {
+                write!(f, "hwrm request {} to a dead firmware: not taken", req_label(*req_type))
+            }
             EventKind::PeerChanged { present: true } => f.write_str("the port's peer is back (link up)"),
             EventKind::PeerChanged { present: false } => f.write_str("the port's peer is gone (link down)"),
             EventKind::RoceCommand { opcode, cookie, slots, summary } => {

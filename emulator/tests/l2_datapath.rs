@@ -12,6 +12,7 @@ use bnxt_hsi::hwrm::layouts::*;
 use bnxt_model::l2::doorbell::L2DbKind;
 use common::{Rig, req};
 use l2_support::{L2Nic, RING_LEN, RX_BUF, Setup, VECTOR, db, eth, udp4};
+use zerocopy::IntoBytes;
 
 fn pair(setup: Setup) -> (Rig, L2Nic, L2Nic) {
     let mut rig = Rig::new(2);
@@ -350,6 +351,95 @@ fn forcing_the_link_down_and_up_sends_link_status_changes_to_nq0() {
         .map(|e| (u16::from_le_bytes([e[0], e[1]]) & 0x3f, u16::from_le_bytes([e[2], e[3]]), le32(e, 12)))
         .collect();
     assert_eq!(got, vec![(0x2e, 0, 0), (0x2e, 0, 1)], "LINK_STATUS_CHANGE down, then up");
+}
+
+#[test]
+fn a_pulled_cable_takes_the_link_down_stops_frames_and_survives_a_function_reset() {
+    let (mut rig, mut a, mut b) = pair(Setup::default());
+    b.post_rx(&mut rig, 8);
+    assert!(rig.world.set_peer(1, false), "the link went down");
+    assert!(!rig.world.set_peer(1, false), "already down");
+    let q = rig.ok(1, req::<HwrmPortPhyQcfgInput>());
+    assert_eq!(q.link, HwrmPortPhyQcfgOutput::LINK_NO_LINK);
+    a.send(&mut rig, &eth(b.mac, a.mac, 0x88b5, &[0; 46]));
+    settle(&mut rig);
+    assert_eq!(rig.world.device(1).l2().counters().rx_frames, 0, "nothing arrives at a port without its peer");
+    assert_eq!(rig.world.device(1).frames_dropped_no_peer(), 1);
+    // A driver's PORT_PHY_CFG cannot bring the link up without a peer.
+    let mut up: HwrmPortPhyCfgInput = req();
+    up.flags = (HwrmPortPhyCfgInput::FLAGS_RESET_PHY | HwrmPortPhyCfgInput::FLAGS_RESTART_AUTONEG).into();
+    rig.ok(1, up);
+    assert_eq!(rig.ok(1, req::<HwrmPortPhyQcfgInput>()).link, HwrmPortPhyQcfgOutput::LINK_NO_LINK);
+    assert!(rig.world.set_peer(1, true));
+    let events = b.take_nq(&mut rig);
+    let got: Vec<(u16, u16, u32)> = events
+        .iter()
+        .map(|e| (u16::from_le_bytes([e[0], e[1]]) & 0x3f, u16::from_le_bytes([e[2], e[3]]), le32(e, 12)))
+        .filter(|(ty, _, _)| *ty == 0x2e)
+        .collect();
+    assert_eq!(got, vec![(0x2e, 0, 0), (0x2e, 0, 1)], "LINK_STATUS_CHANGE down, then up");
+    a.send(&mut rig, &eth(b.mac, a.mac, 0x88b5, &[0; 46]));
+    settle(&mut rig);
+    assert_eq!(rig.world.device(1).l2().counters().rx_frames, 1, "frames cross again");
+    assert_eq!(rig.world.nic_state(1).link_up, true);
+}
+
+/// The async events on `a`'s NQ: (event_id, data1, timestamp_lo, timestamp_hi).
+fn async_events(rig: &mut Rig, a: &mut L2Nic) -> Vec<(u16, u32, u8, u16)> {
+    a.take_nq(rig)
+        .iter()
+        .filter(|e| u16::from_le_bytes([e[0], e[1]]) & 0x3f == 0x2e)
+        .map(|e| (u16::from_le_bytes([e[2], e[3]]), le32(e, 12), e[9], u16::from_le_bytes([e[10], e[11]])))
+        .collect()
+}
+
+fn status(rig: &mut Rig) -> u32 {
+    let mut v = [0u8; 4];
+    rig.world.bar_read(0, 0, 0x520, &mut v);
+    u32::from_le_bytes(v)
+}
+
+#[test]
+fn a_firmware_reset_notifies_the_driver_then_restarts_and_says_so_at_the_next_if_change_up() {
+    use bnxt_model::firmware::reset::ResetKind;
+    let (mut rig, mut a, _b) = pair(Setup::default());
+    assert!(rig.world.fw_reset(0, ResetKind::Solicited));
+    assert!(!rig.world.fw_reset(0, ResetKind::Solicited), "one reset at a time");
+    // RESET_NOTIFY: STOP_TX_QUEUE, reason MANAGEMENT_RESET_REQUEST, 1 s minimum, 30 s maximum.
+    assert_eq!(async_events(&mut rig, &mut a), vec![(0x8, 0x101, 10, 300)]);
+    // The driver's close is still served before the restart.
+    rig.ok(0, req::<HwrmFuncQcfgInput>());
+    assert_eq!(status(&mut rig), 0x8000);
+    assert!(rig.world.nic_state(0).driver_registered);
+    rig.world.advance(Duration::from_millis(1100));
+    let st = rig.world.nic_state(0);
+    assert!(!st.driver_registered && st.rings == 0, "the restarted firmware knows nothing of the function");
+    assert!(rig.world.device(0).l2().rings().is_empty());
+    let mut rg: HwrmFuncDrvRgtrInput = req();
+    rg.enables = HwrmFuncDrvRgtrInput::ENABLES_OS_TYPE.into();
+    rig.ok(0, rg);
+    let mut up: HwrmFuncDrvIfChangeInput = req();
+    up.flags = HwrmFuncDrvIfChangeInput::FLAGS_UP.into();
+    let flags = |o: HwrmFuncDrvIfChangeOutput| o.flags.get();
+    assert_eq!(flags(rig.ok(0, up)), HwrmFuncDrvIfChangeOutput::FLAGS_HOT_FW_RESET_DONE);
+    assert_eq!(flags(rig.ok(0, up)), 0, "told once");
+}
+
+#[test]
+fn a_fatal_firmware_takes_no_request_and_reads_unhealthy_until_it_restarts() {
+    use bnxt_model::firmware::reset::ResetKind;
+    let (mut rig, mut a, _b) = pair(Setup::default());
+    assert!(rig.world.fw_reset(0, ResetKind::Fatal));
+    assert_eq!(async_events(&mut rig, &mut a), vec![(0x8, 0x201, 10, 300)], "reason FW_EXCEPTION_FATAL");
+    assert_eq!(status(&mut rig) & 0xffff, 0, "not ready (bnxt_en's BNXT_FW_IS_HEALTHY fails)");
+    let mut bytes = req::<HwrmFuncQcfgInput>().as_bytes().to_vec();
+    bytes[0..2].copy_from_slice(&<HwrmFuncQcfgInput as bnxt_hsi::hwrm::Request>::REQ_TYPE.to_le_bytes());
+    let seq = rig.stamp(&mut bytes);
+    rig.submit_direct(0, &bytes);
+    assert!(rig.wait(0, seq, Duration::from_millis(500)).is_none(), "a dead firmware answers nothing");
+    rig.world.advance(Duration::from_millis(600));
+    assert_eq!(status(&mut rig), 0x8000, "ready again");
+    rig.ok(0, req::<HwrmVerGetInput>());
 }
 
 #[test]

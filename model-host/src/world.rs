@@ -595,6 +595,15 @@ impl World {
         }
     }
 
+    /// Reset NIC `nic`'s firmware now (see [`bnxt_model::firmware::reset`]); false while a reset
+    /// is already under way.
+    pub fn fw_reset(&mut self, nic: usize, kind: bnxt_model::firmware::reset::ResetKind) -> bool {
+        let (n, events, now) = self.parts(nic);
+        let started = n.device_mut().fw_reset(now, kind);
+        n.device_mut().drain_events(events);
+        started
+    }
+
     /// NIC `nic`'s port gets its peer back (`true`) or loses it (the cable pulled); whether its
     /// link state changed.
     pub fn set_peer(&mut self, nic: usize, present: bool) -> bool {

@@ -23,15 +23,29 @@ pub fn wanted(state: &FwState, event_id: u16) -> bool {
     reg.async_events.get(word).is_some_and(|w| w & (1 << bit) != 0)
 }
 
+/// `ASYNC_EVENT_CMPL_EVENT_ID_RESET_NOTIFY`.
+pub const RESET_NOTIFY: u16 = 0x8;
+/// `ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA1_DRIVER_ACTION_DRIVER_STOP_TX_QUEUE`.
+pub const RESET_DRIVER_STOP_TX_QUEUE: u32 = 0x1;
+/// `..._EVENT_DATA1_REASON_CODE_MANAGEMENT_RESET_REQUEST` (reason code in bits 8-15).
+pub const RESET_REASON_MANAGEMENT: u32 = 0x1 << 8;
+/// `..._EVENT_DATA1_REASON_CODE_FW_EXCEPTION_FATAL`.
+pub const RESET_REASON_FATAL: u32 = 0x2 << 8;
+
 /// Send event `event_id` if the driver wants it and named a ring for it; returns whether it was
 /// queued for the L2 engine.
 pub fn send(state: &mut FwState, event_id: u16, data1: u32, data2: u32) -> bool {
+    send_timed(state, event_id, data1, data2, (0, 0))
+}
+
+/// As [`send`], with the completion's `timestamp_lo`/`timestamp_hi`.
+pub fn send_timed(state: &mut FwState, event_id: u16, data1: u32, data2: u32, timestamp: (u8, u16)) -> bool {
     let ring_ok = state.l2.async_event_cr.is_some_and(|id| state.rings.contains_key(&id));
     if !wanted(state, event_id) || !ring_ok {
         tracing::debug!(event_id, "async event not sent: not registered for, or no async event ring");
         return false;
     }
-    state.l2.notify(Notice::Async { event_id, data1, data2 });
+    state.l2.notify(Notice::Async { event_id, data1, data2, timestamp });
     true
 }
 
@@ -76,7 +90,7 @@ mod tests {
         assert!(!link_status_change(&mut st, 0, true), "event 0 not asked for");
         st.registration.as_mut().unwrap().async_events[0] = 1;
         assert!(link_status_change(&mut st, 2, false));
-        assert_eq!(st.l2.notices, vec![Notice::Async { event_id: 0, data1: 2 << 4, data2: 0 }]);
+        assert_eq!(st.l2.notices, vec![Notice::Async { event_id: 0, data1: 2 << 4, data2: 0, timestamp: (0, 0) }]);
         st.registration.as_mut().unwrap().async_events[2] = 1 << 3;
         assert!(wanted(&st, 67) && !wanted(&st, 66) && !wanted(&st, 300));
         st.l2.async_event_cr = None;

@@ -3,8 +3,8 @@
 //! bnxt.c `bnxt_hwrm_func_drv_rgtr` registers with os_type, version and the async events it
 //! wants; if the response's flags carry IF_CHANGE_SUPPORTED it later sends FUNC_DRV_IF_CHANGE
 //! (`bnxt_hwrm_if_change`) on open (flags UP) and close. The model reports IF_CHANGE_SUPPORTED
-//! and answers IF_CHANGE with no RESC_CHANGE/CAPS_CHANGE/HOT_FW_RESET_DONE flags: nothing about
-//! the function changes behind the driver's back. bnxt_en unregisters only after registering
+//! and answers IF_CHANGE with no RESC_CHANGE/CAPS_CHANGE flags, and HOT_FW_RESET_DONE only on the
+//! first UP after a firmware reset ([`super::reset`]). bnxt_en unregisters only after registering
 //! (`test_and_clear_bit(BNXT_STATE_DRV_REGISTERED)`); the model refuses an UNRGTR with nothing
 //! registered with INVALID_PARAMS (no public source names the code real firmware uses).
 
@@ -64,5 +64,12 @@ pub fn drv_if_change(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
         return Err(Reject::invalid("FUNC_DRV_IF_CHANGE before FUNC_DRV_RGTR"));
     }
     ctx.state.if_up = req.flags.get() & HwrmFuncDrvIfChangeInput::FLAGS_UP != 0;
-    reply::<HwrmFuncDrvIfChangeOutput>(|_| {})
+    // After a firmware reset, the first UP hears of it (bnxt.c `bnxt_hwrm_if_change`:
+    // HOT_FW_RESET_DONE makes bnxt_en initialise the function again).
+    let done = ctx.state.if_up && std::mem::take(&mut ctx.state.hot_reset_done);
+    reply::<HwrmFuncDrvIfChangeOutput>(|o| {
+        if done {
+            o.flags = HwrmFuncDrvIfChangeOutput::FLAGS_HOT_FW_RESET_DONE.into();
+        }
+    })
 }

@@ -269,6 +269,9 @@ pub enum Notice {
         data1: u32,
         /// `event_data2`.
         data2: u32,
+        /// `timestamp_lo` and `timestamp_hi` (RESET_NOTIFY carries the driver's minimum and
+        /// maximum wait there, in tenths of a second; zero for the other events).
+        timestamp: (u8, u16),
     },
 }
 

@@ -40,6 +40,7 @@ pub mod port_cfg;
 pub mod port_stats;
 pub mod qos_caps;
 pub mod queue;
+pub mod reset;
 pub mod response;
 pub mod rings;
 pub mod selftest;
@@ -83,6 +84,8 @@ pub struct Ctx<'a> {
 enum Job {
     /// Take the request a trigger submitted.
     Fetch(Box<[u8; WINDOW_LEN]>),
+    /// Restart after a reset ([`reset`]).
+    Restart,
     /// Write a response.
     Respond {
         /// Where.
@@ -157,6 +160,12 @@ pub struct Firmware {
     faults: FaultInjector,
     unsupported: BTreeMap<u16, u64>,
     counters: FwCounters,
+    /// A fatal reset took the firmware down: it takes no request until it restarts.
+    dead: bool,
+    /// The firmware restarted since the last [`Firmware::take_restarted`].
+    restarted: bool,
+    /// A reset is under way (notice given, restart due).
+    resetting: bool,
 }
 
 impl Firmware {
@@ -170,6 +179,9 @@ impl Firmware {
             faults,
             unsupported: BTreeMap::new(),
             counters: FwCounters::default(),
+            dead: false,
+            restarted: false,
+            resetting: false,
         }
     }
 
@@ -196,6 +208,13 @@ impl Firmware {
             }
             let ((at, _), job) = entry.remove_entry();
             match job {
+                Job::Restart => self.restart(at, rec),
+                Job::Fetch(window) if self.dead => {
+                    self.counters.requests += 1;
+                    let req_type = window_req_type(&window);
+                    tracing::debug!(req_type, "request to a dead firmware: not taken");
+                    rec.record(at, EventKind::RequestToDeadFirmware { req_type });
+                }
                 Job::Fetch(window) => self.fetch(at, &window, mem, rec),
                 Job::Respond { resp_addr, cmpl_ring, mut response, req_type, seq_id, reason, malformed } => {
                     let whole = match malformed {
@@ -222,7 +241,8 @@ impl Firmware {
         let peer_down = self.state.l2.phy.peer_down;
         self.state = FwState { next_ring_serial, resets, ..FwState::default() };
         self.state.l2.phy.peer_down = peer_down;
-        self.jobs.clear();
+        // A firmware reset under way goes on: its restart is the firmware's, not the function's.
+        self.jobs.retain(|_, j| matches!(j, Job::Restart));
     }
 
     /// The firmware's state.
@@ -389,6 +409,55 @@ impl Firmware {
                 false
             }
         }
+    }
+
+    /// Reset the firmware at `now` as [`reset`] describes; false (nothing done) while a reset is
+    /// already under way.
+    pub fn fw_reset(&mut self, now: Duration, kind: reset::ResetKind, rec: &mut Recorder) -> bool {
+        if self.resetting {
+            return false;
+        }
+        use async_events::{RESET_DRIVER_STOP_TX_QUEUE, RESET_NOTIFY, RESET_REASON_FATAL, RESET_REASON_MANAGEMENT};
+        let reason = match kind {
+            reset::ResetKind::Solicited => RESET_REASON_MANAGEMENT,
+            reset::ResetKind::Fatal => RESET_REASON_FATAL,
+        };
+        let timestamp = (reset::MIN_WAIT_DSECS, reset::MAX_WAIT_DSECS);
+        let sent =
+            async_events::send_timed(&mut self.state, RESET_NOTIFY, RESET_DRIVER_STOP_TX_QUEUE | reason, 0, timestamp);
+        rec.record(now, EventKind::FirmwareReset { fatal: kind == reset::ResetKind::Fatal, notified: sent });
+        if kind == reset::ResetKind::Fatal {
+            self.dead = true;
+            // Responses not yet written are lost with the firmware.
+            self.jobs.retain(|_, j| !matches!(j, Job::Respond { .. }));
+        }
+        self.resetting = true;
+        self.schedule(reset::restart_at(now), Job::Restart);
+        true
+    }
+
+    fn restart(&mut self, now: Duration, rec: &mut Recorder) {
+        let (next_ring_serial, resets) = (self.state.next_ring_serial, self.state.resets + 1);
+        let peer_down = self.state.l2.phy.peer_down;
+        self.state = FwState { next_ring_serial, resets, hot_reset_done: true, ..FwState::default() };
+        self.state.l2.phy.peer_down = peer_down;
+        self.jobs.retain(|_, j| !matches!(j, Job::Respond { .. }));
+        self.dead = false;
+        self.resetting = false;
+        self.restarted = true;
+        rec.record(now, EventKind::FirmwareRestarted);
+        tracing::info!("firmware restarted after a reset");
+    }
+
+    /// Whether the firmware restarted since the last call (the device then resets the engines
+    /// whose state the firmware kept).
+    pub fn take_restarted(&mut self) -> bool {
+        std::mem::take(&mut self.restarted)
+    }
+
+    /// What the firmware status register reads (hcomm_status `fw_status_loc`, BAR0 0x520).
+    pub fn status(&self) -> u32 {
+        if self.dead { reset::DEAD_STATUS } else { bnxt_hsi::fw_status::CODE_READY }
     }
 
     /// The port's peer comes or goes (`link up` / `link down`); whether the link state changed.

@@ -137,6 +137,9 @@ pub struct FwState {
     pub resets: u64,
     /// The L2 path: reservation, VNICs, filters, async event ring, notices for the L2 engine.
     pub l2: L2Config,
+    /// The firmware restarted after a reset and the driver has not yet been told: the next
+    /// FUNC_DRV_IF_CHANGE up answers HOT_FW_RESET_DONE.
+    pub hot_reset_done: bool,
 }
 
 impl FwState {

@@ -539,13 +539,15 @@ impl L2Engine {
                     self.counters.hwrm_done += 1;
                 }
             }
-            Notice::Async { event_id, data1, data2 } => {
+            Notice::Async { event_id, data1, data2, timestamp } => {
                 let Some(cr) = env.fw.l2.async_event_cr else { return };
                 let mut c = HwrmAsyncEventCmpl::new_zeroed();
                 c.type_ = HwrmAsyncEventCmpl::TYPE_HWRM_ASYNC_EVENT.into();
                 c.event_id = event_id.into();
                 c.event_data1 = data1.into();
                 c.event_data2 = data2.into();
+                c.timestamp_lo = timestamp.0;
+                c.timestamp_hi = timestamp.1.into();
                 let entry: [u8; ENTRY_BYTES] = c.as_bytes().try_into().expect("16 bytes");
                 let is_nq = env.fw.rings.get(&cr).is_some_and(|r| r.ty == RingType::Nq);
                 if is_nq {

@@ -6,7 +6,7 @@
 //! | 0x000-0x07f | HWRM request window | stores dwords; readable |
 //! | 0x100 | HWRM trigger | a store of 1 submits the window's contents |
 //! | 0x400, 0x404, 0x408 | GRC window 1-3 base | stores `addr & 0xfffff000` |
-//! | 0x520 | firmware status (P5/P7) | reads 0x8000 (ready) |
+//! | 0x520 | firmware status (P5/P7) | reads 0x8000 (ready), SHUTDOWN while a fatal reset has the firmware down |
 //! | 0x600-0x60f | RoCE command-queue mailbox (`cmdq_init`, producer at 0x60c) | stores kept, readable |
 //! | 0x700 | RoCE command-queue trigger | a store of 1 hands the mailbox to the RoCE engine |
 //! | 0xa00-0xa7f, 0xb00 | KONG mailbox | not implemented, loud |
@@ -50,11 +50,18 @@ pub struct Bar0 {
     window: [u8; WINDOW_LEN],
     grc_base: [u32; GRC_WINDOW_COUNT as usize],
     rcfw_mailbox: [u8; RCFW_MAILBOX_LEN as usize],
+    /// What the firmware status register reads (the firmware's; ready unless it is down).
+    fw_status: u32,
 }
 
 impl Default for Bar0 {
     fn default() -> Bar0 {
-        Bar0 { window: [0; WINDOW_LEN], grc_base: [0; GRC_WINDOW_COUNT as usize], rcfw_mailbox: [0; 16] }
+        Bar0 {
+            window: [0; WINDOW_LEN],
+            grc_base: [0; GRC_WINDOW_COUNT as usize],
+            rcfw_mailbox: [0; 16],
+            fw_status: CODE_READY,
+        }
     }
 }
 
@@ -64,6 +71,11 @@ impl Bar0 {
     /// Registers just out of reset.
     pub fn new() -> Bar0 {
         Bar0::default()
+    }
+
+    /// Set what the firmware status register reads.
+    pub fn set_fw_status(&mut self, status: u32) {
+        self.fw_status = status;
     }
 
     /// The HWRM request window as it stands.
@@ -88,7 +100,7 @@ impl Bar0 {
             o if in_range(o, GRC_WINDOW_BASE, 4 * GRC_WINDOW_COUNT) => {
                 self.grc_base[((o - GRC_WINDOW_BASE) / 4) as usize]
             }
-            FW_STATUS_P5 => CODE_READY,
+            FW_STATUS_P5 => self.fw_status,
             o if in_range(o, RCFW_COMM_BASE, RCFW_MAILBOX_LEN) => {
                 dword(&self.rcfw_mailbox, (o - RCFW_COMM_BASE) as usize)
             }

@@ -91,7 +91,7 @@ impl L2Nic {
         let mut rg: HwrmFuncDrvRgtrInput = req();
         rg.enables = (HwrmFuncDrvRgtrInput::ENABLES_OS_TYPE | HwrmFuncDrvRgtrInput::ENABLES_ASYNC_EVENT_FWD).into();
         rg.os_type = 0x24.into();
-        rg.async_event_fwd[0] = 1.into(); // LINK_STATUS_CHANGE
+        rg.async_event_fwd[0] = (1 | 1 << 8).into(); // LINK_STATUS_CHANGE, RESET_NOTIFY
         rig.ok(nic, rg);
         let cfg = reserve_rings(1, 1, 2, 1, 2, 1, 1);
         rig.ok(nic, cfg);

@@ -73,6 +73,12 @@ enum CtlCommand {
         #[arg(value_parser = ["up", "down"])]
         state: String,
     },
+    /// Reset the firmware (`reset`: solicited; `fatal`: a firmware exception).
+    Fw {
+        /// `reset` or `fatal`.
+        #[arg(value_parser = ["reset", "fatal"])]
+        how: String,
+    },
     /// PCIe events.
     #[command(subcommand)]
     Pcie(PcieCommand),
@@ -211,6 +217,7 @@ fn ctl_request(what: CtlCommand) -> Result<Request, String> {
         CtlCommand::Fault(FaultCommand::List) => Request::FaultList {},
         CtlCommand::State => Request::State {},
         CtlCommand::Link { state } => Request::Link { up: state == "up" },
+        CtlCommand::Fw { how } => Request::FwReset { fatal: how == "fatal" },
         CtlCommand::Pcie(PcieCommand::SurpriseRemoval) => Request::PcieSurpriseRemoval {},
         CtlCommand::Raw { json } => serde_json::from_str(&json).map_err(|e| format!("not a control request: {e}"))?,
     })
@@ -222,7 +229,7 @@ fn ctl(args: CtlArgs) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let (Some(socket), Some(what)) = (args.socket, args.what) else {
-        eprintln!("error: name the control socket and what to do (bnxt-model ctl SOCKET fault|state|link|pcie|raw)");
+        eprintln!("error: name the control socket and what to do (bnxt-model ctl SOCKET fault|state|link|fw|pcie|raw)");
         return ExitCode::from(2);
     };
     let request = match ctl_request(what) {

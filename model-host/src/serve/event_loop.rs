@@ -277,6 +277,14 @@ fn control_request(request: Request, nic: &mut ServedNic, start: Instant, client
             tracing::info!(up, changed, "link peer changed");
             Reply { link_changed: Some(changed), ..Reply::ok() }
         }
+        Request::FwReset { fatal } => {
+            if nic.removed() {
+                return Reply::refused("the card was removed");
+            }
+            let started = nic.fw_reset(now, fatal);
+            tracing::info!(fatal, started, "firmware reset");
+            Reply { reset_started: Some(started), ..Reply::ok() }
+        }
         Request::PcieSurpriseRemoval {} => {
             if !nic.removed() {
                 nic.surprise_removal(now);

@@ -346,6 +346,17 @@ impl ServedNic {
         changed
     }
 
+    /// Reset the firmware at `now` (fatal: a firmware exception); false while a reset is under
+    /// way.
+    pub fn fw_reset(&mut self, now: Duration, fatal: bool) -> bool {
+        use bnxt_model::firmware::reset::ResetKind;
+        self.advance_to(now);
+        let kind = if fatal { ResetKind::Fatal } else { ResetKind::Solicited };
+        let started = self.world.fw_reset(NIC, kind);
+        self.collect();
+        started
+    }
+
     /// The card is yanked at `now` (see [`ServedNic::removed`]).
     pub fn surprise_removal(&mut self, now: Duration) {
         self.advance_to(now);

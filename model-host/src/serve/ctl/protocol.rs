@@ -126,6 +126,15 @@ pub enum Request {
         /// Whether the peer is there.
         up: bool,
     },
+    /// The firmware resets (`fatal: false`: a management reset request, the firmware serves the
+    /// driver's close first; `fatal: true`: a firmware exception, dead at once): RESET_NOTIFY to
+    /// the driver, the firmware restarts a second later and tells the driver's next
+    /// FUNC_DRV_IF_CHANGE up HOT_FW_RESET_DONE (docs/faults.md).
+    FwReset {
+        /// A fatal exception rather than a solicited reset.
+        #[serde(default)]
+        fatal: bool,
+    },
     /// The card is yanked: from now on every read returns all-ones, writes are dropped and the
     /// NIC does no DMA and raises no interrupt (until the server's next client, or a
     /// `BNXT_RIG_RESTART`, finds a new one).
@@ -209,6 +218,9 @@ pub struct Reply {
     /// `fault-list`: the faults, oldest first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub faults: Option<Vec<ListedFault>>,
+    /// `fw-reset`: whether a reset started (false: one was already under way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reset_started: Option<bool>,
     /// `link`: whether the link state changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link_changed: Option<bool>,
