@@ -14,7 +14,6 @@
 //! `docs/sources.md`). What the model does not implement is loud: logged, counted, and a failure
 //! in strict mode.
 #![deny(missing_docs)]
-
 // Unsafe code only where memory-mapped I/O and DMA need it: the modules that allow it say so.
 #![deny(unsafe_code)]
 
