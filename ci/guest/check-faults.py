@@ -38,7 +38,7 @@ def parse(console):
 
 def mask(text):
     """A kernel line without what varies from run to run (timestamps, numbers)."""
-    text = re.sub(r"^\[\s*[0-9.]+\]\s*", "", text)
+    text = re.sub(r"^\[\s*[0-9.]+\]\s*", "", text.strip())
     text = re.sub(r"0x[0-9a-fA-F]+", "0x#", text)
     return re.sub(r"\b\d+\b", "#", text)
 
@@ -96,7 +96,7 @@ def main():
     for name in ("probe", "up", "link-down", "link-up", "stall-down", "stall-up", "seq", "removal-down", "removal-rmmod"):
         s = {k: v for k, v in steps.get(name, {}).items() if k not in ("step", "waited", "carrier_changes", "netdev")}
         facts.append(f"{name}: " + " ".join(f"{k}={v}" for k, v in sorted(s.items())))
-    facts += sorted({"dmesg: " + mask(l) for l in dmesg if "bnxt" in l})
+    facts += sorted({"dmesg: " + mask(l) for l in dmesg if "bnxt" in l and "command line" not in l.lower()})
     text = "\n".join(facts) + "\n"
     if a.record:
         os.makedirs(os.path.dirname(a.record), exist_ok=True)

@@ -8,6 +8,7 @@
 //! state, link, surprise removal; docs/faults.md). Exit status: 0 when the client disconnected
 //! or on SIGTERM/SIGINT (for `ctl`: the request was carried out); 1 when the server could not
 //! start or failed (`ctl`: the request was refused or got no reply); 2 for a bad command line.
+#![forbid(unsafe_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
