@@ -382,7 +382,7 @@ fn a_pulled_cable_takes_the_link_down_stops_frames_and_survives_a_function_reset
     a.send(&mut rig, &eth(b.mac, a.mac, 0x88b5, &[0; 46]));
     settle(&mut rig);
     assert_eq!(rig.world.device(1).l2().counters().rx_frames, 1, "frames cross again");
-    assert_eq!(rig.world.nic_state(1).link_up, true);
+    assert!(rig.world.nic_state(1).link_up);
 }
 
 /// The async events on `a`'s NQ: (event_id, data1, timestamp_lo, timestamp_hi).

@@ -129,6 +129,15 @@ impl Core {
             }
             Some(FirmwareAction::Delay(d)) => Some(Fate::Late(d)),
             Some(FirmwareAction::ActsNoResponse) => Some(Fate::Withheld),
+            // The layer holds answers back; it does not forge them. Malformed answers are the
+            // model's own (its firmware writes them); here they are refused loudly.
+            Some(a @ (FirmwareAction::WrongRespLen | FirmwareAction::WrongSeqId | FirmwareAction::NoValidByte)) => {
+                self.say(fired(&format!(
+                    "{:?}: a malformed answer is not injected at the seam (only the model's firmware writes one); passed on as written",
+                    a.kind()
+                )));
+                None
+            }
             None => None,
         };
         let mut request = taken.request.clone();
