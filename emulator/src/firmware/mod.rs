@@ -220,7 +220,8 @@ impl Firmware {
         };
         tracing::debug!(req_type, seq_id = header.seq_id, %form, len, %summary, "hwrm request");
         rec.record(now, EventKind::HwrmRequest { req_type, seq_id: header.seq_id, form, len, summary });
-        let mut due = now + HWRM_LATENCY;
+        // Saturating: a delay from a plan built in code is not bounded by `faults::MAX_DELAY`.
+        let mut due = now.saturating_add(HWRM_LATENCY);
         if let Some(action) = action {
             rec.record(now, EventKind::FaultFired { req_type: window_type, nth, action: action.clone() });
             match action {
@@ -231,7 +232,7 @@ impl Firmware {
                     self.queue_response(due, header, response, reason);
                     return;
                 }
-                FirmwareAction::Delay(d) => due += d,
+                FirmwareAction::Delay(d) => due = due.saturating_add(d),
             }
         }
         let (response, reason) = match request {

@@ -325,7 +325,7 @@ impl RoceEngine {
             bytes[1] = status.value();
             bytes[2..4].copy_from_slice(&raw.cookie.to_le_bytes());
             bytes[9] = raw.opcode;
-            self.queue_creq(now + RCFW_LATENCY + injected.delay(), bytes, reason);
+            self.queue_creq(now.saturating_add(RCFW_LATENCY).saturating_add(injected.delay()), bytes, reason);
         }
     }
 
