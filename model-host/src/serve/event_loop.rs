@@ -142,6 +142,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
         None => None,
     };
     let stop = loop {
+        super::log_limit::report_suppressed();
         nic.advance_to(start.elapsed());
         log_events(&mut nic, &mut hwrm, options)?;
         if let Some(link) = segment.as_mut() {
@@ -204,6 +205,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
     if let Some(link) = segment {
         link.finish()?;
     }
+    super::log_limit::report_all_suppressed();
     summary.stop = stop;
     summary.hwrm_lines = hwrm.as_ref().map_or(0, HwrmLog::lines);
     Ok(summary)

@@ -13,6 +13,7 @@
 //! for the next client with the NIC as it was. SIGTERM or SIGINT: exit 0 at once.
 
 pub mod hwrm_log;
+pub mod log_limit;
 pub mod segment;
 pub mod signals;
 pub mod socket;
