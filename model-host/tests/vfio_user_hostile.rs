@@ -290,3 +290,56 @@ fn a_flood_of_refused_commands_logs_a_few_warnings_and_counts_the_rest() {
         log.lines().filter_map(|l| l.split("suppressed ").nth(1)?.split_whitespace().next()?.parse::<u64>().ok()).sum();
     assert_eq!(suppressed + warnings as u64, 3000, "every refusal is logged or counted as suppressed: {log}");
 }
+
+#[test]
+fn serve_replaces_links_at_its_hwrm_log_and_pcap_and_leaves_their_targets_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, b"precious").unwrap();
+    let log = dir.path().join("hwrm.log");
+    std::os::unix::fs::symlink(&victim, &log).unwrap();
+    let pcap = dir.path().join("nic.pcap");
+    std::fs::hard_link(&victim, &pcap).unwrap();
+    let hub_socket = dir.path().join("hub.sock");
+    let mut hub = Process::new(env!("CARGO_BIN_EXE_bnxt-model"))
+        .args(["segment", "--socket"])
+        .arg(&hub_socket)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + WAIT;
+    while !hub_socket.exists() {
+        assert!(Instant::now() < deadline, "the hub did not listen");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let socket = dir.path().join("nic.sock");
+    let mut serve = Process::new(env!("CARGO_BIN_EXE_bnxt-model"))
+        .args(["serve", "--mac", MAC, "--socket"])
+        .arg(&socket)
+        .arg("--hwrm-log")
+        .arg(&log)
+        .arg("--segment")
+        .arg(&hub_socket)
+        .arg("--pcap")
+        .arg(&pcap)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    while !socket.exists() {
+        assert!(Instant::now() < deadline, "the server did not listen");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut c = Raw::negotiated(&socket);
+    let ram = send_ver_get(&mut c, 5);
+    assert!(wait_response(&ram, 0x100, 5, WAIT).is_some());
+    drop(c);
+    assert!(serve.wait().unwrap().success());
+    rustix::process::kill_process(rustix::process::Pid::from_child(&hub), rustix::process::Signal::TERM).unwrap();
+    hub.wait().unwrap();
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious", "nothing was written through the links");
+    for path in [&log, &pcap] {
+        assert!(std::fs::symlink_metadata(path).unwrap().file_type().is_file(), "{}", path.display());
+    }
+    assert!(std::fs::read_to_string(&log).unwrap().contains("VER_GET"), "the log is in its own file");
+    assert_eq!(&std::fs::read(&pcap).unwrap()[..4], &0xa1b2c3d4u32.to_le_bytes(), "the pcap is in its own file");
+}
