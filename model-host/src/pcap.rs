@@ -53,9 +53,10 @@ impl std::fmt::Debug for PcapTap {
 }
 
 impl PcapTap {
-    /// A tap writing to a new file at `path` (replaced if it exists).
+    /// A tap writing to a new file at `path` (replacing what is there, see [`crate::output`]).
     pub fn create(path: &Path) -> Result<PcapTap, PcapTapError> {
-        let file = File::create(path).map_err(|source| PcapTapError::Create { path: path.to_owned(), source })?;
+        let file =
+            crate::output::create(path).map_err(|source| PcapTapError::Create { path: path.to_owned(), source })?;
         PcapTap::new(BufWriter::new(file))
     }
 
