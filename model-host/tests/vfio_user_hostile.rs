@@ -341,5 +341,6 @@ fn serve_replaces_links_at_its_hwrm_log_and_pcap_and_leaves_their_targets_alone(
         assert!(std::fs::symlink_metadata(path).unwrap().file_type().is_file(), "{}", path.display());
     }
     assert!(std::fs::read_to_string(&log).unwrap().contains("VER_GET"), "the log is in its own file");
-    assert_eq!(&std::fs::read(&pcap).unwrap()[..4], &0xa1b2c3d4u32.to_le_bytes(), "the pcap is in its own file");
+    let magic = u32::from_le_bytes(std::fs::read(&pcap).unwrap()[..4].try_into().unwrap());
+    assert!([0xa1b2_c3d4, 0xa1b2_3c4d].contains(&magic), "the pcap is in its own file: magic 0x{magic:08x}");
 }
