@@ -2,7 +2,6 @@
 //! virtual time (time 0 is the start of the run, so Wireshark shows 1970-01-01), readable by
 //! Wireshark and tshark, which decode UDP port 4791 as RoCE v2 (InfiniBand) by default.
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
