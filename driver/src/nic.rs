@@ -225,3 +225,6 @@ impl Drop for Nic {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod hostile_tests;
