@@ -111,8 +111,9 @@ enum ClientTurn {
 
 /// Serve `options` until the client leaves (or, with `persist`, until a signal).
 pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
-    let listener = Listener::bind(&options.socket)?;
+    // Handlers first: a client may signal the server as soon as its socket exists.
     let mut signals = StopSignals::install(options.catch_signals).map_err(ServeError::Signals)?;
+    let listener = Listener::bind(&options.socket)?;
     let mut hwrm = match &options.hwrm_log {
         Some(path) => Some(HwrmLog::create(path).map_err(|source| ServeError::HwrmLog { path: path.clone(), source })?),
         None => None,
