@@ -1,7 +1,7 @@
 //! The readers `diff` and `replay` use: transcripts (`Transcript::parse`), run records (JSON),
 //! and the pcap reader of the vfio-user target (the servers' capture files it merges). Input: which reader, and its bytes.
 //! Invariants: no panic; a transcript that parses prints back to text that parses to the same
-//! transcript, and `diff` of it with itself finds no difference; a run record that parses
+//! transcript, and `diff` of it with itself finds no difference (exact, masked, whole or by source); a run record that parses
 //! serialises and parses back to itself.
 #![no_main]
 
@@ -25,8 +25,8 @@ fuzz_target!(|input: Input| {
             if let Ok(t) = Transcript::parse(&text) {
                 let again = Transcript::parse(&t.to_text()).expect("a printed transcript parses");
                 assert_eq!(again.to_text(), t.to_text(), "printing is stable");
-                for exact in [false, true] {
-                    let d = diff(&t, &again, DiffOptions { all: true, exact, context: 2 });
+                for (exact, by_source) in [(false, false), (true, false), (false, true), (true, true)] {
+                    let d = diff(&t, &again, DiffOptions { all: true, exact, context: 2, by_source });
                     assert!(d.same(), "a transcript differs from itself: {}", d.text);
                 }
             }

@@ -87,6 +87,8 @@ pub struct ServeSummary {
     pub segment_frames_out: u64,
     /// Frames for the segment dropped because the hub did not read them.
     pub segment_frames_dropped: u64,
+    /// Stores the client made to the doorbell BAR.
+    pub doorbell_stores: u64,
 }
 
 /// One connected client.
@@ -134,6 +136,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
         segment_frames_in: 0,
         segment_frames_out: 0,
         segment_frames_dropped: 0,
+        doorbell_stores: 0,
     };
     let mut segment = match &options.segment {
         Some(path) => {
@@ -209,6 +212,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
     super::log_limit::report_all_suppressed();
     summary.stop = stop;
     summary.hwrm_lines = hwrm.as_ref().map_or(0, HwrmLog::lines);
+    summary.doorbell_stores = nic.doorbell_stores();
     Ok(summary)
 }
 

@@ -52,6 +52,9 @@ pub struct ServedNic {
     wire_seed: u64,
     /// The run's capture of the frames the NIC sends, when the last restart asked for one.
     capture: Option<Capture>,
+    /// Stores the client made to the doorbell BAR, restarts included (for tracers of the guest,
+    /// which see the same stores: ci/guest-test.sh --trace compares the counts).
+    doorbell_stores: u64,
 }
 
 impl ServedNic {
@@ -74,6 +77,7 @@ impl ServedNic {
             wire,
             wire_seed: stage_seed(seed, 0),
             capture: None,
+            doorbell_stores: 0,
         })
     }
 
@@ -114,6 +118,11 @@ impl ServedNic {
         &self.world
     }
 
+    /// Stores the client has made to the doorbell BAR (BAR2) since the NIC was made.
+    pub fn doorbell_stores(&self) -> u64 {
+        self.doorbell_stores
+    }
+
     fn check(region: u32, offset: u64, len: usize) -> Result<RegionKind, Refusal> {
         let kind = regions::kind(region);
         let size = regions::size(region);
@@ -152,6 +161,9 @@ impl ServedNic {
         match kind {
             RegionKind::Config => self.world.config_write(NIC, offset as u16, data),
             RegionKind::Bar(bar) => {
+                if bar == bnxt_hsi::pci::BAR_DOORBELLS {
+                    self.doorbell_stores += 1;
+                }
                 for (at, chunk) in bar_chunks(offset, data.len()) {
                     self.world.bar_write(NIC, bar, at, &data[chunk.start..chunk.start + chunk.len]);
                 }
@@ -387,6 +399,18 @@ mod tests {
         assert!(nic.state().nic.bus_master);
         nic.reset(Duration::from_millis(1));
         assert!(!nic.state().nic.bus_master, "a device reset is a function-level reset");
+    }
+
+    #[test]
+    fn stores_to_the_doorbell_bar_are_counted_whatever_they_are() {
+        let mut nic = ServedNic::new([2, 0, 0, 0, 0, 1], 1, FaultPlan::default()).unwrap();
+        nic.region_write(Duration::ZERO, 7, 4, &0x0006u16.to_le_bytes()).unwrap();
+        nic.region_write(Duration::ZERO, 2, 0x1_0000, &u64::MAX.to_le_bytes()).unwrap();
+        nic.region_write(Duration::ZERO, 2, 0x1_0000, &7u32.to_le_bytes()).unwrap();
+        nic.region_write(Duration::ZERO, 0, 0x400, &0u32.to_le_bytes()).unwrap();
+        nic.reset(Duration::from_millis(1));
+        nic.region_write(Duration::from_millis(2), 2, 0, &0u64.to_le_bytes()).unwrap();
+        assert_eq!(nic.doorbell_stores(), 3, "BAR2 stores, a reset between them; the BAR0 store is not one");
     }
 
     fn plan(wire: WirePlan) -> FaultPlan {

@@ -196,6 +196,10 @@ pub struct DiffArgs {
     /// Lines of context around each difference.
     #[arg(long, default_value_t = 3)]
     pub context: usize,
+    /// Compare each source's lines (drv0, drv1, nic0, ...) on their own rather than the whole
+    /// interleaved sequence (always so for two guest traces, header `target: guest`).
+    #[arg(long)]
+    pub by_source: bool,
 }
 
 /// `schema`'s arguments.
