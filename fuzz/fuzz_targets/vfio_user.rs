@@ -2,7 +2,8 @@
 //! server's `Protocol` and `ServedNic` driven message by message as the serve loop drives them,
 //! with memfds (sealed or not, of any size), eventfds, pipes and no descriptor at all where
 //! commands take them, and structure-aware payloads for every command the server knows, plus raw
-//! ones. Invariants: every command gets exactly one reply (none with NO_REPLY) naming its id and
+//! ones, and shrinking (`ftruncate`) an unsealed memfd the server has mapped, as a client may
+//! (the server's SIGBUS guard must take the fault). Invariants: every command gets exactly one reply (none with NO_REPLY) naming its id and
 //! command, an error reply is the header alone, and the counters agree; a read-only mapping the
 //! harness lent (a canary) is never written; afterwards a new connection negotiates and reads
 //! the PCI identity.
@@ -81,6 +82,8 @@ enum Op {
     Reset,
     State,
     Advance(u16),
+    /// Truncate one of the unsealed memfds lent so far to this many pages (`% 17`).
+    Shrink { which: u8, pages: u8 },
 }
 
 struct Run {
@@ -89,6 +92,8 @@ struct Run {
     now: Duration,
     id: u16,
     sent: u64,
+    /// The unsealed memfds handed over in DMA_MAP, kept to shrink them later.
+    unsealed: Vec<OwnedFd>,
 }
 
 impl Run {
@@ -130,6 +135,7 @@ fuzz_target!(|ops: Vec<Op>| {
         now: Duration::ZERO,
         id: 0,
         sent: 0,
+        unsealed: Vec::new(),
     };
     run.command(Command::Version, &[Version::default().as_bytes()], Vec::new());
     // The canary: one page lent read-only.
@@ -157,7 +163,13 @@ fuzz_target!(|ops: Vec<Op>| {
                     address: u64::from(*iova_page) * PAGE,
                     size: u64::from(*pages % 17) * PAGE,
                 };
-                run.command(Command::DmaMap, &[req.as_bytes()], fd.iter().map(Fd::make).collect());
+                let fds: Vec<OwnedFd> = fd.iter().map(Fd::make).collect();
+                if let (Some(Fd::Unsealed(_)), Some(f)) = (fd, fds.first())
+                    && run.unsealed.len() < 8
+                {
+                    run.unsealed.push(f.try_clone().unwrap());
+                }
+                run.command(Command::DmaMap, &[req.as_bytes()], fds);
             }
             Op::DmaUnmap { flags, iova_page, pages } => {
                 let address = u64::from(*iova_page) * PAGE;
@@ -221,6 +233,12 @@ fuzz_target!(|ops: Vec<Op>| {
             Op::Advance(us) => {
                 run.now += Duration::from_micros(u64::from(*us) * 16);
                 run.nic.advance_to(run.now);
+            }
+            Op::Shrink { which, pages } => {
+                if !run.unsealed.is_empty() {
+                    let fd = &run.unsealed[usize::from(*which) % run.unsealed.len()];
+                    rustix::fs::ftruncate(fd, u64::from(*pages % 17) * PAGE).unwrap();
+                }
             }
         }
         run.nic.take_events();
