@@ -12,7 +12,7 @@
 #
 # The machine's toolchain is stable Rust; libFuzzer's instrumentation needs the flags of a
 # nightly one (-Zsanitizer), which stable accepts with RUSTC_BOOTSTRAP=1 (see docs/fuzzing.md).
-# cargo-fuzz comes from crates.io (installed here when missing).
+# cargo-fuzz 0.13.2 comes from crates.io (installed here when missing: `cargo install --locked`).
 #
 #   ci/fuzz.sh                      # the short pass CI runs: every target, 30 s each
 #   ci/fuzz.sh --time 3600 hwrm     # a long campaign of one target
@@ -36,8 +36,8 @@ all=(hwrm roce_cmdq roce_wqe roce_rx vfio_user scenario_check scenario_run reade
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 
 if ! cargo fuzz --version > /dev/null 2>&1; then
-  echo "== installing cargo-fuzz (crates.io)"
-  cargo install --locked cargo-fuzz
+  echo "== installing cargo-fuzz 0.13.2 (crates.io)"
+  cargo install --locked cargo-fuzz@0.13.2
 fi
 export RUSTC_BOOTSTRAP=1
 cd fuzz
