@@ -30,8 +30,12 @@ impl Draw {
 
 /// Open a NIC whose responses `corrupt` changes; the outcome, checked for what must always hold.
 fn open_hostile(corrupt: impl Fn(u16, &mut Vec<u8>) + Send + 'static) -> Result<(), String> {
-    let m = FakeMachine::patched(corrupt);
-    match Nic::open(&m, 0) {
+    open_checked(&FakeMachine::patched(corrupt))
+}
+
+/// Open a NIC on `m`; the outcome, checked for what must always hold.
+fn open_checked(m: &FakeMachine) -> Result<(), String> {
+    match Nic::open(m, 0) {
         Ok(nic) => {
             drop(nic);
             assert_eq!(m.f(0).dma_live(), 0, "a NIC closed holds no DMA memory");
@@ -44,7 +48,7 @@ fn open_hostile(corrupt: impl Fn(u16, &mut Vec<u8>) + Send + 'static) -> Result<
             // driver never sees its answer; during the bring-up or the undoing after a refusal)
             // may still be acted on: the memory it named is kept on purpose, in the quarantine
             // (crate::quarantine). Nothing else may stay allocated.
-            let kept = crate::quarantine::kept_for(&m, "0000:01:00.0");
+            let kept = crate::quarantine::kept_for(m, "0000:01:00.0");
             if kept == 0 {
                 assert_eq!(m.f(0).dma_live(), 0, "after `{text}` the driver holds DMA memory it did not quarantine");
             }
@@ -98,6 +102,64 @@ fn extreme_values_in_every_field_of_every_response_end_cleanly() {
                     *b = value;
                 }
             });
+        }
+    }
+}
+
+#[test]
+fn hostile_roce_answers_end_in_an_open_nic_or_an_error_that_names_the_problem() {
+    // The RoCE channel's answers as a broken or malicious card might give them: any status,
+    // any xid, the side buffer's bytes (QUERY_FUNC's limits and capabilities) replaced, or no
+    // answer at all; one command in three is answered so.
+    use crate::testing::roce_fw::{RoceReply, standard};
+    let mut errors = 0;
+    for seed in 0..200u64 {
+        let m = FakeMachine::new(1);
+        let mut fw = standard();
+        let mut d = Draw(seed.wrapping_mul(0x2545_f491_4f6c_dd1d));
+        m.f(0).set_roce_firmware(move |c| {
+            let reply = fw(c);
+            if d.below(3) != 0 {
+                return reply;
+            }
+            let RoceReply::Answer { mut status, mut xid, mut side } = reply else { return reply };
+            match d.below(4) {
+                0 => status = d.next() as u8,
+                1 => xid = d.next() as u32,
+                2 if !side.is_empty() => {
+                    for _ in 0..=d.below(8) {
+                        let at = d.below(side.len() as u64) as usize;
+                        side[at] = d.next() as u8;
+                    }
+                }
+                3 => return RoceReply::Never,
+                _ => {}
+            }
+            RoceReply::Answer { status, xid, side }
+        });
+        errors += u32::from(open_checked(&m).is_err());
+    }
+    assert!(errors > 0, "some hostile answer was noticed");
+}
+
+#[test]
+fn hostile_firmware_status_registers_end_in_an_open_nic_or_an_error() {
+    // The firmware status register (BAR0 0x520 on a P7) reading any value: random, all ones
+    // (a card gone from the bus), zero, codes just below and above ready (0x8000) and ready
+    // with the upper bits set. Only a code of ready opens; anything else is an error that
+    // quotes the register.
+    let mut d = Draw(0x5eed);
+    let mut values: Vec<u32> = vec![0, u32::MAX, 0x7fff, 0x8001, 0xffff_8000, 0x4000_8000];
+    values.extend((0..100).map(|_| d.next() as u32));
+    for v in values {
+        let m = FakeMachine::new(1);
+        m.f(0).set_fw_status(v);
+        match open_checked(&m) {
+            Ok(()) => assert_eq!(v & 0xffff, 0x8000, "opened with the status register at 0x{v:08x}"),
+            Err(e) => {
+                assert_ne!(v & 0xffff, 0x8000, "0x{v:08x} is ready, yet: {e}");
+                assert!(e.contains(&format!("0x{v:08x}")), "the error quotes the register: {e}");
+            }
         }
     }
 }
