@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Fuzz the model, the vfio-user server and the runner's readers with cargo fuzz (libFuzzer).
 #
-#   ci/fuzz.sh [--time SECONDS] [--runs N] [--jobs N] [TARGET...]
+#   ci/fuzz.sh [--time SECONDS] [--runs N] [--jobs N] [--nice N] [TARGET...]
 #
 # Each target runs on its corpus (fuzz/corpus/TARGET, kept in the repository) for SECONDS of
 # wall time (default 30) or N executions, whichever ends first, one after the other (--jobs N:
-# that many at a time), at the lowest CPU priority. A crash, a broken invariant, a timeout of
-# one input (10 s) or more memory than 2 GiB fails the run: the input is left in
-# fuzz/artifacts/TARGET/ and the command that replays it is printed. Every target's last lines
+# that many at a time), at the lowest CPU priority (--nice N: another). A crash, a broken
+# invariant, a timeout of one input (10 s) or more memory than 2 GiB fails the run: the input is
+# left in fuzz/artifacts/TARGET/ and the command that replays it is printed. Every target's last lines
 # (executions, coverage, corpus size) go to fuzz/logs/TARGET.log and a summary is printed.
 #
 # The machine's toolchain is stable Rust; libFuzzer's instrumentation needs the flags of a
@@ -20,13 +20,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-time_per=30 runs=0 jobs=1 minimize=0
+time_per=30 runs=0 jobs=1 minimize=0 niceness=19
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --time) time_per=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
+    --nice) niceness=$2; shift 2 ;;
     --minimize) minimize=1; shift ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) targets+=("$1"); shift ;;
@@ -42,14 +43,14 @@ fi
 export RUSTC_BOOTSTRAP=1
 cd fuzz
 echo "== cargo fuzz build -O (AddressSanitizer, debug assertions)"
-nice -n 19 cargo fuzz build -O --debug-assertions
+nice -n "$niceness" cargo fuzz build -O --debug-assertions
 
 mkdir -p logs
 run_one() {
   local t=$1
   mkdir -p "corpus/$t" "artifacts/$t"
   if [ "$minimize" = 1 ]; then
-    nice -n 19 cargo fuzz cmin -O --debug-assertions "$t" "corpus/$t" > "logs/$t.cmin.log" 2>&1
+    nice -n "$niceness" cargo fuzz cmin -O --debug-assertions "$t" "corpus/$t" > "logs/$t.cmin.log" 2>&1
     echo "$t: corpus minimised to $(ls "corpus/$t" | wc -l) inputs"
     return 0
   fi
@@ -59,7 +60,7 @@ run_one() {
   # but new inputs go to corpus/TARGET only.
   local seeds=()
   case "$t" in scenario_*) seeds=(seeds/scenarios) ;; esac
-  if nice -n 19 cargo fuzz run -O --debug-assertions "$t" "corpus/$t" "${seeds[@]}" -- "${flags[@]}" \
+  if nice -n "$niceness" cargo fuzz run -O --debug-assertions "$t" "corpus/$t" "${seeds[@]}" -- "${flags[@]}" \
        > "logs/$t.log" 2>&1; then
     local execs cov
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "logs/$t.log" | grep -o '[0-9]*$' || echo "?")
