@@ -104,7 +104,8 @@ fuzz_target!(|input: Input| {
             lines += 1;
         }
     }
-    let t = Transcript::parse(&text).unwrap_or_else(|e| panic!("the plugin wrote a transcript bnxt-rig cannot read: {e}\n{text}"));
+    let t = Transcript::parse(&text)
+        .unwrap_or_else(|e| panic!("the plugin wrote a transcript bnxt-rig cannot read: {e}\n{text}"));
     assert_eq!(t.to_text(), Transcript::parse(&t.to_text()).expect("a printed transcript parses").to_text());
     assert!(t.lines.len() <= lines, "no more lines than events");
     let d = diff(&t, &t, DiffOptions { all: true, exact: false, context: 2, by_source: true });

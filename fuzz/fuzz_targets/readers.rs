@@ -7,9 +7,9 @@
 
 use arbitrary::Arbitrary;
 use bnxt_rig::run::record::RunRecord;
+use bnxt_rig::target::vfio_user::read_capture;
 use bnxt_rig::transcript::Transcript;
 use bnxt_rig::transcript::diff::{DiffOptions, diff};
-use bnxt_rig::target::vfio_user::read_capture;
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Debug, Arbitrary)]

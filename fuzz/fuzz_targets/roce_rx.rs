@@ -53,7 +53,8 @@ fuzz_target!(|frames: Vec<Frame>| {
             Err(any) => any & 0xff_ffff,
         };
         let mut bth = BthRepr::new(op, dest, psn);
-        (bth.ack_req, bth.solicited, bth.migreq, bth.fecn, bth.becn) = (f.ack_req, f.solicited, f.migreq, f.fecn, f.becn);
+        (bth.ack_req, bth.solicited, bth.migreq, bth.fecn, bth.becn) =
+            (f.ack_req, f.solicited, f.migreq, f.fecn, f.becn);
         if let Some(pkey) = f.pkey {
             bth.pkey = pkey;
         }

@@ -69,21 +69,60 @@ enum Caps {
 
 #[derive(Debug, Arbitrary)]
 enum Op {
-    Version { major: u16, caps: Caps },
-    DmaMap { argsz: Option<u32>, flags: u8, offset: u8, iova_page: u16, pages: u8, fd: Option<Fd> },
-    DmaUnmap { flags: u8, iova_page: u16, pages: u8 },
-    SetIrqs { flags: u8, index: u8, start: u8, count: u8, data: Vec<u8>, fds: Vec<Fd> },
-    Read { region: u8, offset: u32, count: u16 },
-    Write { region: u8, offset: u32, data: Vec<u8> },
+    Version {
+        major: u16,
+        caps: Caps,
+    },
+    DmaMap {
+        argsz: Option<u32>,
+        flags: u8,
+        offset: u8,
+        iova_page: u16,
+        pages: u8,
+        fd: Option<Fd>,
+    },
+    DmaUnmap {
+        flags: u8,
+        iova_page: u16,
+        pages: u8,
+    },
+    SetIrqs {
+        flags: u8,
+        index: u8,
+        start: u8,
+        count: u8,
+        data: Vec<u8>,
+        fds: Vec<Fd>,
+    },
+    Read {
+        region: u8,
+        offset: u32,
+        count: u16,
+    },
+    Write {
+        region: u8,
+        offset: u32,
+        data: Vec<u8>,
+    },
     /// An HWRM request through BAR0's window, its response aimed at `resp_page`.
-    Hwrm { body: Vec<u8>, resp_page: u16 },
+    Hwrm {
+        body: Vec<u8>,
+        resp_page: u16,
+    },
     Restart(String),
-    Raw { command: u16, flags: u8, body: Vec<u8> },
+    Raw {
+        command: u16,
+        flags: u8,
+        body: Vec<u8>,
+    },
     Reset,
     State,
     Advance(u16),
     /// Truncate one of the unsealed memfds lent so far to this many pages (`% 17`).
-    Shrink { which: u8, pages: u8 },
+    Shrink {
+        which: u8,
+        pages: u8,
+    },
 }
 
 struct Run {
@@ -149,7 +188,9 @@ fuzz_target!(|ops: Vec<Op>| {
             Op::Version { major, caps } => {
                 let json = match caps {
                     Caps::None => String::new(),
-                    Caps::Good { max_xfer } => format!(r#"{{"capabilities":{{"max_msg_fds":8,"max_data_xfer_size":{max_xfer}}}}}"#),
+                    Caps::Good { max_xfer } => {
+                        format!(r#"{{"capabilities":{{"max_msg_fds":8,"max_data_xfer_size":{max_xfer}}}}}"#)
+                    }
                     Caps::Raw(s) => s.clone(),
                 };
                 let v = Version { major: *major % 2, minor: 0 };
@@ -174,7 +215,8 @@ fuzz_target!(|ops: Vec<Op>| {
             Op::DmaUnmap { flags, iova_page, pages } => {
                 let address = u64::from(*iova_page) * PAGE;
                 if address != CANARY_IOVA {
-                    let req = DmaUnmap { argsz: 24, flags: u32::from(*flags & 3), address, size: u64::from(*pages) * PAGE };
+                    let req =
+                        DmaUnmap { argsz: 24, flags: u32::from(*flags & 3), address, size: u64::from(*pages) * PAGE };
                     run.command(Command::DmaUnmap, &[req.as_bytes()], Vec::new());
                 }
             }
@@ -190,7 +232,11 @@ fuzz_target!(|ops: Vec<Op>| {
                 run.command(Command::DeviceSetIrqs, &[req.as_bytes(), data], fds);
             }
             Op::Read { region, offset, count } => {
-                let req = RegionAccess { offset: u64::from(*offset), region: u32::from(*region % 10), count: u32::from(*count) };
+                let req = RegionAccess {
+                    offset: u64::from(*offset),
+                    region: u32::from(*region % 10),
+                    count: u32::from(*count),
+                };
                 if let Some(r) = run.command(Command::RegionRead, &[req.as_bytes()], Vec::new()) {
                     if !r.header.is_error() {
                         assert_eq!(r.body.len(), 16 + usize::from(*count), "a read returns what it asked for");
@@ -198,7 +244,11 @@ fuzz_target!(|ops: Vec<Op>| {
                 }
             }
             Op::Write { region, offset, data } => {
-                let req = RegionAccess { offset: u64::from(*offset), region: u32::from(*region % 10), count: data.len() as u32 };
+                let req = RegionAccess {
+                    offset: u64::from(*offset),
+                    region: u32::from(*region % 10),
+                    count: data.len() as u32,
+                };
                 run.command(Command::RegionWrite, &[req.as_bytes(), data], Vec::new());
             }
             Op::Hwrm { body, resp_page } => {

@@ -112,7 +112,11 @@ pub fn pair() -> Pair {
         let n = nq_ring(&mut rig, i, &mut fi.pages, 256, 1);
         let c = fi.create_cq(&mut rig, 64, n.id);
         qp.push(fi.create_qp(&mut rig, false, 64, 64, &c, &c));
-        mr.push(fi.region(&mut rig, 256 << 10, Mr::ACCESS_LOCAL_WRITE | Mr::ACCESS_REMOTE_WRITE | Mr::ACCESS_REMOTE_READ));
+        mr.push(fi.region(
+            &mut rig,
+            256 << 10,
+            Mr::ACCESS_LOCAL_WRITE | Mr::ACCESS_REMOTE_WRITE | Mr::ACCESS_REMOTE_READ,
+        ));
         nq.push(n);
         cq.push(c);
     }
@@ -121,7 +125,15 @@ pub fn pair() -> Pair {
         let p = &peers[1 - i];
         f[i].connect(&mut rig, &mut qp[i], sgid[i], (&p.0, p.1, p.2), 0x100);
     }
-    Pair { rig, f, nq: [nq[0], nq[1]], cq: [cq[0], cq[1]], qp: [qp[0].clone(), qp[1].clone()], mr: [mr[0], mr[1]], canary }
+    Pair {
+        rig,
+        f,
+        nq: [nq[0], nq[1]],
+        cq: [cq[0], cq[1]],
+        qp: [qp[0].clone(), qp[1].clone()],
+        mr: [mr[0], mr[1]],
+        canary,
+    }
 }
 
 impl Pair {
