@@ -50,7 +50,13 @@ run_one() {
   local t=$1
   mkdir -p "corpus/$t" "artifacts/$t"
   if [ "$minimize" = 1 ]; then
+    # Inputs that found a fault and the seeds stay, whether or not they add coverage.
+    local keep
+    keep=$(mktemp -d)
+    cp "corpus/$t"/regress-* "corpus/$t"/seed-* "$keep"/ 2>/dev/null || true
     nice -n "$niceness" cargo fuzz cmin -O --debug-assertions "$t" "corpus/$t" > "logs/$t.cmin.log" 2>&1
+    cp "$keep"/* "corpus/$t"/ 2>/dev/null || true
+    rm -rf "$keep"
     echo "$t: corpus minimised to $(ls "corpus/$t" | wc -l) inputs"
     return 0
   fi
