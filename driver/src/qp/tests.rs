@@ -426,7 +426,7 @@ fn cqes_of_a_hostile_device_never_panic_nor_complete_more_than_was_posted() {
                 2 => res_cqe(handle, splitmix(&mut s) as u32, splitmix(&mut s) as u32, status),
                 _ => req_cqe(splitmix(&mut s), (splitmix(&mut s) % 4096) as u16, status),
             };
-            let cq = if splitmix(&mut s) % 2 == 0 { &made_a.scq } else { &made_a.rcq };
+            let cq = if splitmix(&mut s).is_multiple_of(2) { &made_a.scq } else { &made_a.rcq };
             write_cqe(&rig, cq, i, cqe);
         }
         let done_sq = std::iter::from_fn(|| a.poll(Side::Send)).take(100).count() as u64;
