@@ -75,6 +75,17 @@ fn cqs_check_their_nq_size_and_memory_and_stop_at_the_context_limit() {
     for (i, (c, want)) in cases.into_iter().enumerate() {
         assert_eq!(f.call(&mut rig, c).status, want, "case {i}: {:?}", last_refusal(&mut rig));
     }
+    // bnxt_re's largest ring, the advertised max_cqe (2^20 - 1) plus one, passes the size check
+    // (and is then refused here only for the pages the one-page table lacks); one more does not.
+    let mut c = good;
+    c.cq_size = (1 << 20).into();
+    assert_eq!(f.call(&mut rig, c).status, INVALID_PARAMETER);
+    let why = format!("{:?}", last_refusal(&mut rig));
+    assert!(!why.contains("cq_size"), "max_cqe + 1 entries is a size bnxt_re sends: {why}");
+    c.cq_size = ((1 << 20) + 1).into();
+    assert_eq!(f.call(&mut rig, c).status, INVALID_PARAMETER);
+    let why = format!("{:?}", last_refusal(&mut rig));
+    assert!(why.contains("cq_size 1048577"), "{why}");
     // A CQ whose second page is not mapped.
     let mut c = good;
     c.cq_size = 256.into();

@@ -39,9 +39,14 @@ pub fn create_cq(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome 
         Some(r) if r.ty == RingType::Nq => {}
         _ => return Err(Refusal::invalid(format!("cnq_id {nq} is not an NQ ring (HWRM RING_ALLOC type NQ)"))),
     }
+    // bnxt_re asks for one entry more than the consumer wants and caps the ring at the
+    // advertised `max_cqe` plus one (Linux drivers/infiniband/hw/bnxt_re/ib_verbs.c,
+    // `bnxt_re_create_cq`: `entries > dev_attr->max_cq_wqes + 1`), and sends that as `cq_size`
+    // (qplib_fp.c `bnxt_qplib_create_cq`): so a ring of `max_cqe + 1` entries is taken.
     let size = req.cq_size.get();
-    if size == 0 || size > MAX_CQE {
-        return Err(Refusal::invalid(format!("cq_size {size} outside 1..={MAX_CQE}")));
+    let largest = MAX_CQE + 1;
+    if size == 0 || size > largest {
+        return Err(Refusal::invalid(format!("cq_size {size} outside 1..={largest} (max_cqe + 1)")));
     }
     let dpi = req.dpi.get();
     if dpi >= MAX_DPI_NUMBER {
