@@ -252,3 +252,6 @@ impl Drop for Nic {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod hostile_tests;

@@ -59,8 +59,8 @@ pub enum FirmwareAction {
     NoResponse,
     /// Take the request and act on it, but never answer it.
     ActsNoResponse,
-    /// Answer normally, but this much later than usual.
-    Delay(Duration),
+    /// Answer normally, but this much later than usual (at most [`MAX_DELAY`]).
+    Delay(#[serde(deserialize_with = "bounded_delay")] Duration),
     /// Answer with this HWRM error code (its wire value) instead of acting on the request.
     Error(u16),
     /// Act and answer, with a `resp_len` 16 bytes longer than the response written.
@@ -108,8 +108,9 @@ pub enum CommandAction {
     NoResponse,
     /// Take the command from the CMDQ and act on it, but never complete it on the CREQ.
     ActsNoResponse,
-    /// Act on the command and complete it normally, but this much later than usual.
-    Delay(Duration),
+    /// Act on the command and complete it normally, but this much later than usual (at most
+    /// [`MAX_DELAY`]).
+    Delay(#[serde(deserialize_with = "bounded_delay")] Duration),
     /// Complete the command with this CREQ status (its wire value, `CREQ_QP_EVENT_STATUS_*` in
     /// roce_hsi.h: 1 FAIL to 7 INTERNAL_ERROR) instead of acting on it.
     #[serde(deserialize_with = "creq_error_status")]
@@ -126,6 +127,34 @@ impl CommandAction {
             CommandAction::Error(_) => ActionKind::Error,
         }
     }
+}
+
+/// The longest delay a fault may have: far past every timeout a driver waits (bnxt_en's longest
+/// HWRM timeout is minutes, not hours), and small enough that adding it to any clock reading the
+/// model reaches cannot overflow. A plan that asks for more is refused when it is read.
+pub const MAX_DELAY: Duration = Duration::from_secs(3600);
+
+/// Why a delay cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a delay of {delay:?} is more than the longest delay a fault may have ({max:?})", max = MAX_DELAY)]
+pub struct DelayTooLong {
+    /// The delay asked for.
+    pub delay: Duration,
+}
+
+/// `delay` if it is at most [`MAX_DELAY`].
+pub fn check_delay(delay: Duration) -> Result<Duration, DelayTooLong> {
+    if delay <= MAX_DELAY { Ok(delay) } else { Err(DelayTooLong { delay }) }
+}
+
+/// Read a delay of a plan, refusing one longer than [`MAX_DELAY`].
+fn bounded_delay<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    check_delay(Duration::deserialize(d)?).map_err(serde::de::Error::custom)
+}
+
+/// [`bounded_delay`] for a delay that may be left out.
+fn bounded_delay_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    Option::<Duration>::deserialize(d)?.map(check_delay).transpose().map_err(serde::de::Error::custom)
 }
 
 /// Take a CREQ status that is an error roce_hsi.h defines (`CREQ_QP_EVENT_STATUS_FAIL` 1 to
@@ -224,8 +253,8 @@ pub struct WireRule {
     pub nth: Option<u64>,
     /// What to do.
     pub kind: WireFaultKind,
-    /// For `delay`: by how much (the plan's `delay_by` if left out).
-    #[serde(default)]
+    /// For `delay`: by how much (the plan's `delay_by` if left out; at most [`MAX_DELAY`]).
+    #[serde(default, deserialize_with = "bounded_delay_opt")]
     pub delay: Option<Duration>,
 }
 
@@ -243,9 +272,12 @@ pub struct WirePlan {
     pub corrupt: f64,
     /// Chance a frame is delayed.
     pub delay: f64,
-    /// Extra latency of a delayed frame (100 µs if left out).
+    /// Extra latency of a delayed frame (100 µs if left out; at most [`MAX_DELAY`]).
+    #[serde(deserialize_with = "bounded_delay_opt")]
     pub delay_by: Option<Duration>,
-    /// Longest a reordered frame waits for a next frame (50 µs if left out).
+    /// Longest a reordered frame waits for a next frame (50 µs if left out; at most
+    /// [`MAX_DELAY`]).
+    #[serde(deserialize_with = "bounded_delay_opt")]
     pub reorder_hold: Option<Duration>,
     /// Rules, looked at before the probabilities; the first that fires wins.
     pub rules: Vec<WireRule>,
@@ -415,6 +447,29 @@ mod tests {
         }
         let typo = r#"{"firmware":[],"roce_commands":[{"nic":0,"opcod":1,"action":"no-response"}]}"#;
         assert!(serde_json::from_str::<FaultPlan>(typo).unwrap_err().to_string().contains("opcod"));
+    }
+
+    #[test]
+    fn delays_longer_than_an_hour_are_refused_where_the_plan_is_read() {
+        let delay =
+            |d: &str| format!(r#"{{"firmware":[{{"nic":0,"req_type":0,"nth":null,"action":{{"delay":{d}}}}}]}}"#);
+        let hour: FaultPlan = serde_json::from_str(&delay(r#"{"secs":3600,"nanos":0}"#)).unwrap();
+        assert_eq!(hour.firmware[0].action, FirmwareAction::Delay(MAX_DELAY));
+        for (text, what) in [
+            (delay(r#"{"secs":3600,"nanos":1}"#), "firmware"),
+            (r#"{"firmware":[],"roce_commands":[{"nic":0,"opcode":1,"action":{"delay":{"secs":18446744073709551615,"nanos":0}}}]}"#.to_string(), "command"),
+            (r#"{"firmware":[],"wire":{"delay_by":{"secs":4000,"nanos":0}}}"#.to_string(), "delay_by"),
+            (r#"{"firmware":[],"wire":{"reorder_hold":{"secs":4000,"nanos":0}}}"#.to_string(), "reorder_hold"),
+            (r#"{"firmware":[],"wire":{"rules":[{"kind":"delay","delay":{"secs":4000,"nanos":0}}]}}"#.to_string(), "rule"),
+        ] {
+            let e = serde_json::from_str::<FaultPlan>(&text).unwrap_err().to_string();
+            assert!(e.contains("longest delay a fault may have"), "{what}: {e}");
+        }
+        // A wire plan built in code is checked when its stage is made.
+        let ports = [PortId(0)];
+        let long = WirePlan { delay_by: Some(Duration::MAX), ..WirePlan::default() };
+        let e = long.stage(1, &ports).unwrap_err().to_string();
+        assert!(e.contains("delay_by") && e.contains("longest delay"), "{e}");
     }
 
     #[test]

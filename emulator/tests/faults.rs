@@ -110,3 +110,16 @@ fn nth_hits_only_that_occurrence_and_counts_survive_a_reset() {
     assert_eq!(rig.call(0, req::<HwrmVerGetInput>()).code, 0);
     assert_eq!(fired(&mut rig), vec![(ver, 3, FirmwareAction::Error(0x10))]);
 }
+
+#[test]
+fn a_delay_of_the_largest_duration_built_in_code_never_answers_and_never_overflows_the_clock() {
+    // Plans read from JSON refuse delays past `faults::MAX_DELAY`; one built in code is not
+    // bounded, and the firmware's deadline saturates instead of overflowing.
+    let mut rig = Rig::with(1, 1, plan(0, RGTR, None, FirmwareAction::Delay(Duration::MAX)));
+    let mut bytes = req::<HwrmFuncDrvRgtrInput>().as_bytes().to_vec();
+    bytes[..2].copy_from_slice(&RGTR.to_le_bytes());
+    let seq = rig.stamp(&mut bytes);
+    rig.submit_direct(0, &bytes);
+    assert!(rig.wait(0, seq, Duration::from_secs(60)).is_none());
+    rig.ok(0, req::<HwrmVerGetInput>());
+}

@@ -244,7 +244,7 @@ impl Hwrm {
                     said.push(format!("{}: the firmware answered; the answer is withheld", p.name));
                     false
                 }
-                Fate::Late(d) if now >= *came + d => {
+                Fate::Late(d) if now >= came.saturating_add(d) => {
                     if p.driver.write_then(answer, answer.len() - 1) {
                         said.push(format!("{}: the answer is handed over {} ms late", p.name, d.as_millis()));
                     } else {

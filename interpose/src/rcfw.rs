@@ -338,7 +338,7 @@ impl Rcfw {
                 }
                 Some((_, name, Fate::Late(d))) => {
                     said.push(format!("{name}: the completion is handed over {} ms late", d.as_millis()));
-                    self.out.push((now + d, entry));
+                    self.out.push((now.saturating_add(d), entry));
                 }
             }
         }

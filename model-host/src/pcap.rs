@@ -2,7 +2,6 @@
 //! virtual time (time 0 is the start of the run, so Wireshark shows 1970-01-01), readable by
 //! Wireshark and tshark, which decode UDP port 4791 as RoCE v2 (InfiniBand) by default.
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -53,9 +52,10 @@ impl std::fmt::Debug for PcapTap {
 }
 
 impl PcapTap {
-    /// A tap writing to a new file at `path` (replaced if it exists).
+    /// A tap writing to a new file at `path` (replacing what is there, see [`crate::output`]).
     pub fn create(path: &Path) -> Result<PcapTap, PcapTapError> {
-        let file = File::create(path).map_err(|source| PcapTapError::Create { path: path.to_owned(), source })?;
+        let file =
+            crate::output::create(path).map_err(|source| PcapTapError::Create { path: path.to_owned(), source })?;
         PcapTap::new(BufWriter::new(file))
     }
 

@@ -286,7 +286,8 @@ impl Firmware {
         };
         tracing::debug!(req_type, seq_id = header.seq_id, %form, len, %summary, "hwrm request");
         rec.record(now, EventKind::HwrmRequest { req_type, seq_id: header.seq_id, form, len, summary });
-        let mut due = now + HWRM_LATENCY;
+        // Saturating: a delay from a plan built in code is not bounded by `faults::MAX_DELAY`.
+        let mut due = now.saturating_add(HWRM_LATENCY);
         let mut silent = false;
         let mut malformed = None;
         if let Some(action) = action {
@@ -300,7 +301,7 @@ impl Firmware {
                     self.queue_response(due, header, response, reason, None);
                     return;
                 }
-                FirmwareAction::Delay(d) => due += d,
+                FirmwareAction::Delay(d) => due = due.saturating_add(d),
                 FirmwareAction::WrongRespLen => malformed = Some(Malformed::RespLen),
                 FirmwareAction::WrongSeqId => malformed = Some(Malformed::SeqId),
                 FirmwareAction::NoValidByte => malformed = Some(Malformed::NoValidByte),

@@ -144,6 +144,14 @@ pub enum FaultConfigError {
         /// Position of the rule.
         index: usize,
     },
+    /// A delay or hold longer than [`crate::faults::MAX_DELAY`].
+    #[error("wire fault {what}: {source}")]
+    Delay {
+        /// Which delay (`delay_by`, `reorder_hold`, `rule N`).
+        what: String,
+        /// Why.
+        source: crate::faults::DelayTooLong,
+    },
 }
 
 /// Why a fault fired.
@@ -286,6 +294,15 @@ impl FaultStage {
         if let Some(index) = rules.iter().position(|r| r.nth == Some(0)) {
             return Err(FaultConfigError::NthZero { index });
         }
+        let delays =
+            [("delay_by".to_string(), Some(chance.delay_by)), ("reorder_hold".to_string(), Some(chance.reorder_hold))]
+                .into_iter()
+                .chain(rules.iter().enumerate().map(|(i, r)| (format!("rule {i}"), r.delay)));
+        for (what, delay) in delays {
+            if let Some(Err(source)) = delay.map(crate::faults::check_delay) {
+                return Err(FaultConfigError::Delay { what, source });
+            }
+        }
         Ok(FaultStage {
             rule_matches: vec![0; rules.len()],
             chance,
@@ -379,7 +396,7 @@ impl FaultStage {
                 out.push(Passed { frame, extra_delay: Duration::ZERO });
             }
             Some(FaultKind::Reorder) => {
-                self.held.insert(port, Held { frame, due: now + self.chance.reorder_hold });
+                self.held.insert(port, Held { frame, due: now.saturating_add(self.chance.reorder_hold) });
             }
             Some(FaultKind::Corrupt) => {
                 if frame.len() > ethernet::HEADER_LEN {

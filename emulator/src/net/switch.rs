@@ -448,7 +448,7 @@ impl Switch {
         let done = (at + latency).max(port.free_at) + ser;
         port.free_at = done;
         self.seq += 1;
-        self.queue.push(Pending { at: done + extra_delay, seq: self.seq, port: to, frame });
+        self.queue.push(Pending { at: done.saturating_add(extra_delay), seq: self.seq, port: to, frame });
     }
 }
 

@@ -322,7 +322,7 @@ impl RoceEngine {
                 );
                 continue;
             }
-            self.queue_creq(now + RCFW_LATENCY + injected.delay(), bytes, reason);
+            self.queue_creq(now.saturating_add(RCFW_LATENCY).saturating_add(injected.delay()), bytes, reason);
         }
     }
 

@@ -18,6 +18,7 @@ use std::time::Duration;
 use bnxt_model::faults::{ActionKind, FaultPlan};
 use bnxt_model_host::serve::ctl::client;
 use bnxt_model_host::serve::ctl::protocol::{FaultFile, FaultSpec, Request, schema};
+use bnxt_model_host::serve::log_limit::RateLimit;
 use bnxt_model_host::serve::segment::{SegmentOptions, segment};
 use bnxt_model_host::serve::{ServeOptions, serve};
 use bnxt_model_host::vfio_user::nic::check_wire_plan;
@@ -260,14 +261,12 @@ fn ctl(args: CtlArgs) -> ExitCode {
 
 fn init_tracing(level: &str) {
     use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = std::env::var("RUST_LOG").map(EnvFilter::new).unwrap_or_else(|_| EnvFilter::new(level));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(ansi)
-        .with_target(false)
-        .try_init();
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(ansi).with_target(false);
+    let _ = tracing_subscriber::registry().with(filter).with(RateLimit).with(fmt).try_init();
 }
 
 fn main() -> ExitCode {

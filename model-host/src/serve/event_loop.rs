@@ -106,6 +106,9 @@ struct Client {
     stream: UnixStream,
     rx: Receiver,
     protocol: Protocol,
+    /// Messages received so far: a connection that closes before its first is not a client
+    /// (a liveness probe, such as a second server's on the same path) and ends nothing.
+    messages: u64,
 }
 
 /// How a client's turn ended.
@@ -114,11 +117,15 @@ enum ClientTurn {
     Open,
     /// Gone; the reason for the log, and whether it broke the protocol.
     Gone(String, bool),
+    /// Closed before sending anything.
+    Probe,
 }
 
 /// Serve `options` until the client leaves (or, with `persist`, until a signal).
 pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
-    // The control socket first: once the vfio-user socket appears, a client can count on both.
+    // Handlers first: a client may signal the server as soon as its socket exists. Then the
+    // control socket: once the vfio-user socket appears, a client can count on both.
+    let mut signals = StopSignals::install(options.catch_signals).map_err(ServeError::Signals)?;
     let mut control = match &options.control {
         Some(path) => {
             let server = ControlServer::bind(path)?;
@@ -128,7 +135,6 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
         None => None,
     };
     let listener = Listener::bind(&options.socket)?;
-    let mut signals = StopSignals::install(options.catch_signals).map_err(ServeError::Signals)?;
     let mut hwrm = match &options.hwrm_log {
         Some(path) => Some(HwrmLog::create(path).map_err(|source| ServeError::HwrmLog { path: path.clone(), source })?),
         None => None,
@@ -165,6 +171,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
         None => None,
     };
     let stop = loop {
+        super::log_limit::report_suppressed();
         nic.advance_to(start.elapsed());
         log_events(&mut nic, &mut hwrm, options)?;
         if let Some(link) = segment.as_mut() {
@@ -196,7 +203,13 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
         // accepted in its place.
         if client_ready && let Some(c) = client.as_mut() {
             let turn = serve_messages(c, &mut nic, start, &mut hwrm, options)?;
-            if let ClientTurn::Gone(why, broken) = turn {
+            if let ClientTurn::Probe = turn {
+                tracing::info!(
+                    "a connection closed before sending anything (a liveness probe); still waiting for a client"
+                );
+                client = None;
+            } else if let ClientTurn::Gone(why, broken) = turn {
+                summary.clients += 1;
                 let stats = c.protocol.stats();
                 summary.commands += stats.commands;
                 summary.refused += stats.refused;
@@ -218,6 +231,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
         }
     };
     if let Some(c) = &client {
+        summary.clients += u64::from(c.messages > 0);
         let stats = c.protocol.stats();
         summary.commands += stats.commands;
         summary.refused += stats.refused;
@@ -227,6 +241,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
     if let Some(link) = segment {
         link.finish()?;
     }
+    super::log_limit::report_all_suppressed();
     summary.stop = stop;
     summary.hwrm_lines = hwrm.as_ref().map_or(0, HwrmLog::lines);
     summary.doorbell_stores = nic.doorbell_stores();
@@ -345,9 +360,9 @@ fn accept(listener: &Listener, client: &mut Option<Client>, summary: &mut ServeS
                     tracing::error!(error = %e, "cannot make the client's socket non-blocking; closing it");
                     continue;
                 }
-                summary.clients += 1;
-                tracing::info!(client = summary.clients, "client connected");
-                *client = Some(Client { stream, rx: Receiver::new(MAX_MESSAGE), protocol: Protocol::new() });
+                tracing::info!(client = summary.clients + 1, "client connected");
+                *client =
+                    Some(Client { stream, rx: Receiver::new(MAX_MESSAGE), protocol: Protocol::new(), messages: 0 });
                 return;
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
@@ -372,12 +387,14 @@ fn serve_messages(
         let msg = match c.rx.receive(c.stream.as_fd()) {
             Ok(Some(msg)) => msg,
             Ok(None) => return Ok(ClientTurn::Open),
+            Err(TransportError::Closed { mid_message: false }) if c.messages == 0 => return Ok(ClientTurn::Probe),
             Err(TransportError::Closed { mid_message: false }) => {
                 return Ok(ClientTurn::Gone("disconnected".into(), false));
             }
             Err(e @ TransportError::Closed { .. }) => return Ok(ClientTurn::Gone(e.to_string(), false)),
             Err(e) => return Ok(ClientTurn::Gone(e.to_string(), true)),
         };
+        c.messages += 1;
         let reply = c.protocol.handle(start.elapsed(), msg, nic);
         log_events(nic, hwrm, options)?;
         if let Some(bytes) = reply

@@ -14,6 +14,7 @@
 
 pub mod ctl;
 pub mod hwrm_log;
+pub mod log_limit;
 pub mod segment;
 pub mod signals;
 pub mod socket;

@@ -123,6 +123,7 @@ fn run_hub(
     let mut buf = vec![0u8; READ_CHUNK];
     let mut captured = Vec::new();
     loop {
+        super::log_limit::report_suppressed();
         let timeout = switch.next_deadline().map(|d| d.saturating_sub(start.elapsed()));
         let ids: Vec<PortId> = peers.keys().copied().collect();
         let mut fds = vec![
@@ -189,6 +190,7 @@ fn run_hub(
         let frames = tap.finish().map_err(|e| ServeError::Pcap(e.to_string()))?;
         tracing::info!(frames, "pcap written");
     }
+    super::log_limit::report_all_suppressed();
     tracing::info!(?summary, "segment hub stopped");
     Ok(summary)
 }

@@ -168,6 +168,15 @@ impl DmaTable {
                 ),
             ));
         };
+        // Linux refuses flags it does not know (vfio_iommu_type1.c `vfio_dma_do_map`: `map->flags
+        // & ~mask`); of its flags only READ and WRITE mean anything for a vfio-user map.
+        let unknown = req.flags & !(DMA_MAP_FLAG_READ | DMA_MAP_FLAG_WRITE);
+        if unknown != 0 {
+            return Err(refuse(
+                errno::EINVAL,
+                format!("{what}: unknown flags 0x{unknown:x} (READ 0x1 and WRITE 0x2 are known)"),
+            ));
+        }
         if req.flags & DMA_MAP_FLAG_READ == 0 {
             return Err(refuse(
                 errno::ENOTSUP,

@@ -7,8 +7,18 @@
 //! request notification. MSI-X masking is the client's business: QEMU emulates the MSI-X table of
 //! a vfio-user device and only forwards PBA reads (hw/vfio-user/pci.c), so the server signals a
 //! vector's eventfd whenever the device raises it.
+//!
+//! A trigger must never block the server's one thread: each descriptor is checked when it is
+//! set to be an eventfd open for writing (anything else, a pipe, a directory, a file, a socket,
+//! is refused with the reason), and is made non-blocking (`O_NONBLOCK` is a flag of the open
+//! file description, so the client's copy becomes non-blocking too, as QEMU's own eventfds
+//! already are). A write that cannot be done now (the counter at its largest value, 2^64 - 2:
+//! the interrupt is pending already) drops the interrupt and counts it. Before each write the
+//! flag is looked at again and set anew if the client cleared it since.
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+
+use rustix::fs::OFlags;
 
 use bnxt_vfio_user::linux::{
     IRQ_INFO_AUTOMASKED, IRQ_INFO_EVENTFD, IRQ_INFO_MASKABLE, IRQ_INFO_NORESIZE, IRQ_SET_ACTION_MASK,
@@ -40,6 +50,50 @@ pub fn info(index: u32) -> Option<IrqInfo> {
         let (count, flags) = shape(index);
         IrqInfo { argsz: size_of::<IrqInfo>() as u32, flags, index, count }
     })
+}
+
+/// Check that `fd` can be an interrupt trigger (an eventfd open for writing) and make it
+/// non-blocking; the reason when it cannot.
+fn take_trigger(fd: &OwnedFd) -> Result<(), String> {
+    let flags = rustix::fs::fcntl_getfl(fd).map_err(|e| format!("its flags cannot be read ({e})"))?;
+    let kind = descriptor_kind(fd);
+    if kind != "eventfd" {
+        return Err(format!("it is {kind}, not an eventfd"));
+    }
+    if flags & OFlags::ACCMODE == OFlags::RDONLY {
+        return Err("it is open for reading only".into());
+    }
+    keep_non_blocking(fd, flags)
+}
+
+/// What `fd` is, as a phrase for a refusal: `eventfd` for an eventfd.
+fn descriptor_kind(fd: &OwnedFd) -> String {
+    // Linux shows an eventfd's counter in its fdinfo (fs/eventfd.c `eventfd_show_fdinfo`), and
+    // nothing else's.
+    let fdinfo = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd())).unwrap_or_default();
+    if fdinfo.lines().any(|l| l.starts_with("eventfd-count:")) {
+        return "eventfd".into();
+    }
+    let Ok(stat) = rustix::fs::fstat(fd) else { return "a descriptor that cannot be looked at".into() };
+    match rustix::fs::FileType::from_raw_mode(stat.st_mode) {
+        rustix::fs::FileType::Directory => "a directory".into(),
+        rustix::fs::FileType::RegularFile => "a file".into(),
+        rustix::fs::FileType::Fifo => "a pipe".into(),
+        rustix::fs::FileType::Socket => "a socket".into(),
+        rustix::fs::FileType::CharacterDevice | rustix::fs::FileType::BlockDevice => "a device".into(),
+        _ => std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+            .map(|l| format!("`{}`", l.display()))
+            .unwrap_or_else(|_| "not an eventfd".into()),
+    }
+}
+
+/// Set `O_NONBLOCK` on `fd` (whose flags are `flags`) unless it is set already.
+fn keep_non_blocking(fd: &OwnedFd, flags: OFlags) -> Result<(), String> {
+    if flags.contains(OFlags::NONBLOCK) {
+        return Ok(());
+    }
+    rustix::fs::fcntl_setfl(fd, (flags & !OFlags::ACCMODE) | OFlags::NONBLOCK)
+        .map_err(|e| format!("it cannot be made non-blocking ({e})"))
 }
 
 /// One interrupt: its trigger eventfd and mask state.
@@ -148,6 +202,17 @@ impl IrqTable {
                         format!("SET_IRQS names {count} interrupts but came with {} eventfds", fds.len()),
                     ));
                 }
+                for (i, fd) in fds.iter().enumerate() {
+                    take_trigger(fd).map_err(|why| {
+                        refuse(
+                            errno::EINVAL,
+                            format!(
+                                "SET_IRQS trigger for interrupt {} of type {index} is refused: {why}",
+                                start as usize + i
+                            ),
+                        )
+                    })?;
+                }
                 for (line, fd) in range.iter_mut().zip(fds) {
                     line.trigger = Some(fd);
                 }
@@ -200,7 +265,16 @@ impl IrqTable {
             self.dropped += 1;
             return false;
         };
-        // An eventfd adds the 8-byte value written to its counter (eventfd(2)).
+        // The client may have cleared O_NONBLOCK since the trigger was set: set it again first.
+        let flags = rustix::fs::fcntl_getfl(fd).map_err(|e| e.to_string());
+        if let Err(why) = flags.and_then(|f| keep_non_blocking(fd, f)) {
+            tracing::warn!(index, n, "an interrupt eventfd cannot be kept non-blocking ({why}); it is dropped");
+            line.trigger = None;
+            self.dropped += 1;
+            return false;
+        }
+        // An eventfd adds the 8-byte value written to its counter (eventfd(2)); one at its
+        // largest value refuses with EAGAIN (non-blocking), and the interrupt is pending anyway.
         match rustix::io::write(fd.as_fd(), &1u64.to_ne_bytes()) {
             Ok(_) => {
                 if index == PCI_INTX_IRQ_INDEX {

@@ -32,6 +32,76 @@ pub const MAX_MESSAGE: usize = MAX_DATA_XFER + 4096;
 /// Most file descriptors the server takes in one message (`max_msg_fds`).
 pub const MAX_MSG_FDS: usize = bnxt_vfio_user::transport::MAX_FDS;
 
+/// The capabilities a client may send with `VFIO_USER_VERSION` (QEMU
+/// docs/interop/vfio-user.rst, "Version"): numbers where the specification says numbers. Those the
+/// server does not use are still checked for their type; names it does not know are ignored, as
+/// the specification lets a newer peer add them.
+#[derive(Debug, Default, serde::Deserialize)]
+#[allow(dead_code, reason = "all but max_data_xfer_size are read only to check their types")]
+struct ClientCapabilities {
+    #[serde(default)]
+    max_msg_fds: Option<u64>,
+    #[serde(default)]
+    max_data_xfer_size: Option<u64>,
+    #[serde(default)]
+    max_dma_maps: Option<u64>,
+    #[serde(default)]
+    pgsizes: Option<u64>,
+    #[serde(default)]
+    migration: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(default)]
+    twin_socket: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(default)]
+    write_multiple: Option<bool>,
+}
+
+/// Read the client's capabilities JSON: an object, whose `capabilities` (if any) is an object of
+/// the types the specification gives; the reason when it is not.
+fn client_capabilities(json: &[u8]) -> Result<ClientCapabilities, String> {
+    let value: serde_json::Value = serde_json::from_slice(json).map_err(|e| format!("not JSON: {e}"))?;
+    let serde_json::Value::Object(mut root) = value else {
+        return Err(format!("{} is not a JSON object", json_kind(&value)));
+    };
+    let Some(caps) = root.remove("capabilities") else { return Ok(ClientCapabilities::default()) };
+    if !caps.is_object() {
+        return Err(format!("`capabilities` is {}, not an object", json_kind(&caps)));
+    }
+    let caps: ClientCapabilities = serde_json::from_value(caps).map_err(|e| format!("`capabilities`: {e}"))?;
+    if caps.max_data_xfer_size == Some(0) {
+        return Err("max_data_xfer_size 0 would allow no transfer at all".into());
+    }
+    Ok(caps)
+}
+
+/// Check a payload's `argsz`: at least `min` (the structure's size), at most `max` (for a request
+/// whose `argsz` is its own size: what the message carries). Linux refuses a short one the same
+/// way (drivers/vfio/vfio_iommu_type1.c `vfio_iommu_type1_map_dma`: `map.argsz < minsz`).
+fn check_argsz(what: &str, argsz: u32, min: usize, max: usize) -> Result<(), Refusal> {
+    let n = argsz as usize;
+    if n < min {
+        return Err(refuse(errno::EINVAL, format!("{what} argsz {n} is less than its {min}-byte structure")));
+    }
+    if n > max {
+        return Err(refuse(
+            errno::EINVAL,
+            format!("{what} argsz {n} is more than the {max} bytes the message carries"),
+        ));
+    }
+    Ok(())
+}
+
+/// A JSON value's kind, for a refusal.
+fn json_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
 impl From<bnxt_vfio_user::WireError> for Refusal {
     fn from(e: bnxt_vfio_user::WireError) -> Refusal {
         refuse(errno::EINVAL, e.to_string())
@@ -120,7 +190,8 @@ impl Protocol {
         match command {
             Command::Version => self.version(&msg),
             Command::DmaMap => {
-                let (req, _) = msg.payload::<DmaMap>("DMA map request")?;
+                let (req, rest) = msg.payload::<DmaMap>("DMA map request")?;
+                check_argsz("DMA_MAP", req.argsz, size_of::<DmaMap>(), size_of::<DmaMap>() + rest.len())?;
                 let mut fds = msg.fds;
                 if fds.len() > 1 {
                     return Err(refuse(
@@ -134,6 +205,9 @@ impl Protocol {
             }
             Command::DmaUnmap => {
                 let (req, _) = msg.payload::<DmaUnmap>("DMA unmap request")?;
+                // argsz is the largest reply the client takes (a dirty bitmap may follow in
+                // other servers' replies); it must hold the structure itself.
+                check_argsz("DMA_UNMAP", req.argsz, size_of::<DmaUnmap>(), u32::MAX as usize)?;
                 let n = nic.dma_unmap(&req)?;
                 tracing::debug!(iova = req.address, size = req.size, regions = n, "DMA regions unmapped");
                 Ok(DmaUnmap { argsz: size_of::<DmaUnmap>() as u32, ..req }.as_bytes().to_vec())
@@ -282,9 +356,9 @@ impl Protocol {
         }
         let json = json.strip_suffix(&[0]).unwrap_or(json);
         if !json.is_empty() {
-            let value: serde_json::Value = serde_json::from_slice(json)
-                .map_err(|e| refuse(errno::EINVAL, format!("version capabilities are not JSON: {e}")))?;
-            if let Some(n) = value.pointer("/capabilities/max_data_xfer_size").and_then(|v| v.as_u64()) {
+            let caps = client_capabilities(json)
+                .map_err(|why| refuse(errno::EINVAL, format!("version capabilities: {why}")))?;
+            if let Some(n) = caps.max_data_xfer_size {
                 self.client_max_xfer = usize::try_from(n).unwrap_or(usize::MAX);
             }
         }

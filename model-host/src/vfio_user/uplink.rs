@@ -77,7 +77,7 @@ impl Uplink {
                 if p.extra_delay.is_zero() {
                     out.push(p.frame);
                 } else {
-                    self.delay(now + p.extra_delay, p.frame);
+                    self.delay(now.saturating_add(p.extra_delay), p.frame);
                 }
             }
         }

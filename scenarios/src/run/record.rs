@@ -106,7 +106,7 @@ impl RunRecord {
         }
         let mut text = serde_json::to_string_pretty(self).expect("a record serialises");
         text.push('\n');
-        std::fs::write(path, text).map_err(io)
+        bnxt_model_host::output::write(path, text).map_err(io)
     }
 
     /// Write the record into `dir` under a new name and as [`LATEST`]; the new file's path.

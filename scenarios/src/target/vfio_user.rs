@@ -182,7 +182,8 @@ impl Capture {
         let mut capture = Capture { path: path.to_path_buf(), parts: Vec::new() };
         for nic in 0..nics {
             let part = PathBuf::from(format!("{}.nic{nic}.part", path.display()));
-            let file = File::create(&part).map_err(|e| cannot(format!("write {}: {e}", part.display())))?;
+            let file =
+                bnxt_model_host::output::create(&part).map_err(|e| cannot(format!("write {}: {e}", part.display())))?;
             capture.parts.push((part, file));
         }
         Ok(capture)
@@ -194,14 +195,11 @@ impl Capture {
         let mut frames: Vec<(Duration, usize, Vec<u8>)> = Vec::new();
         for (nic, (part, _)) in self.parts.iter().enumerate() {
             let bytes = std::fs::read(part).map_err(|e| format!("{}: {e}", part.display()))?;
-            let mut reader = pcap_file::pcap::PcapReader::new(&bytes[..])
-                .map_err(|e| format!("NIC {nic}'s capture {}: {e}", part.display()))?;
-            let mut read = 0u64;
-            while let Some(packet) = reader.next_packet() {
-                let packet = packet.map_err(|e| format!("NIC {nic}'s capture {}: {e}", part.display()))?;
-                frames.push((packet.timestamp, nic, packet.data.into_owned()));
-                read += 1;
-            }
+            let read = read_capture(&bytes)
+                .map_err(|e| format!("NIC {nic}'s capture {}: {e}", part.display()))?
+                .into_iter()
+                .map(|(at, frame)| frames.push((at, nic, frame)))
+                .count() as u64;
             if let Some(&want) = counted.get(nic)
                 && read < want
             {
@@ -216,6 +214,17 @@ impl Capture {
         }
         tap.finish().map_err(|e| e.to_string())
     }
+}
+
+/// The frames of a server's capture file (a pcap), with their times.
+pub fn read_capture(bytes: &[u8]) -> Result<Vec<(Duration, Vec<u8>)>, String> {
+    let mut reader = pcap_file::pcap::PcapReader::new(bytes).map_err(|e| e.to_string())?;
+    let mut frames = Vec::new();
+    while let Some(packet) = reader.next_packet() {
+        let packet = packet.map_err(|e| e.to_string())?;
+        frames.push((packet.timestamp, packet.data.into_owned()));
+    }
+    Ok(frames)
 }
 
 impl Drop for Capture {

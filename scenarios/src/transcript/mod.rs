@@ -167,8 +167,10 @@ impl Transcript {
     }
 
     /// Read a transcript file's text; `Err` names the first line that is not a transcript's.
+    /// Carriage returns ending a line are not part of it (a file written with CR LF, or worse,
+    /// reads as the same transcript, and prints back without them).
     pub fn parse(text: &str) -> Result<Transcript, String> {
-        let mut lines = text.lines().enumerate();
+        let mut lines = text.lines().map(|l| l.trim_end_matches('\r')).enumerate();
         match lines.next() {
             Some((_, first)) if first.trim_end() == MAGIC => {}
             _ => return Err(format!("line 1: not a bnxt-rig transcript (it starts with `{MAGIC}`)")),
@@ -207,5 +209,16 @@ mod tests {
         assert_eq!(Transcript::parse(&t.to_text()), Ok(t));
         assert!(Transcript::parse("hello\n").unwrap_err().contains("not a bnxt-rig transcript"));
         assert!(Transcript::parse(&format!("{MAGIC}\nnonsense\n")).unwrap_err().starts_with("line 2:"));
+    }
+
+    #[test]
+    fn carriage_returns_ending_lines_are_not_part_of_them() {
+        // Found by the readers fuzz target: a header value ending in a stray CR printed back as
+        // CR LF, which read again as the value without it.
+        let text = format!("{MAGIC}\r\n# nic: drv1 at guest\r\r\n     1.000000000  drv0   pci bar0 unset\r\r\n");
+        let t = Transcript::parse(&text).unwrap();
+        assert_eq!(t.header, [("nic".to_string(), "drv1 at guest".to_string())]);
+        assert_eq!(t.lines[0].text, "pci bar0 unset");
+        assert_eq!(Transcript::parse(&t.to_text()), Ok(t));
     }
 }

@@ -283,6 +283,17 @@ mod tests {
     }
 
     #[test]
+    fn a_lone_cr_and_a_crlf_each_end_one_line_as_yaml_counts_them() {
+        // YAML 1.2 §5.4: CR LF, CR and LF are each a line break; positions count lines so
+        // (as editors do), not by `\n` alone.
+        let root = parse("a: 1\rb: 2\r\nc: 3\n").unwrap();
+        let lines: Vec<u64> = map(&root).iter().map(|e| e.key_at.line).collect();
+        assert_eq!(lines, [1, 2, 3]);
+        let e = parse("a: 1\r\r\rb\nc: 2\n").unwrap_err();
+        assert_eq!(e.at.line, 4, "{e:?}");
+    }
+
+    #[test]
     fn scalars_keep_their_yaml_types() {
         let root = parse("a: 1\nb: 1.5\nc: true\nd: 300ms\ne: '2'\nf: ~\ng: off\n").unwrap();
         let values: Vec<_> = map(&root).iter().map(|e| e.value.value.clone()).collect();
