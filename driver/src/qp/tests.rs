@@ -111,7 +111,7 @@ fn make_creates_two_cqs_then_an_rc_qp_and_takes_it_to_init() {
     for cq in [&made.scq, &made.rcq] {
         assert_eq!(cq.cq_size.get(), 4097, "a full ring's completions and the terminal entry");
         assert_eq!(cq.pg_size_lvl.get(), 1, "4-KB pages, one-level table");
-        assert_eq!(cq.cq_fco_cnq_id.get(), 1, "the NQ's ring id");
+        assert_eq!(cq.cq_fco_cnq_id.get(), 4, "the RoCE NQ's ring id (after the L2 rings and the CREQ)");
         assert_eq!(cq.dpi.get(), 16);
         let last = rig.u64_at(cq.pbl.get() + 63 * 8);
         assert_eq!(last & 0x7, 0x3, "8192 entries of 32 bytes in 64 pages, the last marked");

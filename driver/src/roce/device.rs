@@ -32,6 +32,7 @@ use super::rcfw::Rcfw;
 use super::{Info, Memory, Roce};
 use crate::error::Error;
 use crate::hwrm::Channel;
+use crate::l2::{HW_STATS_BYTES, STATS_PERIOD_MS};
 use crate::nic::{Doorbells, Identity, Limits};
 use bnxt_pci::PciFunction;
 use bnxt_pci::dma::{DmaBuffer, PAGE_SIZE};
@@ -40,20 +41,20 @@ use bnxt_pci::dma::{DmaBuffer, PAGE_SIZE};
 const NQ_ENTRIES: u32 = 128 * 1024;
 /// Bytes of an NQ entry (`sizeof(struct nq_base)`).
 const NQE_BYTES: usize = 16;
-/// MSI-X vector of the CREQ (`BNXT_RE_AEQ_IDX`) and of the first NQ; without interrupts these
+/// MSI-X vector of the CREQ (`BNXT_RE_AEQ_IDX`, the first of the vectors bnxt_en hands the RoCE
+/// driver, after its own: `bnxt_get_ulp_msix_base`) and of the first NQ; without interrupts these
 /// only tie the rings to vectors, as RING_ALLOC's `logical_id` does for bnxt_re.
-const CREQ_VECTOR: u16 = 0;
-const NQ_VECTOR: u16 = 1;
+const CREQ_VECTOR: u16 = crate::l2::L2_NQS;
+const NQ_VECTOR: u16 = CREQ_VECTOR + 1;
+/// NQ-type rings the RoCE engine allocates (the CREQ and one NQ), which the function's
+/// reservation counts among its MSI-X vectors (bnxt_en's `bnxt_get_ulp_msix_num`).
+pub(crate) const ROCE_NQS: u16 = 2;
+/// Statistics contexts it allocates (`bnxt_get_ulp_stat_ctxs`).
+pub(crate) const ROCE_STAT_CTXS: u16 = 1;
 /// `page_size` of a multi-page ring's table (`BNXT_PAGE_SHIFT`), and what bnxt_re writes for a
 /// single-page ring (main.c `bnxt_re_net_ring_alloc`, "FIXME: hardconding").
 const RING_PAGE_SHIFT: u8 = 12;
 const SINGLE_PAGE_RING_PAGE_SIZE: u8 = 4;
-/// Bytes of the counters a statistics context writes: `struct ctx_hw_stats` (bnxt_hsi.h, 20
-/// 64-bit counters), which bnxt_en reports as `hw_ring_stats_size` unless VNIC_QCAPS says
-/// otherwise (bnxt.c `bnxt_hwrm_vnic_qcaps`).
-const HW_STATS_BYTES: u16 = 20 * 8;
-/// How often the firmware updates them (`bnxt_re_net_stats_ctx_alloc`).
-const STATS_PERIOD_MS: u32 = 1000;
 /// The protection domain every object is made in: the first id bnxt_re's PD table hands out
 /// (qplib_res.c `bnxt_qplib_alloc_pd`).
 const PD_ID: u32 = 0;
