@@ -25,8 +25,10 @@ use bnxt_hsi::hwrm::ErrorCode;
 use bnxt_hsi::hwrm::FID_SELF;
 use bnxt_hsi::hwrm::layouts::{
     HwrmFuncCfgInput as C, HwrmFuncDrvIfChangeInput, HwrmFuncDrvIfChangeOutput as IfOut, HwrmFuncQcfgInput,
+    HwrmFuncQcfgOutput,
 };
 use zerocopy::FromZeros;
+use zerocopy::little_endian::U16;
 
 use super::L2_NQS;
 use crate::bringup::ResourceCaps;
@@ -40,43 +42,72 @@ const IF_CHANGE_TRIES: u32 = 10;
 /// The wait between them (`msleep(50)` in `bnxt_hwrm_if_change`).
 const IF_CHANGE_WAIT: Duration = Duration::from_millis(50);
 
-/// What the function reserves: one RX ring and its completion ring, the NQs, a statistics
-/// context for the RX ring and one for the RoCE engine (`bnxt_get_func_stat_ctxs`: the
-/// completion rings' and the RoCE driver's), one VNIC and its one RSS context
-/// (`bnxt_get_nr_rss_ctxs` of one ring).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Wanted {
-    /// `num_rx_rings`.
-    pub rx_rings: u16,
-    /// `num_cmpl_rings`.
-    pub cmpl_rings: u16,
-    /// `num_msix`.
-    pub nqs: u16,
-    /// `num_stat_ctxs`.
-    pub stat_ctxs: u16,
-    /// `num_vnics`.
-    pub vnics: u16,
-    /// `num_rsscos_ctxs`.
-    pub rss_ctxs: u16,
+/// One count the function reserves: what it is, how many, the FUNC_CFG enable and field that
+/// ask for it, where FUNC_RESOURCE_QCAPS says how many may be, and where FUNC_QCFG says how many
+/// were granted.
+struct Count {
+    what: &'static str,
+    wanted: u16,
+    enable: u32,
+    field: fn(&mut C) -> &mut U16,
+    offered: fn(&ResourceCaps) -> u16,
+    granted: fn(&HwrmFuncQcfgOutput) -> u16,
 }
 
-/// The reservation this driver makes.
-pub(crate) const WANTED: Wanted =
-    Wanted { rx_rings: 1, cmpl_rings: 1, nqs: L2_NQS + ROCE_NQS, stat_ctxs: 1 + ROCE_STAT_CTXS, vnics: 1, rss_ctxs: 1 };
-
-impl Wanted {
-    /// Each count with its name, the enable that sends it, and the field it goes in.
-    fn counts(&self) -> [(&'static str, u16, u32, fn(&mut C) -> &mut zerocopy::little_endian::U16); 6] {
-        [
-            ("RX rings", self.rx_rings, C::ENABLES_NUM_RX_RINGS, |r| &mut r.num_rx_rings),
-            ("statistics contexts", self.stat_ctxs, C::ENABLES_NUM_STAT_CTXS, |r| &mut r.num_stat_ctxs),
-            ("NQs (MSI-X)", self.nqs, C::ENABLES_NUM_MSIX, |r| &mut r.num_msix),
-            ("completion rings", self.cmpl_rings, C::ENABLES_NUM_CMPL_RINGS, |r| &mut r.num_cmpl_rings),
-            ("VNICs", self.vnics, C::ENABLES_NUM_VNICS, |r| &mut r.num_vnics),
-            ("RSS contexts", self.rss_ctxs, C::ENABLES_NUM_RSSCOS_CTXS, |r| &mut r.num_rsscos_ctxs),
-        ]
-    }
-}
+/// What the function reserves: one RX ring and its completion ring, the NQs (this side's and
+/// the RoCE engine's CREQ and NQ), a statistics context for the RX ring and one for the RoCE
+/// engine (`bnxt_get_func_stat_ctxs`: the completion rings' and the RoCE driver's), one VNIC
+/// and its one RSS context (`bnxt_get_nr_rss_ctxs` of one ring), in the order bnxt_en fills them.
+const COUNTS: [Count; 6] = [
+    Count {
+        what: "RX rings",
+        wanted: 1,
+        enable: C::ENABLES_NUM_RX_RINGS,
+        field: |r| &mut r.num_rx_rings,
+        offered: |c| c.rx_rings,
+        granted: |g| g.alloc_rx_rings.get(),
+    },
+    Count {
+        what: "statistics contexts",
+        wanted: 1 + ROCE_STAT_CTXS,
+        enable: C::ENABLES_NUM_STAT_CTXS,
+        field: |r| &mut r.num_stat_ctxs,
+        offered: |c| c.stat_ctxs,
+        granted: |g| g.alloc_stat_ctx.get(),
+    },
+    Count {
+        what: "NQs (MSI-X)",
+        wanted: L2_NQS + ROCE_NQS,
+        enable: C::ENABLES_NUM_MSIX,
+        field: |r| &mut r.num_msix,
+        offered: |c| c.nqs,
+        granted: |g| g.alloc_msix.get(),
+    },
+    Count {
+        what: "completion rings",
+        wanted: 1,
+        enable: C::ENABLES_NUM_CMPL_RINGS,
+        field: |r| &mut r.num_cmpl_rings,
+        offered: |c| c.cmpl_rings,
+        granted: |g| g.alloc_cmpl_rings.get(),
+    },
+    Count {
+        what: "VNICs",
+        wanted: 1,
+        enable: C::ENABLES_NUM_VNICS,
+        field: |r| &mut r.num_vnics,
+        offered: |c| c.vnics,
+        granted: |g| g.alloc_vnics.get(),
+    },
+    Count {
+        what: "RSS contexts",
+        wanted: 1,
+        enable: C::ENABLES_NUM_RSSCOS_CTXS,
+        field: |r| &mut r.num_rsscos_ctxs,
+        offered: |c| c.rss_ctxs,
+        granted: |g| g.alloc_rsscos_ctx.get(),
+    },
+];
 
 /// FUNC_DRV_IF_CHANGE up, retried while the firmware is busy.
 pub(crate) fn if_change_up(nic: &str, hwrm: &mut Channel, clock: &dyn Clock) -> Result<(), Error> {
@@ -119,48 +150,39 @@ pub(crate) fn if_change_down(hwrm: &mut Channel) -> Result<(), Error> {
     hwrm.send(HwrmFuncDrvIfChangeInput::new_zeroed()).map(|_| ())
 }
 
-/// Reserve [`WANTED`] and check the grant. A firmware whose resource manager offers less than
+/// Reserve [`COUNTS`] and check the grant. A firmware whose resource manager offers less than
 /// that (FUNC_RESOURCE_QCAPS) cannot be driven.
 pub(crate) fn reserve(nic: &str, hwrm: &mut Channel, caps: &ResourceCaps) -> Result<(), Error> {
-    let w = WANTED;
-    let offered = [
-        ("RX rings", w.rx_rings, caps.rx_rings),
-        ("completion rings", w.cmpl_rings, caps.cmpl_rings),
-        ("NQs (MSI-X)", w.nqs, caps.nqs),
-        ("statistics contexts", w.stat_ctxs, caps.stat_ctxs),
-        ("VNICs", w.vnics, caps.vnics),
-        ("RSS contexts", w.rss_ctxs, caps.rss_ctxs),
-    ];
-    if let Some((what, want, max)) = offered.iter().find(|(_, want, max)| want > max) {
+    if let Some(c) = COUNTS.iter().find(|c| c.wanted > (c.offered)(caps)) {
         return Err(Error::Unsupported {
             nic: nic.to_string(),
-            what: format!("FUNC_RESOURCE_QCAPS offers {max} {what}; this driver needs {want}"),
+            what: format!(
+                "FUNC_RESOURCE_QCAPS offers {} {}; this driver needs {}",
+                (c.offered)(caps),
+                c.what,
+                c.wanted
+            ),
         });
     }
     let mut req = C { fid: FID_SELF.into(), ..FromZeros::new_zeroed() };
     let mut enables = 0;
-    for (_, count, enable, field) in w.counts() {
-        if count != 0 {
-            enables |= enable;
-            *field(&mut req) = count.into();
-        }
+    for c in COUNTS.iter().filter(|c| c.wanted != 0) {
+        enables |= c.enable;
+        *(c.field)(&mut req) = c.wanted.into();
     }
     req.enables = enables.into();
     hwrm.send_trimmed(req)?;
 
     let got = hwrm.send(HwrmFuncQcfgInput { fid: FID_SELF.into(), ..FromZeros::new_zeroed() })?;
-    let granted = [
-        ("RX rings", w.rx_rings, got.alloc_rx_rings.get()),
-        ("completion rings", w.cmpl_rings, got.alloc_cmpl_rings.get()),
-        ("NQs (MSI-X)", w.nqs, got.alloc_msix.get()),
-        ("statistics contexts", w.stat_ctxs, got.alloc_stat_ctx.get()),
-        ("VNICs", w.vnics, got.alloc_vnics.get()),
-        ("RSS contexts", w.rss_ctxs, got.alloc_rsscos_ctx.get()),
-    ];
-    if let Some((what, want, have)) = granted.iter().find(|(_, want, have)| have < want) {
+    if let Some(c) = COUNTS.iter().find(|c| (c.granted)(&got) < c.wanted) {
         return Err(Error::Firmware {
             nic: nic.to_string(),
-            what: format!("FUNC_CFG reserved {have} of the {want} {what} asked for (FUNC_QCFG)"),
+            what: format!(
+                "FUNC_CFG reserved {} of the {} {} asked for (FUNC_QCFG)",
+                (c.granted)(&got),
+                c.wanted,
+                c.what
+            ),
         });
     }
     Ok(())
