@@ -161,6 +161,7 @@ fn bus_master_off_means_no_dma_at_all() {
 #[test]
 fn function_level_reset_returns_config_and_firmware_to_reset_state() {
     let mut rig = Rig::new(1);
+    rig.ok(0, common::roomy_reservation());
     rig.ok(0, req::<HwrmFuncDrvRgtrInput>());
     let mut s: HwrmStatCtxAllocInput = req();
     s.stats_dma_addr = Pages::default().take(1).into();

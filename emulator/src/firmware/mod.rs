@@ -35,6 +35,7 @@ pub mod port;
 pub mod port_cfg;
 pub mod port_stats;
 pub mod queue;
+pub mod reservation;
 pub mod response;
 pub mod rings;
 pub mod state;
