@@ -338,6 +338,11 @@ impl Device {
         &self.bar0
     }
 
+    /// The objects the function holds in the firmware and the RoCE engine.
+    pub fn held(&self) -> crate::held::Held {
+        crate::held::Held::of(self.firmware.state(), self.roce.state())
+    }
+
     /// What the configured context memory allows.
     pub fn limits(&self) -> ContextLimits {
         self.firmware.state().context.limits()

@@ -20,6 +20,7 @@ pub mod device;
 pub mod events;
 pub mod faults;
 pub mod firmware;
+pub mod held;
 pub mod host_memory;
 pub mod l2;
 pub mod net;

@@ -27,6 +27,7 @@ use bnxt_model::device::Device;
 use bnxt_model::events::{Event, EventKind};
 use bnxt_model::faults::{FaultPlan, WirePlanError};
 use bnxt_model::firmware::context_mem::ContextLimits;
+use bnxt_model::held::Held;
 use bnxt_model::host_memory::{Access, DmaBacking, Iommu, MapError};
 use bnxt_model::net::capture::Captured;
 use bnxt_model::net::fault::FaultCounters;
@@ -85,6 +86,8 @@ pub struct NicState {
     /// The RoCE engine's counters (commands, doorbells, CQEs, frames; frames dropped for a bad
     /// ICRC are `roce.rx_drops.icrc`).
     pub roce: RoceCounters,
+    /// The objects the function holds (rings, VNICs, filters, QPs, ...).
+    pub held: Held,
 }
 
 /// One NIC, its address space and its port on the segment.
@@ -545,6 +548,7 @@ impl World {
             stat_contexts: st.stat_ctxs.len(),
             pending_responses: fw.pending_responses(),
             roce: d.roce_counters().clone(),
+            held: d.held(),
         }
     }
 

@@ -382,3 +382,51 @@ fn the_halves_of_a_queue_pair_run_on_two_threads() {
     });
     assert_eq!((a.room(Side::Send), a.room(Side::Receive)), (4094, 4094));
 }
+
+/// Write NQ entry `i` of the RoCE NQ (the fifth RING_ALLOC: after the L2 side's three and the
+/// CREQ) with the first pass's valid bit.
+fn write_nqe(rig: &Rig, i: u64, ty: u16) {
+    let nq: bnxt_hsi::hwrm::layouts::HwrmRingAllocInput = rig
+        .m
+        .f(0)
+        .submissions()
+        .iter()
+        .filter(|s| crate::testing::req_type(&s.request) == 0x50)
+        .map(|s| crate::testing::parse(&s.request))
+        .nth(4)
+        .unwrap();
+    let mut e = [0u8; 16];
+    e[..2].copy_from_slice(&ty.to_le_bytes());
+    e[8] = 1;
+    rig.m.f(0).dma_write(rig.ring_addr(nq.page_tbl_addr.get(), i * 16), &e);
+}
+
+#[test]
+fn polling_services_the_nq_taking_its_entries_and_rearming_it_at_the_new_consumer() {
+    let rig = Rig::new();
+    let (mut a, _b) = pair(&rig);
+    let nq_arms = |rig: &Rig| -> Vec<u32> {
+        rig.doorbells().iter().filter(|d| d.ty == DbType::NqArm && d.xid == 4).map(|d| d.index).collect()
+    };
+    assert_eq!(nq_arms(&rig), [0], "armed once at start");
+    assert_eq!(a.poll(Side::Send), None);
+    assert_eq!(nq_arms(&rig), [0], "an empty NQ is not rung again");
+
+    write_nqe(&rig, 0, NqBase::TYPE_CQ_NOTIFICATION);
+    write_nqe(&rig, 1, NqBase::TYPE_DBQ_EVENT);
+    write_nqe(&rig, 2, 0x3e);
+    assert_eq!(a.poll(Side::Receive), None);
+    assert_eq!(nq_arms(&rig), [0, 3], "consumed three, re-armed at the consumer");
+    let counts = rig.nic.roce().nq_counts().unwrap();
+    assert_eq!((counts.cq_notifications, counts.dbq_events, counts.other, counts.srq_events), (1, 1, 1, 0));
+    assert_eq!(a.poll(Side::Send), None);
+    assert_eq!(nq_arms(&rig), [0, 3], "nothing new");
+
+    // At close the consumer is written without arming, before the NQ's RING_FREE.
+    let mut nic = rig.nic;
+    drop((a, _b));
+    nic.close();
+    let last: Vec<Doorbell> = rig.m.f(0).doorbells().iter().map(|(_, _, v)| Doorbell::decode(*v).unwrap()).collect();
+    let stop = last.iter().rposition(|d| d.xid == 4 && d.path == bnxt_hsi::roce::doorbell::DbPath::Roce).unwrap();
+    assert_eq!((last[stop].ty, last[stop].index), (DbType::Nq, 3));
+}

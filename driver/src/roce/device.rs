@@ -7,7 +7,7 @@
 //! 3. HWRM_STAT_CTX_ALLOC with the RoCE flag (`bnxt_re_net_stats_ctx_alloc`);
 //! 4. INITIALIZE_FW with the statistics context and the flags P7 takes
 //!    (`bnxt_qplib_init_rcfw`), then QUERY_FUNC and QUERY_VERSION again;
-//! 5. one NQ (`bnxt_re_setup_nqs`), armed;
+//! 5. one NQ (`bnxt_re_setup_nqs`), armed, then serviced on every CQ poll ([`super::nq`]);
 //! 6. ADD_GID of the NIC's GID `::ffff:10.x.y.z` (`bnxt_qplib_add_sgid`).
 //!
 //! Down runs the reverse: DELETE_GID, RING_FREE of the NQ, DEINITIALIZE_FW, STAT_CTX_FREE,
@@ -17,7 +17,6 @@ use std::sync::Arc;
 
 use bnxt_hsi::hwrm::INTF_VERSION;
 use bnxt_hsi::hwrm::layouts::{HwrmRingAllocInput, HwrmRingFreeInput, HwrmStatCtxAllocInput, HwrmStatCtxFreeInput};
-use bnxt_hsi::roce::doorbell::{DbType, Doorbell};
 use bnxt_hsi::roce::gid::{gid_for_command, mac_for_command};
 use bnxt_hsi::roce::layouts::{
     CmdqAddGid, CmdqDeinitializeFw, CmdqDeleteGid, CmdqInitializeFw, CmdqQueryFunc, CmdqQueryVersion,
@@ -26,6 +25,7 @@ use zerocopy::{FromZeros, IntoBytes};
 
 use super::caps::DevCaps;
 use super::db::DbPage;
+use super::nq::NqService;
 use super::pbl::PblKind;
 use super::queue::{Queue, Shape};
 use super::rcfw::Rcfw;
@@ -70,7 +70,8 @@ pub(crate) struct Parts {
     stats: Option<DmaBuffer>,
     stat_ctx: Option<u32>,
     initialized: bool,
-    nq: Option<Queue>,
+    nq_memory: Option<Queue>,
+    nq: Option<NqService>,
     nq_ring: Option<u16>,
     gid_index: Option<u16>,
 }
@@ -113,6 +114,9 @@ impl Parts {
         }
         let mut memory = Vec::new();
         if let Some(nq) = self.nq.take() {
+            memory.push(nq.into_memory());
+        }
+        if let Some(nq) = self.nq_memory.take() {
             let bytes = nq.bytes();
             memory.push(Memory::new(nq, bytes));
         }
@@ -173,7 +177,10 @@ pub(crate) struct Inputs<'a> {
 pub(crate) fn start(inputs: Inputs<'_>, hwrm: &mut Channel) -> Result<Roce, (Error, Vec<Memory>)> {
     let mut parts = Parts::default();
     match bring_up(&inputs, hwrm, &mut parts) {
-        Ok(info) => Ok(Roce::new(info, parts, hwrm.wedged())),
+        Ok(info) => {
+            let nq = parts.nq.take().expect("a started engine has its NQ");
+            Ok(Roce::new(info, parts, nq, hwrm.wedged()))
+        }
         Err(e) => Err((e, parts.undo(inputs.nic, hwrm))),
     }
 }
@@ -216,11 +223,13 @@ fn bring_up(inputs: &Inputs<'_>, hwrm: &mut Channel, parts: &mut Parts) -> Resul
     check_caps(nic, &caps)?;
 
     let nq = Queue::alloc(&**function, Shape::ring(NQ_ENTRIES, NQE_BYTES), PblKind::Queue).map_err(pci)?;
-    let nq = parts.nq.insert(nq);
+    // Held in `parts` until the engine is up: an unanswered RING_ALLOC keeps it.
+    let nq = parts.nq_memory.insert(nq);
     let nq_ring = ring_alloc(hwrm, nq, NQ_VECTOR)?;
     parts.nq_ring = Some(nq_ring);
-    // `bnxt_qplib_nq_start_irq`: arm the NQ at consumer 0.
-    db.ring(Doorbell::roce(DbType::NqArm, u32::from(nq_ring), 0, false, 0));
+    let nq = NqService::new(nic, parts.nq_memory.take().expect("allocated above"), nq_ring, db.clone());
+    nq.start();
+    parts.nq = Some(nq);
 
     let rcfw = parts.rcfw.as_mut().expect("allocated above");
     let mut add = CmdqAddGid::new_zeroed();

@@ -81,4 +81,14 @@ pub struct State {
     /// them are in its file when this reply is sent).
     #[serde(default)]
     pub captured_frames: Option<u64>,
+    /// Objects the function holds in the firmware and the RoCE engine (rings, VNICs, filters,
+    /// QPs, ...; `bnxt_model::held`).
+    #[serde(default)]
+    pub held_objects: usize,
+    /// What they are (`2 rings, 1 VNICs`, or `nothing`).
+    #[serde(default)]
+    pub held: String,
+    /// RoCE frames no L2 filter of the function passed to its RoCE engine.
+    #[serde(default)]
+    pub rx_no_l2_filter: u64,
 }

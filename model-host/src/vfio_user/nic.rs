@@ -346,6 +346,9 @@ impl ServedNic {
             interrupts_dropped: self.irqs.dropped(),
             wire_faults: self.uplink.as_ref().map(|u| wire_counts(u.counters())).unwrap_or_default(),
             captured_frames: self.capture.as_ref().map(Capture::frames),
+            held_objects: s.held.total(),
+            held: s.held.describe(),
+            rx_no_l2_filter: s.roce.rx_no_l2_filter,
         }
     }
 }

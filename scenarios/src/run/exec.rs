@@ -13,8 +13,8 @@ use super::panic::{Panic, catch, catch_panic};
 use super::roce::Objects;
 use super::watch::{Expiry, Limit, Watch, WatchedClock, WatchedMachine, Whose};
 use crate::scenario::values::{format_duration, format_gid, format_mac};
-use crate::scenario::{Action, CountCheck, IdentityCheck, NicRef, Step};
-use crate::target::Session;
+use crate::scenario::{Action, CountCheck, IdentityCheck, InspectChecks, NicRef, Step};
+use crate::target::{Internals, Session};
 use crate::transcript::record::Recorder;
 
 /// Most queue pairs a NIC holds at once (the contract: the firmware's limit, at most 65,536).
@@ -366,28 +366,13 @@ impl<'s> Exec<'s> {
                 let _ = self.clock.sleep(*d);
                 Ok(None)
             }
-            Action::Inspect { nic, dma_mappings, driver_registered } => {
+            Action::Inspect { nic, checks } => {
                 let index = self.index(nic)?;
                 let state = self
                     .session
                     .internals(index)
                     .map_err(|e| Mismatch::new("the NIC's inner state can be seen", e.to_string()))?;
-                let mut checks = Checks::default();
-                if let Some(n) = dma_mappings {
-                    checks.check(
-                        state.dma_mappings == *n,
-                        format!("dma_mappings {n}"),
-                        format!("dma_mappings {}", state.dma_mappings),
-                    );
-                }
-                if let Some(r) = driver_registered {
-                    checks.check(
-                        state.driver_registered == *r,
-                        format!("driver_registered {r}"),
-                        format!("driver_registered {}", state.driver_registered),
-                    );
-                }
-                checks.done()
+                inspect(&state, checks)
             }
             Action::Repeat { .. } => unreachable!("repeat is run by step()"),
             other => unreachable!("`{}` is a RoCE step, run by roce()", other.keyword()),
@@ -543,4 +528,38 @@ impl Checks {
             Err(Mismatch::new(self.expected.join(", "), self.got.join(", ")))
         }
     }
+}
+
+/// Check `state` against what an `inspect` step asks.
+fn inspect(state: &Internals, want: &InspectChecks) -> Result<Option<String>, Mismatch> {
+    let mut checks = Checks::default();
+    if let Some(n) = want.dma_mappings {
+        checks.check(
+            state.dma_mappings == n,
+            format!("dma_mappings {n}"),
+            format!("dma_mappings {}", state.dma_mappings),
+        );
+    }
+    if let Some(r) = want.driver_registered {
+        checks.check(
+            state.driver_registered == r,
+            format!("driver_registered {r}"),
+            format!("driver_registered {}", state.driver_registered),
+        );
+    }
+    if let Some(n) = want.firmware_objects {
+        checks.check(
+            state.firmware_objects == n,
+            format!("firmware_objects {n}"),
+            format!("firmware_objects {} ({})", state.firmware_objects, state.held),
+        );
+    }
+    if let Some(n) = want.rx_no_l2_filter {
+        checks.check(
+            state.rx_no_l2_filter == n,
+            format!("rx_no_l2_filter {n}"),
+            format!("rx_no_l2_filter {}", state.rx_no_l2_filter),
+        );
+    }
+    checks.done()
 }

@@ -7,8 +7,8 @@ use regex::RegexBuilder;
 use super::language::{self, keys, steps as lang};
 use super::values::{MAX_SIZE, check_word, parse_bus, parse_gid, parse_ipv4, parse_mac};
 use super::{
-    Action, Alias, CompleteCheck, CountCheck, ErrorPattern, Expect, Fill, IdentityCheck, MAX_NICS, NicRef,
-    RegionMemory, Step, Transfer,
+    Action, Alias, CompleteCheck, CountCheck, ErrorPattern, Expect, Fill, IdentityCheck, InspectChecks, MAX_NICS,
+    NicRef, RegionMemory, Step, Transfer,
 };
 use crate::suggest::closest;
 use crate::yaml::{DecodeError, Field, MapReader, Problem, Value};
@@ -171,12 +171,20 @@ fn inspect(f: &Field<'_>) -> Result<Action, DecodeError> {
         .map(|v| v.int("a number of DMA mappings", 0, u64::from(u32::MAX)).map(|n| n as usize))
         .transpose()?;
     let driver_registered = m.optional("driver_registered").map(|v| v.switch()).transpose()?;
-    if dma_mappings.is_none() && driver_registered.is_none() {
-        return Err(
-            m.error(Problem::Conflict("`inspect` checks nothing: give dma_mappings or driver_registered".into()))
-        );
+    let firmware_objects = m
+        .optional("firmware_objects")
+        .map(|v| v.int("a number of firmware objects", 0, u64::from(u32::MAX)).map(|n| n as usize))
+        .transpose()?;
+    let rx_no_l2_filter =
+        m.optional("rx_no_l2_filter").map(|v| v.int("a number of frames", 0, u64::from(u32::MAX))).transpose()?;
+    let checks = InspectChecks { dma_mappings, driver_registered, firmware_objects, rx_no_l2_filter };
+    if checks == InspectChecks::default() {
+        return Err(m.error(Problem::Conflict(
+            "`inspect` checks nothing: give dma_mappings, driver_registered, firmware_objects or rx_no_l2_filter"
+                .into(),
+        )));
     }
-    Ok(Action::Inspect { nic, dma_mappings, driver_registered })
+    Ok(Action::Inspect { nic, checks })
 }
 
 fn region(f: &Field<'_>) -> Result<Action, DecodeError> {
@@ -407,7 +415,10 @@ mod tests {
         assert_eq!((id.mac, id.ipv4.map(|a| a.octets())), (Some([2, 0, 0, 0, 0, 1]), Some([10, 0, 0, 1])));
         assert!(matches!(
             &all[5].action,
-            Action::Inspect { nic: NicRef::Index { nic: 1, .. }, driver_registered: Some(true), .. }
+            Action::Inspect {
+                nic: NicRef::Index { nic: 1, .. },
+                checks: crate::scenario::InspectChecks { driver_registered: Some(true), .. }
+            }
         ));
         assert!(matches!(all[6].action, Action::Wait(d) if d == Duration::from_micros(250)));
         assert_eq!(all[7].path, "steps[7]");

@@ -344,10 +344,8 @@ pub enum Action {
     Inspect {
         /// Which NIC.
         nic: NicRef,
-        /// DMA mappings the NIC holds.
-        dma_mappings: Option<usize>,
-        /// Whether a driver is registered with the firmware.
-        driver_registered: Option<bool>,
+        /// What must hold.
+        checks: InspectChecks,
     },
     /// `region`: register `bytes` of memory on a NIC, filled as said, and call it `name`.
     Region {
@@ -423,6 +421,20 @@ pub enum Action {
         /// The queue pair.
         qp: Alias,
     },
+}
+
+/// What an `inspect` step checks of a NIC (at least one).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InspectChecks {
+    /// DMA mappings the NIC holds.
+    pub dma_mappings: Option<usize>,
+    /// Whether a driver is registered with the firmware.
+    pub driver_registered: Option<bool>,
+    /// Objects the function holds in the firmware and the RoCE engine (rings, VNICs, L2 filters,
+    /// QPs, ...).
+    pub firmware_objects: Option<usize>,
+    /// RoCE frames no L2 filter of the function passed to its RoCE engine.
+    pub rx_no_l2_filter: Option<u64>,
 }
 
 /// What a new region holds.

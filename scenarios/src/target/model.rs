@@ -153,7 +153,13 @@ impl Session for ModelSession {
     fn internals(&self, nic: usize) -> Result<Internals, TargetError> {
         self.check_nic(nic)?;
         let s = self.machine.world().nic_state(nic);
-        Ok(Internals { dma_mappings: s.dma_mappings, driver_registered: s.driver_registered })
+        Ok(Internals {
+            dma_mappings: s.dma_mappings,
+            driver_registered: s.driver_registered,
+            firmware_objects: s.held.total(),
+            held: s.held.describe(),
+            rx_no_l2_filter: s.roce.rx_no_l2_filter,
+        })
     }
 
     fn events(&self) -> Option<Arc<dyn EventSource>> {

@@ -285,7 +285,13 @@ impl Session for VfioUserSession {
 
     fn internals(&self, nic: usize) -> Result<Internals, TargetError> {
         let s = self.state(nic)?;
-        Ok(Internals { dma_mappings: s.dma_mappings, driver_registered: s.driver_registered })
+        Ok(Internals {
+            dma_mappings: s.dma_mappings,
+            driver_registered: s.driver_registered,
+            firmware_objects: s.held_objects,
+            held: s.held,
+            rx_no_l2_filter: s.rx_no_l2_filter,
+        })
     }
 
     fn finish_pcap(&self) -> Result<Option<u64>, String> {

@@ -121,6 +121,14 @@ pub struct Inspect {
     /// Whether a driver is registered with the firmware.
     #[schemars(default, schema_with = "scalars::switch")]
     pub driver_registered: Option<bool>,
+    /// Objects the function holds in the firmware and the RoCE engine: rings, statistics
+    /// contexts, VNICs, RSS contexts, L2 filters, GIDs, CQs, QPs, SRQs, memory keys, address
+    /// handles (0 once a driver closed cleanly).
+    #[schemars(default, schema_with = "scalars::count")]
+    pub firmware_objects: Option<u32>,
+    /// RoCE frames no L2 filter of the function passed to its RoCE engine.
+    #[schemars(default, schema_with = "scalars::count")]
+    pub rx_no_l2_filter: Option<u32>,
 }
 
 /// `region`: memory on a NIC, registered, filled as said.
