@@ -22,6 +22,7 @@ use crate::faults::FaultPlan;
 use crate::firmware::context_mem::ContextLimits;
 use crate::firmware::faults::FaultInjector;
 use crate::firmware::identity::NicIdentity;
+use crate::firmware::options::FirmwareOptions;
 use crate::firmware::{Firmware, FwCounters};
 use crate::host_memory::HostMemory;
 use crate::l2::L2Engine;
@@ -68,6 +69,13 @@ impl Device {
             memory_disabled_accesses: 0,
             interrupts: Vec::new(),
         }
+    }
+
+    /// The same NIC, its firmware advertising `opts` (firmware resource limits, fast-destroy
+    /// QPs; see [`crate::firmware::options`]).
+    pub fn with_firmware_options(mut self, opts: FirmwareOptions) -> Device {
+        self.firmware = self.firmware.with_options(opts);
+        self
     }
 
     /// Read config space.

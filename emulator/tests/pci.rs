@@ -9,13 +9,12 @@ use std::time::Duration;
 use bnxt_hsi::hwrm::layouts::*;
 use bnxt_model::config_space::*;
 use bnxt_model::events::EventKind;
-use bnxt_model::faults::FaultPlan;
 use bnxt_model_host::world::{World, WorldConfig};
 use common::{Pages, Rig, req};
 use zerocopy::IntoBytes;
 
 fn world() -> World {
-    World::new(WorldConfig { nics: 1, seed: 3, faults: FaultPlan::default() })
+    World::new(WorldConfig { nics: 1, seed: 3, ..WorldConfig::default() })
 }
 
 fn cfg32(w: &mut World, off: u16) -> u32 {

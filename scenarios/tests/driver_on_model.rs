@@ -15,7 +15,12 @@ use bnxt_pci::Clock;
 use zerocopy::FromZeros;
 
 fn machine(nics: usize, faults: Vec<FirmwareFault>) -> Arc<ModelMachine> {
-    ModelMachine::new(WorldConfig { nics, seed: 7, faults: FaultPlan { firmware: faults, ..FaultPlan::default() } })
+    ModelMachine::new(WorldConfig {
+        nics,
+        seed: 7,
+        faults: FaultPlan { firmware: faults, ..FaultPlan::default() },
+        ..WorldConfig::default()
+    })
 }
 
 fn fault(nic: usize, request: &str, nth: Option<u32>, action: FirmwareAction) -> FirmwareFault {

@@ -30,6 +30,7 @@ pub mod fw_time;
 pub mod identity;
 pub mod l2_config;
 pub mod l2_filter;
+pub mod options;
 pub mod page_table;
 pub mod port;
 pub mod port_cfg;
@@ -58,6 +59,7 @@ use crate::regs::bar0::WINDOW_LEN;
 use faults::FaultInjector;
 use identity::{HWRM_LATENCY, MAX_EXT_REQ_LEN, NicIdentity};
 use l2_config::Notice;
+use options::FirmwareOptions;
 use response::Response;
 use state::FwState;
 use submission::{SubmitError, window_req_type};
@@ -70,6 +72,8 @@ pub struct Ctx<'a> {
     pub state: &'a mut FwState,
     /// Who the NIC is.
     pub id: &'a NicIdentity,
+    /// What it advertises beyond its defaults.
+    pub opts: &'a FirmwareOptions,
 }
 
 /// Work the firmware has queued.
@@ -113,6 +117,7 @@ pub struct FwCounters {
 #[derive(Debug)]
 pub struct Firmware {
     id: NicIdentity,
+    opts: FirmwareOptions,
     state: FwState,
     jobs: BTreeMap<(Duration, u64), Job>,
     next_job: u64,
@@ -126,6 +131,7 @@ impl Firmware {
     pub fn new(id: NicIdentity, faults: FaultInjector) -> Firmware {
         Firmware {
             id,
+            opts: FirmwareOptions::default(),
             state: FwState::default(),
             jobs: BTreeMap::new(),
             next_job: 0,
@@ -133,6 +139,17 @@ impl Firmware {
             unsupported: BTreeMap::new(),
             counters: FwCounters::default(),
         }
+    }
+
+    /// The same firmware advertising `opts`.
+    pub fn with_options(mut self, opts: FirmwareOptions) -> Firmware {
+        self.opts = opts;
+        self
+    }
+
+    /// What it advertises beyond its defaults.
+    pub fn options(&self) -> FirmwareOptions {
+        self.opts
     }
 
     /// The HWRM trigger was written at `now` with `window` in the request window.
@@ -253,7 +270,7 @@ impl Firmware {
         mem: &dyn HostMemory,
         rec: &mut Recorder,
     ) -> (Response, String) {
-        let mut ctx = Ctx { mem, state: &mut self.state, id: &self.id };
+        let mut ctx = Ctx { mem, state: &mut self.state, id: &self.id, opts: &self.opts };
         match dispatch::dispatch(req_type, bytes, &mut ctx) {
             Some(Ok(body)) => (response::success(body, req_type, seq_id), String::new()),
             Some(Err(reject)) => {

@@ -68,7 +68,7 @@ impl Rig {
 
     /// As [`Rig::new`] with a seed and a fault plan.
     pub fn with(nics: usize, seed: u64, faults: FaultPlan) -> Rig {
-        let mut world = World::new(WorldConfig { nics, seed, faults });
+        let mut world = World::new(WorldConfig { nics, seed, faults, ..WorldConfig::default() });
         let mut host = Vec::new();
         for nic in 0..nics {
             let mem = Arc::new(HeapBacking::new(MEM_LEN));

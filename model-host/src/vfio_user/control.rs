@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use bnxt_model::faults::FaultPlan;
+use bnxt_model::firmware::options::FirmwareOptions;
 
 /// `BNXT_RIG_RESTART`: replace the NIC by one just powered on, with this seed and fault plan
 /// (the plan's NIC indexes are the server's: its one NIC is 0).
@@ -26,6 +27,10 @@ pub struct Restart {
     /// descriptor comes with the command (see [`crate::vfio_user::capture`]).
     #[serde(default)]
     pub capture: bool,
+    /// What the NIC's firmware advertises beyond its defaults (firmware resource limits,
+    /// fast-destroy QPs).
+    #[serde(default)]
+    pub firmware: FirmwareOptions,
 }
 
 /// What the wire fault stage of a served NIC's link to the segment did (`BNXT_RIG_STATE`).

@@ -6,7 +6,7 @@ use super::decode_fault::fault;
 use super::decode_step::steps;
 use super::language::{self, ScenarioFile, keys};
 use super::values::{check_scenario_name, check_word};
-use super::{Capability, FaultKind, MAX_NICS, Scenario};
+use super::{Capability, FaultKind, FirmwareSettings, MAX_NICS, Scenario};
 use crate::suggest::closest;
 use crate::target;
 use crate::yaml::{DecodeError, Field, Node, Problem};
@@ -109,6 +109,20 @@ pub fn decode(file: &Path, root: &Node) -> Result<Scenario, DecodeError> {
         }
     }
 
+    let firmware = match top.optional("firmware") {
+        None => FirmwareSettings::default(),
+        Some(f) => {
+            let m = f.map(keys::<language::Firmware>())?;
+            let resource_limits = m.optional("resource_limits").map(|v| v.switch()).transpose()?.unwrap_or(false);
+            let fast_destroy_qps = m
+                .optional("fast_destroy_qps")
+                .map(|v| v.int("a number of queue pairs", 0, u64::from(u16::MAX)))
+                .transpose()?
+                .unwrap_or(0) as u32;
+            FirmwareSettings { resource_limits, fast_destroy_qps }
+        }
+    };
+
     let steps_field = top.required("steps")?;
     let steps = steps(&steps_field)?;
 
@@ -125,6 +139,7 @@ pub fn decode(file: &Path, root: &Node) -> Result<Scenario, DecodeError> {
         skip,
         requires,
         faults,
+        firmware,
         steps,
     })
 }

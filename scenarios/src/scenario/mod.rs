@@ -59,8 +59,21 @@ pub struct Scenario {
     pub requires: Vec<Capability>,
     /// Faults the target injects.
     pub faults: Vec<Fault>,
+    /// What the NICs' firmware advertises beyond its defaults (`firmware:`).
+    pub firmware: FirmwareSettings,
     /// What to do, in order.
     pub steps: Vec<Step>,
+}
+
+/// `firmware:`: what the firmware of every NIC advertises beyond its defaults, where a target
+/// can set it (the model's; a card's firmware is what it is).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FirmwareSettings {
+    /// The firmware states resource limits of its own (FUNC_QCAPS SW_MAX_RESOURCE_LIMITS), and
+    /// its MRAV context type the address vectors it keeps.
+    pub resource_limits: bool,
+    /// QPs the firmware destroys fast (the QP context type's third split entry).
+    pub fast_destroy_qps: u32,
 }
 
 impl Scenario {
@@ -74,6 +87,9 @@ impl Scenario {
                 FaultKind::Firmware(_) | FaultKind::RoceCommand(_) => Capability::Faults,
                 FaultKind::Wire(_) => Capability::WireFaults,
             });
+        }
+        if self.firmware != FirmwareSettings::default() {
+            needs.push(Capability::FirmwareSettings);
         }
         visit_steps(&self.steps, &mut |step| match &step.action {
             Action::Inspect { .. } => needs.push(Capability::Inspect),
@@ -127,17 +143,20 @@ pub enum Capability {
     Pcap,
     /// Move bytes over RoCE between NICs (regions, queue pairs).
     Roce,
+    /// Set what the NICs' firmware advertises (`firmware:`).
+    FirmwareSettings,
 }
 
 impl Capability {
     /// Every capability with its name in `requires:`.
-    pub const ALL: [(Capability, &'static str); 6] = [
+    pub const ALL: [(Capability, &'static str); 7] = [
         (Capability::Faults, "faults"),
         (Capability::WireFaults, "wire-faults"),
         (Capability::Inspect, "inspect"),
         (Capability::VirtualTime, "virtual-time"),
         (Capability::Pcap, "pcap"),
         (Capability::Roce, "roce"),
+        (Capability::FirmwareSettings, "firmware-settings"),
     ];
 
     /// Its name in `requires:` (`wire-faults`).

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use bnxt::{Clock, Machine};
 use bnxt_hsi::hwrm::req_name;
 use bnxt_model::faults::{self, FaultPlan, WirePlan};
+use bnxt_model::firmware::options::FirmwareOptions;
 use bnxt_model_host::world::WorldConfig;
 
 use super::{Capabilities, ConfigState, Internals, MachinePlan, Session, Target, TargetError};
-use crate::scenario::{Capability, CommandAction, FaultKind, FirmwareAction, MAX_NICS, WireFault};
+use crate::scenario::{Capability, CommandAction, FaultKind, FirmwareAction, FirmwareSettings, MAX_NICS, WireFault};
 use crate::transcript::model::ModelEvents;
 use crate::transcript::record::EventSource;
 use bnxt_model_host::machine::{ModelClock, ModelMachine};
@@ -40,7 +41,12 @@ impl Target for ModelTarget {
     }
 
     fn start(&self, plan: &MachinePlan<'_>) -> Result<Box<dyn Session>, TargetError> {
-        let config = WorldConfig { nics: plan.nics, seed: plan.seed, faults: fault_plan(plan) };
+        let config = WorldConfig {
+            nics: plan.nics,
+            seed: plan.seed,
+            faults: fault_plan(plan),
+            firmware: firmware_options(plan.firmware),
+        };
         // A wire plan the model refuses panics here, naming why; the runner reports it. The
         // decoder has checked every probability and NIC already.
         let machine = ModelMachine::new(config);
@@ -65,7 +71,12 @@ impl Target for ModelTarget {
     }
 }
 
-/// The scenario's faults as the model takes them.
+/// The scenario's firmware settings as the model takes them.
+pub fn firmware_options(s: FirmwareSettings) -> FirmwareOptions {
+    FirmwareOptions { resource_limits: s.resource_limits, fast_destroy_qps: s.fast_destroy_qps }
+}
+
+/// The model's fault plan for `plan`'s faults.
 pub fn fault_plan(plan: &MachinePlan<'_>) -> FaultPlan {
     let mut out = FaultPlan::default();
     for fault in plan.faults {

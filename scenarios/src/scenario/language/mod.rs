@@ -69,9 +69,28 @@ pub struct ScenarioFile {
     /// What the target injects.
     #[schemars(default, schema_with = "fault_list")]
     pub faults: Option<Vec<()>>,
+    /// What every NIC's firmware advertises beyond its defaults (targets that can set it: the
+    /// model's; elsewhere the scenario is skipped).
+    pub firmware: Option<Firmware>,
     /// What to do, in order.
     #[schemars(schema_with = "steps::step_list")]
     pub steps: Vec<()>,
+}
+
+/// `firmware`: what every NIC's firmware advertises beyond its defaults.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Firmware {
+    /// The firmware states resource limits of its own (FUNC_QCAPS `flags_ext2`
+    /// SW_MAX_RESOURCE_LIMITS_SUPPORTED), and its MRAV context type the address vectors it keeps:
+    /// the driver then holds every queue pair the firmware holds and the MRAV entries less those
+    /// address vectors as regions.
+    #[schemars(default, schema_with = "scalars::switch")]
+    pub resource_limits: Option<bool>,
+    /// Queue pairs the firmware destroys fast (the QP context type's third split entry), which
+    /// the driver adds beyond its 65,536 without firmware limits (0 to 65535).
+    #[schemars(default, range(max = 65535))]
+    pub fast_destroy_qps: Option<u32>,
 }
 
 /// `skip`: why a scenario is not run.
