@@ -12,6 +12,7 @@
 #
 # usage: ci/guest-test.sh [--no-model] [--nics N] [--kernels "trixie sid"] [--no-link] [--no-traffic]
 #                         [--no-qemu-nic] [--no-ib] [--out DIR] [--record-fixtures] [--driver] [--verbs]
+#                         [--trace]
 #   --no-model         boot without any device: checks the tooling (bnxt_en loads, finds no function)
 #   --nics N           model processes / vfio-user devices per guest (1 or 2, default 2)
 #   --kernels LIST     which guest kernels (default: trixie sid)
@@ -35,8 +36,15 @@
 #                      RoCE v2 IPv4 GIDs,
 #                      and ci/guest/check-verbs.py requires both sides to finish with exit status 0
 #                      and the segment's capture to hold their RoCE v2 packets both ways
+#   --trace            the default test with the bnxt-qemu-trace TCG plugin loaded (crate qemu-trace,
+#                      built with `cargo build --release -p bnxt-qemu-trace`): each guest's transcript
+#                      (DIR/guest.transcript) and access log (DIR/guest.accesses) land beside its other
+#                      results, and ci/guest/check-trace.py requires the HWRM requests the plugin saw
+#                      to be those each model's --hwrm-log served, in order, with the same answers, and
+#                      the doorbell stores it saw to match each model's count (docs/qemu-trace.md)
 #   --record-fixtures  copy each kernel's HWRM request logs, the requests answered CMD_NOT_SUPPORTED
-#                      and bnxt_re's kernel messages to fixtures/guest/<kernel suite>/
+#                      and bnxt_re's kernel messages to fixtures/guest/<kernel suite>/ (with --trace:
+#                      also the transcript, to fixtures/trace/<kernel suite>.transcript)
 # Env: BNXT_VM_CACHE (see ci/fetch-vm.sh); BNXT_MODEL (the model binary; default: built with
 #      `cargo build --release -p bnxt-model-host` as target/release/bnxt-model, under CARGO_TARGET_DIR when
 #      set); BNXT_MODEL_ARGS (more
@@ -64,7 +72,7 @@ set -euo pipefail
 . "$(dirname "$0")/guest/lib.sh"
 G=$BNXT_REPO/ci/guest
 
-no_model=0 nics=2 kernels="${BNXT_GUEST_SUITES[*]}" link=1 traffic=1 peer=1 ib=1 record=0 driver=0 verbs=0
+no_model=0 nics=2 kernels="${BNXT_GUEST_SUITES[*]}" link=1 traffic=1 peer=1 ib=1 record=0 driver=0 verbs=0 trace=0
 out=$BNXT_REPO/out/guest
 while [ $# -gt 0 ]; do
   case $1 in
@@ -79,6 +87,7 @@ while [ $# -gt 0 ]; do
     --record-fixtures) record=1 ;;
     --driver) driver=1 ;;
     --verbs) verbs=1 ;;
+    --trace) trace=1 ;;
     *) die "unknown argument $1 (see the comment at the top of $0)" ;;
   esac
   shift
@@ -96,6 +105,10 @@ if [ $verbs = 1 ]; then
   traffic=1 peer=0 record=0
   [ "$out" = "$BNXT_REPO/out/guest" ] && out=$BNXT_REPO/out/guest-verbs
 fi
+if [ $trace = 1 ]; then
+  [ $no_model = 0 ] && [ $driver = 0 ] && [ $verbs = 0 ] || die "--trace needs the model and the default test (not --driver, --verbs)"
+  [ "$out" = "$BNXT_REPO/out/guest" ] && out=$BNXT_REPO/out/guest-trace
+fi
 started=$(date +%s)
 mkdir -p "$out"; out=$(cd "$out" && pwd)
 
@@ -109,6 +122,12 @@ if [ $no_model = 0 ]; then
     model=${CARGO_TARGET_DIR:-$BNXT_REPO/target}/release/bnxt-model
   fi
   [ -x "$model" ] || die "no model binary at $model"
+fi
+plugin=
+if [ $trace = 1 ]; then
+  (cd "$BNXT_REPO" && cargo build --release -q -p bnxt-qemu-trace) || die "building bnxt-qemu-trace failed"
+  plugin=${CARGO_TARGET_DIR:-$BNXT_REPO/target}/release/libbnxt_qemu_trace.so
+  [ -f "$plugin" ] || die "no plugin at $plugin"
 fi
 rig=
 if [ $driver = 1 ]; then
@@ -195,6 +214,10 @@ record_fixtures() {
   mkdir -p "$fx"
   for i in $(seq "$nics"); do cp "$dir/hwrm-nic$i.log" "$fx/hwrm-nic$i.log"; done
   basename "$(kernel_paths "$suite" | cut -d' ' -f2)" > "$fx/kernel-version.txt"
+  if [ $trace = 1 ]; then
+    mkdir -p "$BNXT_REPO/fixtures/trace"
+    cp "$dir/guest.transcript" "$BNXT_REPO/fixtures/trace/$suite.transcript"
+  fi
   for i in $(seq "$nics"); do
     awk '$5 == "CMD_NOT_SUPPORTED" { n[$2 " " $3]++ } END { for (k in n) print k, n[k] }' "$dir/hwrm-nic$i.log" \
       | sort | sed "s/^/nic$i /"
@@ -244,6 +267,15 @@ run_suite() {
     qemu_extra="-netdev stream,id=seg0,server=off,addr.type=unix,addr.path=$dir/segment.sock"
     qemu_extra="$qemu_extra -device virtio-net-pci,netdev=seg0,mac=$PEER_MAC,addr=0x10,romfile= ${QEMU_EXTRA:-}"
   fi
+  if [ $trace = 1 ]; then
+    # The devices sit at slots 5, 6, ... of bus 0 (ci/guest/run-guest.sh); the plugin follows the
+    # guest's config-space writes to find their BARs. Values may hold no comma and no space.
+    local kver_host p=$plugin,out=$dir/guest.transcript,accesses=$dir/guest.accesses
+    kver_host=$(basename "$(kernel_paths "$suite" | cut -d' ' -f2)")
+    p="$p,kernel=$kver_host,device=bnxt-model-serve-over-vfio-user"
+    for i in $(seq "$nics"); do p="$p,nic=00:$(printf '%02x' $((4 + i))).0"; done
+    qemu_extra="$qemu_extra -plugin $p"
+  fi
   local iommu=
   if [ $driver = 1 ]; then
     words="intel_iommu=on bnxt.run_args=${BNXT_RUN_ARGS:-}"; iommu=1
@@ -261,7 +293,13 @@ run_suite() {
   local checker=$G/check-summary.py
   [ $driver = 1 ] && checker=$G/check-driver.py
   [ $verbs = 1 ] && checker=$G/check-verbs.py
-  if python3 "$checker" "$dir/console.log" "${checks[@]}" && [ $guest_rc = 0 ]; then
+  local traced=0
+  if [ $trace = 1 ]; then
+    local tchecks=()
+    for i in $(seq "$nics"); do tchecks+=(--nic "$dir/hwrm-nic$i.log" "$dir/model-nic$i.log"); done
+    python3 "$G/check-trace.py" "$dir/guest.transcript" "${tchecks[@]}" --json "$dir/trace-check.json" || traced=1
+  fi
+  if python3 "$checker" "$dir/console.log" "${checks[@]}" && [ $guest_rc = 0 ] && [ $traced = 0 ]; then
     echo "guest-test $suite: PASS"; verdict=PASS
   else
     echo "guest-test $suite: FAIL (guest exit $guest_rc; console $dir/console.log), its last lines:"

@@ -15,6 +15,22 @@ use serde::{Deserialize, Serialize};
 use crate::net::fault::{FaultConfigError, FaultKind, FaultRule, FaultStage, FrameMatch, WireFaults};
 use crate::net::switch::PortId;
 
+/// What a faulty firmware does, by name: the word fault plans and scenario files write for a
+/// firmware or RoCE command fault's action (whose values, the error code or the delay, come with
+/// it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema), schemars(rename = "FirmwareFaultAction"))]
+#[serde(rename = "firmware fault action", rename_all = "kebab-case")]
+pub enum ActionKind {
+    /// Take the request (or command) and never answer it, nor act on it.
+    NoResponse,
+    /// Answer with an error instead of acting on it (an HWRM error code, or a CREQ status for
+    /// a RoCE command).
+    Error,
+    /// Answer normally, but later than usual.
+    Delay,
+}
+
 /// What the firmware does instead of answering a request normally.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -25,6 +41,17 @@ pub enum FirmwareAction {
     Delay(Duration),
     /// Answer with this HWRM error code (its wire value) instead of acting on the request.
     Error(u16),
+}
+
+impl FirmwareAction {
+    /// What it does, by name.
+    pub fn kind(&self) -> ActionKind {
+        match self {
+            FirmwareAction::NoResponse => ActionKind::NoResponse,
+            FirmwareAction::Delay(_) => ActionKind::Delay,
+            FirmwareAction::Error(_) => ActionKind::Error,
+        }
+    }
 }
 
 /// A fault on one HWRM request type of one NIC.
@@ -53,6 +80,17 @@ pub enum CommandAction {
     /// roce_hsi.h: 1 FAIL to 7 INTERNAL_ERROR) instead of acting on it.
     #[serde(deserialize_with = "creq_error_status")]
     Error(u8),
+}
+
+impl CommandAction {
+    /// What it does, by name.
+    pub fn kind(&self) -> ActionKind {
+        match self {
+            CommandAction::NoResponse => ActionKind::NoResponse,
+            CommandAction::Delay(_) => ActionKind::Delay,
+            CommandAction::Error(_) => ActionKind::Error,
+        }
+    }
 }
 
 /// Take a CREQ status that is an error roce_hsi.h defines (`CREQ_QP_EVENT_STATUS_FAIL` 1 to
@@ -102,7 +140,8 @@ pub struct FaultPlan {
 
 /// What a wire fault does to a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema), schemars(rename = "WireFaultKind"))]
+#[serde(rename = "wire fault", rename_all = "kebab-case")]
 pub enum WireFaultKind {
     /// The frame is lost.
     Drop,
@@ -118,15 +157,6 @@ pub enum WireFaultKind {
 }
 
 impl WireFaultKind {
-    /// Every kind with its name (as plans and scenario files write it).
-    pub const ALL: [(WireFaultKind, &'static str); 5] = [
-        (WireFaultKind::Drop, "drop"),
-        (WireFaultKind::Duplicate, "duplicate"),
-        (WireFaultKind::Reorder, "reorder"),
-        (WireFaultKind::Corrupt, "corrupt"),
-        (WireFaultKind::Delay, "delay"),
-    ];
-
     fn kind(self) -> FaultKind {
         match self {
             WireFaultKind::Drop => FaultKind::Drop,
@@ -295,6 +325,24 @@ mod tests {
         assert_eq!(plan.command_action(1, 0x03, 1), None);
         assert_eq!(plan.firmware_action(1, 0x01, 1), None);
         assert_eq!(plan.command_action(0, 0x1d, 1), None);
+    }
+
+    #[test]
+    fn the_action_names_are_the_actions_own() {
+        let actions = [
+            (FirmwareAction::NoResponse, CommandAction::NoResponse),
+            (FirmwareAction::Error(4), CommandAction::Error(2)),
+            (FirmwareAction::Delay(Duration::from_millis(1)), CommandAction::Delay(Duration::from_millis(1))),
+        ];
+        for (firmware, command) in actions {
+            let name = serde_json::to_value(firmware.kind()).unwrap();
+            assert_eq!(serde_json::to_value(command.kind()).unwrap(), name);
+            // A unit variant is its name; one with a value is a mapping with its name as key.
+            for written in [serde_json::to_value(&firmware).unwrap(), serde_json::to_value(&command).unwrap()] {
+                let key = written.as_object().map_or(written.clone(), |o| o.keys().next().unwrap().clone().into());
+                assert_eq!(key, name, "{written}");
+            }
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::firmware::state::FwState;
 use crate::roce::state::RoceState;
 
 /// Counts of the objects a function holds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Held {
     /// HWRM rings (RING_ALLOC without RING_FREE).
     pub rings: usize,

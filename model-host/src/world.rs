@@ -50,8 +50,9 @@ pub struct WorldConfig {
     pub firmware: FirmwareOptions,
 }
 
-/// What one NIC of a world looks like from outside, for tests and scenario checks.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What one NIC of a world looks like from outside, for tests, scenario checks and the
+/// vfio-user server's state reply.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NicState {
     /// Bus address (`0000:01:00.0`).
     pub bus: String,

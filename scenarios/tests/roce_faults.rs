@@ -10,8 +10,9 @@ use bnxt_hsi::roce::rcfw::CreqStatus;
 use bnxt_model::faults as model;
 use bnxt_rig::run::outcome::Verdict;
 use bnxt_rig::run::{RunOptions, run_scenario};
+use bnxt_rig::scenario::firmware_names::Target;
 use bnxt_rig::scenario::load::load_str;
-use bnxt_rig::scenario::{CommandAction, FaultKind, FirmwareAction, RoceCommandFault, Scenario};
+use bnxt_rig::scenario::{FaultKind, Scenario, fault_plan as plan_of};
 use bnxt_rig::target::MachinePlan;
 use bnxt_rig::target::model::{ModelTarget, fault_plan};
 
@@ -32,10 +33,11 @@ fn error(text: &str) -> String {
     format!("{}:{}: {}: {}", e.at.line, e.at.column, e.field, e.problem)
 }
 
-fn roce(s: &Scenario, i: usize) -> &RoceCommandFault {
+/// What the `i`th fault's `request` names.
+fn request(s: &Scenario, i: usize) -> Target {
     match &s.faults[i].kind {
-        FaultKind::RoceCommand(f) => f,
-        other => panic!("a RoCE command fault: {other:?}"),
+        FaultKind::Firmware(f) => f.value.request,
+        other => panic!("a firmware fault: {other:?}"),
     }
 }
 
@@ -45,16 +47,18 @@ fn roce_command_names_decode_with_their_opcode_and_actions() {
         2,
         "  - firmware: {nic: 1, request: CREATE_QP, action: no-response}\n  - firmware: {nic: 0, request: register_mr, action: error, code: resources, nth: 3}\n  - firmware: {nic: 0, request: CMDQ_BASE_OPCODE_MODIFY_QP, action: delay, by: 30s}\n  - firmware: {nic: 0, request: ADD_GID, action: error, code: CREQ_QP_EVENT_STATUS_HARDWARE_ERROR}\n",
     ));
-    let f = roce(&s, 0);
+    let command = |nic, opcode, nth, action| model::CommandFault { nic, opcode, nth, action };
     assert_eq!(
-        (f.nic, f.opcode, f.command.as_str(), f.nth, f.action),
-        (1, 0x01, "CREATE_QP", None, CommandAction::NoResponse)
+        plan_of(&s.faults).roce_commands,
+        [
+            command(1, 0x01, None, model::CommandAction::NoResponse),
+            command(0, 0x0f, Some(3), model::CommandAction::Error(CreqStatus::Resources.value())),
+            command(0, 0x03, None, model::CommandAction::Delay(Duration::from_secs(30))),
+            command(0, 0x11, None, model::CommandAction::Error(CreqStatus::HardwareError.value())),
+        ]
     );
-    let f = roce(&s, 1);
-    assert_eq!((f.opcode, f.command.as_str(), f.nth), (0x0f, "REGISTER_MR", Some(3)));
-    assert_eq!(f.action, CommandAction::Error(CreqStatus::Resources));
-    assert_eq!((roce(&s, 2).opcode, roce(&s, 2).action), (0x03, CommandAction::Delay(Duration::from_secs(30))));
-    assert_eq!(roce(&s, 3).action, CommandAction::Error(CreqStatus::HardwareError));
+    assert_eq!(request(&s, 0), Target::Roce { opcode: 0x01, name: "CREATE_QP" });
+    assert_eq!(request(&s, 1), Target::Roce { opcode: 0x0f, name: "REGISTER_MR" });
     // The capability they need is the firmware faults'.
     assert_eq!(s.needs(), vec![bnxt_rig::scenario::Capability::Faults]);
 }
@@ -62,9 +66,10 @@ fn roce_command_names_decode_with_their_opcode_and_actions() {
 #[test]
 fn hwrm_names_still_decode_as_hwrm_requests() {
     let s = load(&with_faults(1, "  - firmware: {nic: 0, request: HWRM_FUNC_QCAPS, action: error, code: BUSY}\n"));
-    let FaultKind::Firmware(f) = &s.faults[0].kind else { panic!("{:?}", s.faults[0]) };
-    assert_eq!((f.req_type, f.request.as_str()), (0x15, "FUNC_QCAPS"));
-    assert!(matches!(f.action, FirmwareAction::Error(c) if c.name() == "BUSY"));
+    assert_eq!(request(&s, 0), Target::Hwrm { req_type: 0x15, name: "FUNC_QCAPS" });
+    let busy = bnxt_hsi::hwrm::ErrorCode::by_name("BUSY").unwrap().value();
+    let want = model::FirmwareFault { nic: 0, req_type: 0x15, nth: None, action: model::FirmwareAction::Error(busy) };
+    assert_eq!(plan_of(&s.faults).firmware, [want]);
 }
 
 #[test]

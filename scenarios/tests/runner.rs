@@ -145,6 +145,21 @@ fn nics_left_open_are_closed_at_the_end() {
 }
 
 #[test]
+fn a_transcript_made_through_the_library_holds_the_drivers_record() {
+    // No subscriber was set by this test binary: the runner installs the one transcripts need.
+    let dir = tempfile::tempdir().unwrap();
+    let options = RunOptions { transcript: Some(dir.path().to_path_buf()), ..RunOptions::default() };
+    let s = scenario("name: recorded\nabout: x.\nnics: 1\nsteps:\n  - open: {nic: 0, as: a}\n  - close: a\n");
+    let o = run_scenario(&s, &ModelTarget, &options);
+    assert!(matches!(o.verdict, bnxt_rig::run::outcome::Verdict::Pass), "{:?}", o.verdict);
+    assert!(o.notes.is_empty(), "{:?}", o.notes);
+    let text = std::fs::read_to_string(dir.path().join("recorded.transcript")).unwrap();
+    for line in ["drv0   hwrm-request VER_GET seq=0", "drv0   hwrm-answer VER_GET seq=0 ok", "drv0   roce-command"] {
+        assert!(text.contains(line), "{line}\n{text}");
+    }
+}
+
+#[test]
 fn the_seed_option_overrides_the_file() {
     let s = scenario("name: t\nabout: x.\nnics: 1\nseed: 7\nsteps:\n  - count: {equals: 1}\n");
     assert_eq!(seed_of(&s, &RunOptions::default()), 7);

@@ -3,8 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use bnxt_model::faults::{FirmwareAction, FirmwareFault};
 use bnxt_rig::scenario::load::{LoadError, load_str, scenario_files};
-use bnxt_rig::scenario::{Action, FaultKind, FirmwareAction, load_paths};
+use bnxt_rig::scenario::{Action, fault_plan, load_paths};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -38,9 +39,9 @@ fn the_issue_2_scenario_is_in_the_suite_as_written() {
     let s = &scenarios[0];
     assert_eq!((s.name.as_str(), s.nics, s.steps.len()), ("firmware-never-answers-registration", 2, 5));
     assert_eq!(s.targets.as_deref(), Some(&["model".to_string()][..]));
-    let FaultKind::Firmware(f) = &s.faults[0].kind else { panic!("a firmware fault: {:?}", s.faults[0]) };
-    assert_eq!((f.nic, f.req_type, f.nth, f.action), (0, 0x1d, None, FirmwareAction::NoResponse));
-    assert!(matches!(&s.steps[3].action, Action::Close { alias } if alias.name == "b"));
+    let register = FirmwareFault { nic: 0, req_type: 0x1d, nth: None, action: FirmwareAction::NoResponse };
+    assert_eq!(fault_plan(&s.faults).firmware, [register]);
+    assert!(matches!(&s.steps[3].action, Action::Close(alias) if alias.name == "b"));
     assert_eq!(s.steps[1].at.line, 10);
 }
 

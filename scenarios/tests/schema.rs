@@ -5,8 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use bnxt_rig::scenario::language::{self, STEPS, keys, required, steps};
 use bnxt_rig::scenario::load::{load_str, scenario_files};
+use bnxt_rig::scenario::{Scenario, schema, step_keywords};
+use bnxt_rig::yaml::introspect::names;
 use bnxt_rig::yaml::node::parse;
 use serde_json::{Value, json};
 
@@ -15,7 +16,7 @@ fn repo() -> PathBuf {
 }
 
 fn validator() -> jsonschema::Validator {
-    jsonschema::validator_for(&language::schema()).expect("the schema is a valid JSON Schema")
+    jsonschema::validator_for(&schema::schema()).expect("the schema is a valid JSON Schema")
 }
 
 /// The problems the schema finds in `doc` (none when it passes).
@@ -27,7 +28,7 @@ fn problems(v: &jsonschema::Validator, doc: &Value) -> Vec<String> {
 fn the_committed_schema_is_the_one_the_types_make() {
     let committed = std::fs::read_to_string(repo().join("docs/scenario.schema.json")).unwrap();
     assert!(
-        committed == language::schema_text(),
+        committed == schema::schema_text(),
         "docs/scenario.schema.json is out of date: run `cargo run -- schema -o docs/scenario.schema.json`"
     );
 }
@@ -109,7 +110,7 @@ fn every_example_of_the_reference_passes_the_schema_and_the_decoder() {
             assert!(shape.is_empty(), "docs/scenarios.md:{line}: {shape:#?}\n{text}");
         }
     }
-    for (keyword, _, _) in STEPS {
+    for keyword in step_keywords() {
         assert!(keywords_shown.contains(*keyword), "docs/scenarios.md has no example of `{keyword}`");
     }
 }
@@ -138,24 +139,39 @@ fn files_with_wrong_keys_types_or_missing_keys_fail_the_schema_too() {
     }
 }
 
+/// The keys the schema requires of step keyword `keyword`'s value.
+fn required(schema: &Value, keyword: &str) -> Vec<String> {
+    let steps = schema["$defs"]["Step"]["oneOf"].as_array().unwrap();
+    let step = steps.iter().find(|s| s["title"] == keyword).unwrap_or_else(|| panic!("no step `{keyword}`"));
+    let mut value = &step["properties"][keyword];
+    if let Some(reference) = value["$ref"].as_str() {
+        value = &schema["$defs"][reference.trim_start_matches("#/$defs/")];
+    }
+    value["required"].as_array().unwrap().iter().map(|k| k.as_str().unwrap().to_string()).collect()
+}
+
 #[test]
 fn the_decoder_demands_every_key_the_schema_requires() {
+    let schema = schema::schema();
     // A step of each keyword that takes a mapping, with only its required keys.
     let examples = [
-        ("open", required::<steps::Open>(), "{nic: 0, as: a}"),
-        ("region", required::<steps::Region>(), "{on: a, as: r, bytes: 4096}"),
-        ("qp", required::<steps::Qp>(), "{on: a, as: q}"),
-        ("connect", required::<steps::Connect>(), "{qp: q, peer: p}"),
-        ("send", required::<steps::Transfer>(), "{qp: q, region: r, bytes: 64}"),
-        ("read", required::<steps::Read>(), "{qp: q, region: r, from: s, bytes: 64}"),
-        ("complete", required::<steps::Complete>(), "{qp: q, side: send}"),
-        ("compare", required::<steps::Compare>(), "{region: r, with: s, bytes: 64}"),
-        ("room", required::<steps::Room>(), "{qp: q, side: send, equals: 1}"),
-        ("repeat", required::<steps::Repeat>(), "{times: 1, steps: [wait: 1s]}"),
+        ("open", "{nic: 0, as: a}"),
+        ("region", "{on: a, as: r, bytes: 4096}"),
+        ("qp", "{on: a, as: q}"),
+        ("connect", "{qp: q, peer: p}"),
+        ("send", "{qp: q, region: r, bytes: 64}"),
+        ("read", "{qp: q, region: r, from: s, bytes: 64}"),
+        ("complete", "{qp: q, side: send}"),
+        ("compare", "{region: r, with: s, bytes: 64}"),
+        ("room", "{qp: q, side: send, equals: 1}"),
+        ("repeat", "{times: 1, steps: [wait: 1s]}"),
     ];
-    for (keyword, required, body) in examples {
+    for (keyword, body) in examples {
+        let required = required(&schema, keyword);
+        assert!(!required.is_empty(), "`{keyword}` requires nothing");
         let node = parse(body).unwrap();
         let bnxt_rig::yaml::Value::Map(entries) = &node.value else { panic!() };
+        assert!(required.iter().all(|k| entries.iter().any(|e| &e.key == k)), "{keyword}: {required:?}");
         for key in &required {
             let kept: Vec<String> = entries
                 .iter()
@@ -170,5 +186,5 @@ fn the_decoder_demands_every_key_the_schema_requires() {
             );
         }
     }
-    assert_eq!(keys::<language::ScenarioFile>().len(), language::schema()["properties"].as_object().unwrap().len());
+    assert_eq!(names::<Scenario>().len(), schema["properties"].as_object().unwrap().len());
 }

@@ -19,13 +19,14 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bnxt_hsi::bar0;
+use bnxt_hsi::hwrm::layouts::HwrmRespHdr;
 use bnxt_hsi::hwrm::{ErrorCode, Request};
 use bnxt_hsi::pci::BAR_REGS;
 use bnxt_pci::Interrupted;
 use zerocopy::FromBytes;
 
 use crate::error::Error;
-use crate::trace::{self, Outcome, TraceEvent};
+use crate::trace::{self, Outcome};
 use crate::wait::{self, Waiter};
 use bnxt_pci::PciFunction;
 use bnxt_pci::dma::{DmaBuffer, PAGE_SIZE};
@@ -40,9 +41,6 @@ const RESP_AREA: usize = PAGE_SIZE;
 const DMA_SIZE: usize = 2 * PAGE_SIZE;
 /// How long the valid byte may lag `resp_len` (`HWRM_VALID_BIT_DELAY_USEC`).
 const VALID_BIT_DELAY: Duration = Duration::from_micros(50_000);
-/// Offsets in the response header (`struct output`).
-const RESP_SEQ_ID: usize = 4;
-const RESP_LEN: usize = 6;
 
 /// The HWRM mailbox of one NIC.
 pub(crate) struct Channel {
@@ -143,41 +141,24 @@ impl Channel {
                 self.write_window(&short, short.len());
             }
         }
-        trace::emit(|| TraceEvent::HwrmRequest { bus: self.function.bus().to_string(), request: R::NAME, seq_id });
+        trace::hwrm_request(self.function.bus(), R::NAME, seq_id);
         self.function.bar_write32(BAR_REGS, bar0::HWRM_TRIGGER, bar0::TRIGGER_VALUE);
 
-        let resp_len = self.await_response::<R>(seq_id, timeout, start).inspect_err(|e| {
-            let outcome = Outcome::of_error(e);
-            trace::emit(|| TraceEvent::HwrmAnswer {
-                bus: self.function.bus().to_string(),
-                request: R::NAME,
-                seq_id,
-                outcome,
-            });
-        })?;
+        let resp_len = self
+            .await_response::<R>(seq_id, timeout, start)
+            .inspect_err(|e| trace::hwrm_answer(self.function.bus(), R::NAME, seq_id, &Outcome::of_error(e)))?;
         let mut bytes = vec![0u8; size_of::<R::Response>()];
         let n = resp_len.min(bytes.len());
         self.buffer.read(RESP_OFFSET, &mut bytes[..n]);
         let resp = R::Response::read_from_bytes(&bytes).expect("the buffer is exactly the response's size");
-        let code = u16::from_le_bytes([bytes[0], bytes[1]]);
+        let (header, _) = HwrmRespHdr::read_from_prefix(&bytes).expect("a response starts with its header");
+        let code = header.error_code.get();
         if code != 0 {
             let code = ErrorCode::from_value(code);
-            tracing::warn!(nic = %self.nic, request = R::NAME, %code, "HWRM request refused");
-            let outcome = Outcome::Refused(code.to_string());
-            trace::emit(|| TraceEvent::HwrmAnswer {
-                bus: self.function.bus().to_string(),
-                request: R::NAME,
-                seq_id,
-                outcome,
-            });
+            trace::hwrm_answer(self.function.bus(), R::NAME, seq_id, &Outcome::Refused(code.to_string()));
             return Err(Error::Refused { nic: self.nic.clone(), request: R::NAME.to_string(), code });
         }
-        trace::emit(|| TraceEvent::HwrmAnswer {
-            bus: self.function.bus().to_string(),
-            request: R::NAME,
-            seq_id,
-            outcome: Outcome::Ok,
-        });
+        trace::hwrm_answer(self.function.bus(), R::NAME, seq_id, &Outcome::Ok);
         Ok(resp)
     }
 
@@ -207,9 +188,10 @@ impl Channel {
         let mut waiter = Waiter::new(clock, timeout, wait::HWRM_RESPONSE);
         let mut seen_out_of_seq = None;
         let resp_len = loop {
-            let len = self.read_resp_u16(RESP_LEN);
+            let header = self.read_resp_header();
+            let len = header.resp_len.get();
             if len != 0 {
-                let resp_seq = self.read_resp_u16(RESP_SEQ_ID);
+                let resp_seq = header.seq_id.get();
                 if resp_seq == seq_id {
                     break usize::from(len);
                 }
@@ -249,22 +231,24 @@ impl Channel {
         Ok(resp_len)
     }
 
-    fn read_resp_u16(&self, offset: usize) -> u16 {
-        let lo = self.buffer.read_volatile_u8(RESP_OFFSET + offset);
-        let hi = self.buffer.read_volatile_u8(RESP_OFFSET + offset + 1);
-        u16::from_le_bytes([lo, hi])
+    /// The response area's header as the firmware has written it so far (read byte by byte:
+    /// the firmware may be writing it).
+    fn read_resp_header(&self) -> HwrmRespHdr {
+        let mut bytes = [0u8; size_of::<HwrmRespHdr>()];
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = self.buffer.read_volatile_u8(RESP_OFFSET + i);
+        }
+        HwrmRespHdr::read_from_bytes(&bytes).expect("exactly a header's bytes")
     }
 
     /// As [`Self::wedge`], for a wait the clock cut short.
     fn wedge_interrupted<R: Request>(&self, reason: Interrupted) -> Error {
         let _ = self.wedged.set(R::NAME.to_string());
-        tracing::error!(nic = %self.nic, request = R::NAME, %reason, "HWRM wait cut short; the NIC is wedged");
         Error::Interrupted { nic: self.nic.clone(), request: R::NAME.to_string(), reason }
     }
 
     fn wedge<R: Request>(&self, waited: Duration) -> Error {
         let _ = self.wedged.set(R::NAME.to_string());
-        tracing::error!(nic = %self.nic, request = R::NAME, waited_ms = waited.as_millis() as u64, "HWRM request unanswered; the NIC is wedged");
         Error::Timeout { nic: self.nic.clone(), request: R::NAME.to_string(), timeout: waited }
     }
 }

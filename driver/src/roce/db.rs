@@ -13,7 +13,7 @@ use std::sync::{Arc, Weak};
 use bnxt_hsi::pci::BAR_DOORBELLS;
 use bnxt_hsi::roce::doorbell::Doorbell;
 
-use crate::trace::{self, TraceEvent};
+use crate::trace;
 use bnxt_pci::PciFunction;
 use bnxt_pci::dma::PAGE_SIZE;
 
@@ -43,12 +43,7 @@ impl DbPage {
     /// Once the function is released (the NIC closed).
     pub(crate) fn ring(&self, db: Doorbell) {
         let function = self.function.upgrade().expect("a doorbell rung after its NIC was closed");
-        trace::emit(|| TraceEvent::Doorbell {
-            bus: function.bus().to_string(),
-            ty: db.ty.name(),
-            xid: db.xid,
-            index: db.index,
-        });
+        trace::doorbell(function.bus(), db.ty.name(), db.xid, db.index);
         fence(Ordering::SeqCst);
         function.bar_write64(BAR_DOORBELLS, self.offset, db.encode());
     }

@@ -39,7 +39,7 @@ use super::db::DbPage;
 use super::pbl::PblKind;
 use super::queue::{Cursor, Queue, Shape};
 use crate::error::Error;
-use crate::trace::{self, Outcome, TraceEvent};
+use crate::trace::{self, Outcome};
 use crate::wait::{self, Waiter};
 use bnxt_pci::dma::{DmaBuffer, PAGE_SIZE};
 use bnxt_pci::{PciError, PciFunction};
@@ -183,22 +183,15 @@ impl Rcfw {
         if std::mem::take(&mut self.first) {
             prod |= FIRMWARE_FIRST_FLAG;
         }
-        tracing::debug!(nic = %self.nic, command = C::NAME, cookie, slots, "RoCE command");
         let start = self.function.clock().now();
-        trace::emit(|| TraceEvent::RoceCommand { bus: self.function.bus().to_string(), command: C::NAME, cookie });
+        trace::roce_command(self.function.bus(), C::NAME, cookie);
         fence(Ordering::SeqCst);
         self.function.bar_write32(BAR_REGS, bar0::RCFW_CMDQ_PROD, prod);
         self.function.bar_write32(BAR_REGS, bar0::RCFW_CMDQ_TRIG, bar0::TRIGGER_VALUE);
 
-        let entry = self.await_answer::<C>(cookie, start).inspect_err(|e| {
-            let outcome = Outcome::of_error(e);
-            trace::emit(|| TraceEvent::RoceAnswer {
-                bus: self.function.bus().to_string(),
-                command: C::NAME,
-                cookie,
-                outcome,
-            });
-        })?;
+        let entry = self
+            .await_answer::<C>(cookie, start)
+            .inspect_err(|e| trace::roce_answer(self.function.bus(), C::NAME, cookie, &Outcome::of_error(e)))?;
         if entry[CREQ_EVENT] != C::OPCODE {
             tracing::warn!(nic = %self.nic, command = C::NAME, event = entry[CREQ_EVENT], "completion names another opcode");
         }
@@ -206,18 +199,10 @@ impl Rcfw {
             0 => Outcome::Ok,
             status => Outcome::Refused(format!("0x{status:02x}")),
         };
-        trace::emit(|| TraceEvent::RoceAnswer {
-            bus: self.function.bus().to_string(),
-            command: C::NAME,
-            cookie,
-            outcome,
-        });
+        trace::roce_answer(self.function.bus(), C::NAME, cookie, &outcome);
         match entry[CREQ_STATUS] {
             0 => Ok(entry),
-            status => {
-                tracing::warn!(nic = %self.nic, command = C::NAME, status, "RoCE command refused");
-                Err(Error::CommandRefused { nic: self.nic.clone(), command: C::NAME.into(), status })
-            }
+            status => Err(Error::CommandRefused { nic: self.nic.clone(), command: C::NAME.into(), status }),
         }
     }
 
@@ -245,12 +230,10 @@ impl Rcfw {
                 Ok(false) => {
                     let waited = clock.now() - start;
                     let _ = self.wedged.set(C::NAME.to_string());
-                    tracing::error!(nic = %self.nic, command = C::NAME, waited_ms = waited.as_millis() as u64, "RoCE command unanswered; the NIC is wedged");
                     return Err(Error::Timeout { nic: self.nic.clone(), request: C::NAME.into(), timeout: waited });
                 }
                 Err(reason) => {
                     let _ = self.wedged.set(C::NAME.to_string());
-                    tracing::error!(nic = %self.nic, command = C::NAME, %reason, "RoCE command's wait cut short; the NIC is wedged");
                     return Err(Error::Interrupted { nic: self.nic.clone(), request: C::NAME.into(), reason });
                 }
             }

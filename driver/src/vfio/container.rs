@@ -12,8 +12,9 @@ use std::sync::Arc;
 
 use rustix::fs::{Mode, OFlags};
 
+use super::iommu_info::{self, IommuLimits};
 use super::sys;
-use bnxt_pci::IovaAllocator;
+use bnxt_pci::{IovaAllocator, iova};
 
 /// Why a group could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -95,7 +96,10 @@ impl Container {
         }
         sys::group_set_container(group_fd.as_fd(), container.as_fd()).map_err(ioctl("VFIO_GROUP_SET_CONTAINER"))?;
         sys::set_iommu(container.as_fd(), sys::VFIO_TYPE1v2_IOMMU).map_err(ioctl("VFIO_SET_IOMMU"))?;
-        Ok(Arc::new(Container { group: group_fd, container, group_path, iovas: Arc::default() }))
+        let info = sys::iommu_info(container.as_fd()).map_err(ioctl("VFIO_IOMMU_GET_INFO"))?;
+        let limits = iommu_info::parse(&info).map_err(|e| ContainerError::Unsupported(e.to_string()))?;
+        let iovas = Arc::new(allocator_for(&limits));
+        Ok(Arc::new(Container { group: group_fd, container, group_path, iovas }))
     }
 
     /// A descriptor for device `bus` of the group.
@@ -117,5 +121,50 @@ impl Container {
     /// The group's file (`/dev/vfio/12`).
     pub fn group_path(&self) -> &Path {
         &self.group_path
+    }
+}
+
+/// The bus addresses a container hands out: the kernel's usable ranges above 4 GiB (so that
+/// 32-bit truncation bugs show), or all of them when none lies that high, and no more mappings
+/// than the kernel has room for (`dma_entry_limit`).
+fn allocator_for(limits: &IommuLimits) -> IovaAllocator {
+    let preferred = iova::DEFAULT_BASE..=iova::DEFAULT_LAST;
+    let ranges = match &limits.ranges {
+        None => vec![preferred],
+        Some(ranges) => {
+            let high: Vec<_> = ranges
+                .iter()
+                .filter_map(|r| {
+                    let (s, e) = ((*r.start()).max(*preferred.start()), (*r.end()).min(*preferred.end()));
+                    (s <= e).then_some(s..=e)
+                })
+                .collect();
+            if high.is_empty() { ranges.clone() } else { high }
+        }
+    };
+    let limit = limits.dma_avail.map_or(usize::MAX, |n| n as usize);
+    IovaAllocator::new(&ranges, limit)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    #[test]
+    fn the_allocator_keeps_to_the_kernels_ranges_above_4_gib_and_its_mapping_limit() {
+        let limits =
+            IommuLimits { ranges: Some(vec![0..=0xfedf_ffff, 0xfef0_0000..=(1 << 39) - 1]), dma_avail: Some(2) };
+        let a = Arc::new(allocator_for(&limits));
+        let x = a.lease(4096).unwrap();
+        assert_eq!(x.iova(), iova::DEFAULT_BASE);
+        let _y = a.lease(4096).unwrap();
+        assert!(a.lease(4096).is_err(), "no more than the kernel's limit");
+        // An IOMMU with no room above 4 GiB: its own ranges.
+        let low = IommuLimits { ranges: Some(vec![0x1000..=0xffff_ffff]), dma_avail: None };
+        assert_eq!(Arc::new(allocator_for(&low)).lease(1).unwrap().iova(), 0x1000);
+        // A kernel that says nothing: the default.
+        assert_eq!(Arc::new(allocator_for(&IommuLimits::default())).lease(1).unwrap().iova(), iova::DEFAULT_BASE);
     }
 }

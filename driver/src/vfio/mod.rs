@@ -4,6 +4,7 @@
 //!
 //! * [`sys`]: the ioctls, each wrapped once;
 //! * [`container`]: an IOMMU group in its container, and the container's bus addresses;
+//! * [`iommu_info`]: what the container's IOMMU allows (usable ranges, mappings left);
 //! * [`bar`]: BARs, mapped or through pread/pwrite;
 //! * [`memory`]: DMA memory mapped into the container;
 //! * [`function`]: a [`crate::PciFunction`] over them.
@@ -13,6 +14,7 @@
 pub mod bar;
 pub mod container;
 pub mod function;
+pub mod iommu_info;
 pub mod memory;
 pub mod sys;
 

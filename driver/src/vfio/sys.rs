@@ -31,6 +31,7 @@ const GROUP_SET_CONTAINER: u32 = op(4);
 const GROUP_GET_DEVICE_FD: u32 = op(6);
 const DEVICE_GET_REGION_INFO: u32 = op(8);
 const DEVICE_RESET: u32 = op(11);
+const IOMMU_GET_INFO: u32 = op(12);
 const IOMMU_MAP_DMA: u32 = op(13);
 const IOMMU_UNMAP_DMA: u32 = op(14);
 
@@ -114,6 +115,27 @@ pub fn device_reset(device: BorrowedFd<'_>) -> std::io::Result<()> {
     check(unsafe { libc::ioctl(device.as_raw_fd(), DEVICE_RESET as libc::Ioctl) }).map(drop)
 }
 
+/// `VFIO_IOMMU_GET_INFO`: the container's IOMMU information with its capability chain, as the
+/// bytes the kernel wrote (read with [`super::iommu_info::parse`]).
+pub fn iommu_info(container: BorrowedFd<'_>) -> std::io::Result<Vec<u8>> {
+    use super::iommu_info::Type1Info;
+    use zerocopy::{FromBytes, IntoBytes};
+    let mut info = Type1Info { argsz: argsz::<Type1Info>(), ..Default::default() };
+    // SAFETY: the kernel writes at most `argsz` bytes into `info`, a live local of that size; it
+    // says in `argsz` how much room the capability chain needs.
+    check(unsafe {
+        libc::ioctl(container.as_raw_fd(), IOMMU_GET_INFO as libc::Ioctl, info.as_mut_bytes().as_mut_ptr())
+    })?;
+    let need = (info.argsz as usize).max(size_of::<Type1Info>());
+    let mut buf = vec![0u8; need];
+    buf[..4].copy_from_slice(&(need as u32).to_ne_bytes());
+    // SAFETY: as above, with `buf` of `argsz` = `need` bytes.
+    check(unsafe { libc::ioctl(container.as_raw_fd(), IOMMU_GET_INFO as libc::Ioctl, buf.as_mut_ptr()) })?;
+    let written = Type1Info::read_from_prefix(&buf).map(|(i, _)| i.argsz as usize).unwrap_or(0);
+    buf.truncate(written.clamp(size_of::<Type1Info>(), need));
+    Ok(buf)
+}
+
 /// `VFIO_IOMMU_MAP_DMA`: let the container's devices read and write `size` bytes of this
 /// process's memory at `vaddr` through bus address `iova`. The kernel pins the pages.
 ///
@@ -155,6 +177,7 @@ mod tests {
         assert_eq!(GET_API_VERSION, 0x3b64);
         assert_eq!(GROUP_GET_DEVICE_FD, 0x3b6a);
         assert_eq!(DEVICE_RESET, 0x3b6f);
+        assert_eq!(IOMMU_GET_INFO, 0x3b70);
         assert_eq!(IOMMU_MAP_DMA, 0x3b71);
         assert_eq!(IOMMU_UNMAP_DMA, 0x3b72);
     }

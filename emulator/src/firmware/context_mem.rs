@@ -52,7 +52,7 @@ impl ContextRegion {
 /// What the configured context memory allows the function (the RoCE engine enforces these:
 /// RoCE QPs are the QP entries less the L2 and QP1 ones, RoCE CQs the CQ entries less the L2
 /// ones, memory regions and windows the MRAV entries less the AVs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct ContextLimits {
     /// QP contexts (QP entries), L2 and QP1 included.
     pub qps: u32,

@@ -149,7 +149,7 @@ impl WireError {
 }
 
 /// Counts of frames a receiver dropped, by [`DropReason`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DropCounters {
     /// [`DropReason::Truncated`].
     pub truncated: u64,

@@ -201,7 +201,7 @@ impl fmt::Display for FaultEvent {
 }
 
 /// How many faults of each kind fired.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FaultCounters {
     /// Frames that entered the stage.
     pub frames: u64,

@@ -1,11 +1,12 @@
 //! What the RoCE engine counts, for the NIC's outside view and for strict mode.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::net::DropCounters;
 
 /// Counters of one NIC's RoCE engine.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RoceCounters {
     /// Commands taken from the CMDQ.
     pub commands: u64,
@@ -24,7 +25,7 @@ pub struct RoceCounters {
     /// Doorbells taken.
     pub doorbells: u64,
     /// Doorbells ignored, by reason (`no valid bit`, `32-bit store`, ...).
-    pub bad_doorbells: BTreeMap<&'static str, u64>,
+    pub bad_doorbells: BTreeMap<Cow<'static, str>, u64>,
     /// Doorbells of types or paths the model does not implement.
     pub unimplemented_doorbells: u64,
     /// Send WQEs rung on the GSI QP (QP1) and frames received for it: the UD/GSI data path (MADs)
@@ -72,7 +73,7 @@ pub struct RoceCounters {
 impl RoceCounters {
     /// Count a doorbell ignored for `reason`.
     pub fn bad_doorbell(&mut self, reason: &'static str) {
-        *self.bad_doorbells.entry(reason).or_insert(0) += 1;
+        *self.bad_doorbells.entry(Cow::Borrowed(reason)).or_insert(0) += 1;
     }
 
     /// Doorbells ignored, all reasons.

@@ -87,6 +87,8 @@ pub struct ServeSummary {
     pub segment_frames_out: u64,
     /// Frames for the segment dropped because the hub did not read them.
     pub segment_frames_dropped: u64,
+    /// Stores the client made to the doorbell BAR.
+    pub doorbell_stores: u64,
 }
 
 /// One connected client.
@@ -128,6 +130,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
         segment_frames_in: 0,
         segment_frames_out: 0,
         segment_frames_dropped: 0,
+        doorbell_stores: 0,
     };
     let mut segment = match &options.segment {
         Some(path) => {
@@ -194,6 +197,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
     }
     summary.stop = stop;
     summary.hwrm_lines = hwrm.as_ref().map_or(0, HwrmLog::lines);
+    summary.doorbell_stores = nic.doorbell_stores();
     Ok(summary)
 }
 

@@ -20,12 +20,21 @@ pub fn diff(args: &DiffArgs) -> ExitCode {
             return ExitCode::from(EXIT_INVALID);
         }
     };
-    let report = compare(&a, &b, DiffOptions { all: args.all, exact: args.exact, context: args.context });
+    let report = compare(
+        &a,
+        &b,
+        DiffOptions { all: args.all, exact: args.exact, context: args.context, by_source: args.by_source },
+    );
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "--- {}", args.a.display());
     let _ = writeln!(out, "+++ {}", args.b.display());
     let _ = out.write_all(report.text.as_bytes());
-    let compared = if report.nic_lines { "runner, driver and model lines" } else { "runner and driver lines" };
+    let compared = match (report.nic_lines, report.by_source) {
+        (true, false) => "runner, driver and model lines",
+        (false, false) => "runner and driver lines",
+        (true, true) => "runner, driver and model lines, each source on its own",
+        (false, true) => "runner and driver lines, each source on its own",
+    };
     if report.same() {
         let _ = writeln!(out, "same: {} events compared ({compared})", report.compared.0);
         ExitCode::SUCCESS

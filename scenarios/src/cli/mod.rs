@@ -196,6 +196,10 @@ pub struct DiffArgs {
     /// Lines of context around each difference.
     #[arg(long, default_value_t = 3)]
     pub context: usize,
+    /// Compare each source's lines (drv0, drv1, nic0, ...) on their own rather than the whole
+    /// interleaved sequence (always so for two guest traces, header `target: guest`).
+    #[arg(long)]
+    pub by_source: bool,
 }
 
 /// `schema`'s arguments.
@@ -246,16 +250,21 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// The process's `tracing` subscriber: the transcripts' recorder of the driver's record, and a log
+/// on stderr when `RUST_LOG` or `-v` asks for one.
 fn init_tracing(verbose: u8) {
-    use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::{EnvFilter, Layer};
     let filter = match (std::env::var("RUST_LOG"), verbose) {
-        (Ok(spec), _) => EnvFilter::new(spec),
-        (Err(_), 0) => return,
-        (Err(_), 1) => EnvFilter::new("info"),
-        (Err(_), 2) => EnvFilter::new("debug"),
-        (Err(_), _) => EnvFilter::new("trace"),
+        (Ok(spec), _) => Some(EnvFilter::new(spec)),
+        (Err(_), 0) => None,
+        (Err(_), 1) => Some(EnvFilter::new("info")),
+        (Err(_), 2) => Some(EnvFilter::new("debug")),
+        (Err(_), _) => Some(EnvFilter::new("trace")),
     };
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let log = filter.map(|f| tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(f));
+    let subscriber = tracing_subscriber::registry().with(crate::transcript::record::layer()).with(log);
+    let _ = tracing::subscriber::set_global_default(subscriber);
 }
 
 /// Load the suite; print its errors to stderr. `None` when any file was wrong.
@@ -288,7 +297,7 @@ fn check(args: &PathArgs) -> ExitCode {
 }
 
 fn schema(args: &SchemaArgs) -> ExitCode {
-    let text = crate::scenario::language::schema_text();
+    let text = crate::scenario::schema::schema_text();
     match &args.output {
         None => {
             let _ = std::io::stdout().write_all(text.as_bytes());

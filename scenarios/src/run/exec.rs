@@ -13,8 +13,8 @@ use super::panic::{Panic, catch, catch_panic};
 use super::roce::Objects;
 use super::watch::{Expiry, Limit, Watch, WatchedClock, WatchedMachine, Whose};
 use crate::scenario::values::{format_duration, format_gid, format_mac};
-use crate::scenario::{Action, CountCheck, IdentityCheck, InspectChecks, NicRef, Step};
-use crate::target::{Internals, Session};
+use crate::scenario::{Action, CountCheck, IdentityCheck, NicRef, Step};
+use crate::target::Session;
 use crate::transcript::record::Recorder;
 
 /// A step that did not do what it should: what should have happened, and what did.
@@ -311,8 +311,8 @@ impl<'s> Exec<'s> {
             return self.roce(step);
         }
         match &step.action {
-            Action::Open { nic, alias, .. } => self.open(*nic, &alias.name, step),
-            Action::Close { alias } => self.close(&alias.name),
+            Action::Open { nic, alias } => self.open(nic.value, &alias.name, step),
+            Action::Close(alias) => self.close(&alias.name),
             Action::Config { nic, relaxed_ordering, bus_master, memory } => {
                 let index = self.index(nic)?;
                 let state = self
@@ -330,9 +330,9 @@ impl<'s> Exec<'s> {
             Action::Count(check) => {
                 let n = bnxt::count(self.machine)
                     .map_err(|e| Mismatch::new("the machine's NICs can be listed", e.to_string()))?;
-                let (ok, expected) = match check {
-                    CountCheck::Equals(want) => (n == *want, format!("{want} NICs")),
-                    CountCheck::AtLeast(want) => (n >= *want, format!("at least {want} NICs")),
+                let (ok, expected) = match check.check().expect("a loaded `count` gives one check") {
+                    CountCheck::Equals(want) => (n == want, format!("{want} NICs")),
+                    CountCheck::AtLeast(want) => (n >= want, format!("at least {want} NICs")),
                 };
                 if ok { Ok(Some(format!("{n} NICs"))) } else { Err(Mismatch::new(expected, format!("{n} NICs"))) }
             }
@@ -341,13 +341,13 @@ impl<'s> Exec<'s> {
                 let _ = self.clock.sleep(*d);
                 Ok(None)
             }
-            Action::Inspect { nic, checks } => {
+            Action::Inspect { nic, .. } => {
                 let index = self.index(nic)?;
                 let state = self
                     .session
                     .internals(index)
                     .map_err(|e| Mismatch::new("the NIC's inner state can be seen", e.to_string()))?;
-                inspect(&state, checks)
+                super::inspect::check(&state, &step.action)
             }
             Action::Repeat { .. } => unreachable!("repeat is run by step()"),
             other => unreachable!("`{}` is a RoCE step, run by roce()", other.keyword()),
@@ -503,38 +503,4 @@ impl Checks {
             Err(Mismatch::new(self.expected.join(", "), self.got.join(", ")))
         }
     }
-}
-
-/// Check `state` against what an `inspect` step asks.
-fn inspect(state: &Internals, want: &InspectChecks) -> Result<Option<String>, Mismatch> {
-    let mut checks = Checks::default();
-    if let Some(n) = want.dma_mappings {
-        checks.check(
-            state.dma_mappings == n,
-            format!("dma_mappings {n}"),
-            format!("dma_mappings {}", state.dma_mappings),
-        );
-    }
-    if let Some(r) = want.driver_registered {
-        checks.check(
-            state.driver_registered == r,
-            format!("driver_registered {r}"),
-            format!("driver_registered {}", state.driver_registered),
-        );
-    }
-    if let Some(n) = want.firmware_objects {
-        checks.check(
-            state.firmware_objects == n,
-            format!("firmware_objects {n}"),
-            format!("firmware_objects {} ({})", state.firmware_objects, state.held),
-        );
-    }
-    if let Some(n) = want.rx_no_l2_filter {
-        checks.check(
-            state.rx_no_l2_filter == n,
-            format!("rx_no_l2_filter {n}"),
-            format!("rx_no_l2_filter {}", state.rx_no_l2_filter),
-        );
-    }
-    checks.done()
 }

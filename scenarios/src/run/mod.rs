@@ -7,6 +7,7 @@
 pub mod budget;
 pub mod exec;
 pub mod fill;
+mod inspect;
 mod limits;
 pub mod outcome;
 pub mod panic;
@@ -159,7 +160,17 @@ pub fn run_scenario(scenario: &Scenario, target: &dyn Target, options: &RunOptio
         watch.push(Limit { whose: Whose::Scenario, length: timeout, until: started + timeout });
     }
 
-    let ran = bnxt::trace::with_sink(recorder.clone(), || {
+    if options.transcript.is_some() {
+        crate::transcript::record::install();
+        if !crate::transcript::record::layer_installed() {
+            outcome.notes.push(
+                "the transcript lacks the driver's record: this process's tracing subscriber has no \
+                 bnxt_rig::transcript::record::layer()"
+                    .into(),
+            );
+        }
+    }
+    let ran = crate::transcript::record::recording(recorder.clone(), || {
         let mut exec = Exec::new(&*session, &machine, watch.clone(), recorder.clone(), seed, virtual_time);
         let ran = exec.run(&scenario.steps, &mut outcome.steps);
         watch.disarm();

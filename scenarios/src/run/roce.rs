@@ -36,10 +36,10 @@ impl Exec<'_> {
             }
         };
         match &step.action {
-            Action::Region { nic, name, bytes, fill: how, memory } => {
-                let len = *bytes as usize;
-                let on = self.open_nic(&nic.name)?;
-                let made = match memory {
+            Action::Region(r) => {
+                let (name, how, len) = (&r.name, &r.fill, r.bytes as usize);
+                let on = self.open_nic(&r.nic.name)?;
+                let made = match r.region_memory() {
                     RegionMemory::Host => Region::host(on, len),
                     RegionMemory::Pages => match HostPages::try_new(len) {
                         Some(pages) => Region::pages(on, pages),
@@ -50,7 +50,7 @@ impl Exec<'_> {
                         }
                     },
                     RegionMemory::Device { bus, bar } => {
-                        let device = DeviceMemory { bus: bus.clone(), bar: *bar, offset: 0, len };
+                        let device = DeviceMemory { bus, bar, offset: 0, len };
                         Region::device(on, &device)
                     }
                 };
@@ -63,7 +63,7 @@ impl Exec<'_> {
                 });
                 outcome("the region", made)
             }
-            Action::Deregister { region } => {
+            Action::Deregister(region) => {
                 outcome("deregistering", self.region(&region.name)?.deregister().map(|()| None))
             }
             Action::Qp { nic, name } => {
@@ -84,8 +84,9 @@ impl Exec<'_> {
             }
             Action::Send(t) => self.post(t, |qp, region, at, len| qp.send(region, at, len)),
             Action::Receive(t) => self.post(t, |qp, region, at, len| qp.receive(region, at, len)),
-            Action::Read { into, from, from_at } => {
-                let (at, from_at, len) = (into.at as usize, *from_at as usize, into.bytes as usize);
+            Action::Read(read) => {
+                let (into, from) = (&read.into(), &read.from);
+                let (at, from_at, len) = (read.at as usize, read.from_at as usize, read.bytes as usize);
                 let region =
                     self.objects.regions.get(&into.region.name).ok_or_else(|| gone("region", &into.region.name))?;
                 let source = self.objects.regions.get(&from.name).ok_or_else(|| gone("region", &from.name))?;
@@ -119,23 +120,21 @@ impl Exec<'_> {
                     )),
                 }
             }
-            Action::Room { qp, side, check } => {
-                let room = self.qp(&qp.name)?.room(*side);
+            Action::Room(r) => {
+                let room = self.qp(&r.qp.name)?.room(r.side);
                 let mut checks = Checks::default();
-                let side = side_name(*side);
-                match check {
+                let side = side_name(r.side);
+                match r.check().expect("a loaded `room` gives one check") {
                     CountCheck::Equals(n) => {
-                        checks.check(room == *n, format!("room {n} on the {side} ring"), format!("room {room}"))
+                        checks.check(room == n, format!("room {n} on the {side} ring"), format!("room {room}"))
                     }
-                    CountCheck::AtLeast(n) => checks.check(
-                        room >= *n,
-                        format!("room at least {n} on the {side} ring"),
-                        format!("room {room}"),
-                    ),
+                    CountCheck::AtLeast(n) => {
+                        checks.check(room >= n, format!("room at least {n} on the {side} ring"), format!("room {room}"))
+                    }
                 }
                 checks.done().map(|_| Some(format!("room {room}")))
             }
-            Action::Destroy { qp } => outcome("destroying", self.qp(&qp.name)?.destroy().map(|()| None)),
+            Action::Destroy(qp) => outcome("destroying", self.qp(&qp.name)?.destroy().map(|()| None)),
             other => unreachable!("`{}` is not a RoCE step", other.keyword()),
         }
     }

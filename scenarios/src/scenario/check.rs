@@ -74,13 +74,10 @@ pub fn check(scenario: &Scenario) -> Vec<DecodeError> {
     let mut checker = Checker { nics: scenario.nics, errors: Vec::new() };
     for fault in &scenario.faults {
         match &fault.kind {
-            FaultKind::Firmware(f) => checker.nic_index(f.nic, f.nic_at, &format!("{}.firmware.nic", fault.path)),
-            FaultKind::RoceCommand(f) => checker.nic_index(f.nic, f.nic_at, &format!("{}.firmware.nic", fault.path)),
+            FaultKind::Firmware(f) => checker.nic_index(f.value.nic.value, f.value.nic.at, &f.value.nic.path),
             FaultKind::Wire(w) => {
-                for (i, rule) in w.rules.iter().enumerate() {
-                    if let Some(nic) = rule.nic {
-                        checker.nic_index(nic, rule.nic_at, &format!("{}.wire.rules[{i}].nic", fault.path));
-                    }
+                for nic in w.value.rules.iter().filter_map(|r| r.nic.as_ref()) {
+                    checker.nic_index(nic.value, nic.at, &nic.path);
                 }
             }
         }
@@ -280,8 +277,9 @@ impl Checker {
         let line = step.at.line;
         let made = step.expect.error.is_none() && step.expect.misuse.is_none();
         match &step.action {
-            Action::Open { nic, nic_at, alias } => {
-                self.nic_index(*nic, *nic_at, &format!("{}.open.nic", step.path));
+            Action::Open { nic, alias } => {
+                self.nic_index(nic.value, nic.at, &nic.path);
+                let nic = &nic.value;
                 if let Some(AliasState::Open { line, .. }) = names.nics.get(&alias.name) {
                     let problem = Problem::AliasInUse { alias: alias.name.clone(), opened_at: *line };
                     self.push(alias.at, &alias.path, problem);
@@ -298,7 +296,7 @@ impl Checker {
                 names.objects.remove(&alias.name);
                 names.nics.insert(alias.name.clone(), state);
             }
-            Action::Close { alias } => match names.nics.get(&alias.name).copied() {
+            Action::Close(alias) => match names.nics.get(&alias.name).copied() {
                 Some(AliasState::Open { nic, .. }) => {
                     names.nics.insert(alias.name.clone(), AliasState::Closed { nic, line });
                     for o in names.objects.values_mut() {
@@ -341,11 +339,12 @@ impl Checker {
                     }
                 }
             }
-            Action::Region { nic, name, bytes, .. } => {
-                let open = self.open_alias(nic, names);
-                if self.fresh_name(name, names) && open && made {
+            Action::Region(r) => {
+                let open = self.open_alias(&r.nic, names);
+                if self.fresh_name(&r.name, names) && open && made {
+                    let (nic, name) = (&r.nic, &r.name);
                     let object =
-                        Object { nic: nic.name.clone(), line, kind: ObjectKind::Region { bytes: *bytes }, gone: None };
+                        Object { nic: nic.name.clone(), line, kind: ObjectKind::Region { bytes: r.bytes }, gone: None };
                     names.objects.insert(name.name.clone(), object);
                 }
             }
@@ -357,14 +356,14 @@ impl Checker {
                     names.objects.insert(name.name.clone(), object);
                 }
             }
-            Action::Deregister { region } => {
+            Action::Deregister(region) => {
                 if self.region(region, names, true).is_some_and(|o| o.gone.is_none())
                     && let Some(o) = names.objects.get_mut(&region.name)
                 {
                     o.gone = Some(("deregistered", line));
                 }
             }
-            Action::Destroy { qp } => {
+            Action::Destroy(qp) => {
                 if self.qp(qp, names, true).is_some_and(|o| o.gone.is_none())
                     && let Some(o) = names.objects.get_mut(&qp.name)
                 {
@@ -402,7 +401,8 @@ impl Checker {
             Action::Receive(t) => {
                 self.post(t, names, step, false);
             }
-            Action::Read { into, from, from_at } => {
+            Action::Read(read) => {
+                let (into, from, from_at) = (&read.into(), &read.from, &read.from_at);
                 if let Some((nic, Some(peer))) = self.post(into, names, step, true)
                     && names.objects.get(&peer).is_some_and(|p| p.nic != nic)
                     && step.expect.misuse.is_none()
@@ -419,8 +419,8 @@ impl Checker {
             Action::Complete(c) => {
                 self.qp(&c.qp, names, false);
             }
-            Action::Room { qp, .. } => {
-                self.qp(qp, names, true);
+            Action::Room(r) => {
+                self.qp(&r.qp, names, true);
             }
             Action::Compare { region, at, with, with_at, bytes } => {
                 self.range(region, *at, *bytes, None, names, step);

@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use super::kinds::RINGS;
 use super::values::{format_duration, format_gid, format_mac, format_size};
 use super::{Action, CountCheck, Expect, NicRef, RegionMemory, Transfer};
 
@@ -47,8 +48,8 @@ impl fmt::Display for Flow {
 impl fmt::Display for Action {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let body = match self {
-            Action::Open { nic, alias, .. } => Flow::new().with("nic", nic).with("as", &alias.name).to_string(),
-            Action::Close { alias } => alias.name.clone(),
+            Action::Open { nic, alias } => Flow::new().with("nic", nic.value).with("as", &alias.name).to_string(),
+            Action::Close(alias) => alias.name.clone(),
             Action::Config { nic, relaxed_ordering, bus_master, memory } => Flow::new()
                 .with("nic", nic)
                 .maybe("relaxed_ordering", *relaxed_ordering, |b| on_off(b).into())
@@ -72,26 +73,26 @@ impl fmt::Display for Action {
                 .maybe("qps", *qps, |n| n.to_string())
                 .maybe("regions", *regions, |n| n.to_string())
                 .to_string(),
-            Action::Count(CountCheck::Equals(n)) => Flow::new().with("equals", n).to_string(),
-            Action::Count(CountCheck::AtLeast(n)) => Flow::new().with("at_least", n).to_string(),
+            Action::Count(c) => count(Flow::new(), c.check()).to_string(),
             Action::Wait(d) => format_duration(*d),
             Action::Repeat { times, steps } => {
                 Flow::new().with("times", times).with("steps", format!("[{} steps]", steps.len())).to_string()
             }
-            Action::Inspect { nic, checks } => Flow::new()
+            Action::Inspect { nic, dma_mappings, driver_registered, firmware_objects, rx_no_l2_filter } => Flow::new()
                 .with("nic", nic)
-                .maybe("dma_mappings", checks.dma_mappings, |n| n.to_string())
-                .maybe("driver_registered", checks.driver_registered, |b| b.to_string())
-                .maybe("firmware_objects", checks.firmware_objects, |n| n.to_string())
-                .maybe("rx_no_l2_filter", checks.rx_no_l2_filter, |n| n.to_string())
+                .maybe("dma_mappings", *dma_mappings, |n| n.to_string())
+                .maybe("driver_registered", *driver_registered, |b| b.to_string())
+                .maybe("firmware_objects", *firmware_objects, |n| n.to_string())
+                .maybe("rx_no_l2_filter", *rx_no_l2_filter, |n| n.to_string())
                 .to_string(),
-            Action::Region { nic, name, bytes, fill, memory } => {
+            Action::Region(r) => {
                 // The memory is written only when it is not the driver's own (as before it had
                 // a choice, so records of host regions read as they always did).
-                let (kind, device) = match memory {
+                let (nic, name, bytes, fill) = (&r.nic, &r.name, &r.bytes, &r.fill);
+                let (kind, device) = match r.region_memory() {
                     RegionMemory::Host => (None, None),
                     RegionMemory::Pages => (Some("pages"), None),
-                    RegionMemory::Device { bus, bar } => (Some("device"), Some((bus.clone(), *bar))),
+                    RegionMemory::Device { bus, bar } => (Some("device"), Some((bus, bar))),
                 };
                 Flow::new()
                     .with("on", &nic.name)
@@ -103,17 +104,17 @@ impl fmt::Display for Action {
                     .maybe("bar", device.map(|(_, n)| n), |n| n.to_string())
                     .to_string()
             }
-            Action::Deregister { region } => region.name.clone(),
+            Action::Deregister(region) => region.name.clone(),
             Action::Qp { nic, name } => Flow::new().with("on", &nic.name).with("as", &name.name).to_string(),
             Action::Connect { qp, peer } => Flow::new().with("qp", &qp.name).with("peer", &peer.name).to_string(),
             Action::Send(t) | Action::Receive(t) => transfer(t).to_string(),
-            Action::Read { into, from, from_at } => Flow::new()
-                .with("qp", &into.qp.name)
-                .with("region", &into.region.name)
-                .with("at", format_size(into.at))
-                .with("from", &from.name)
-                .with("from_at", format_size(*from_at))
-                .with("bytes", format_size(into.bytes))
+            Action::Read(r) => Flow::new()
+                .with("qp", &r.qp.name)
+                .with("region", &r.region.name)
+                .with("at", format_size(r.at))
+                .with("from", &r.from.name)
+                .with("from_at", format_size(r.from_at))
+                .with("bytes", format_size(r.bytes))
                 .to_string(),
             Action::Complete(c) => Flow::new()
                 .with("qp", &c.qp.name)
@@ -130,15 +131,10 @@ impl fmt::Display for Action {
                 .with("with_at", format_size(*with_at))
                 .with("bytes", format_size(*bytes))
                 .to_string(),
-            Action::Room { qp, side: s, check } => {
-                let flow = Flow::new().with("qp", &qp.name).with("side", side(*s));
-                match check {
-                    CountCheck::Equals(n) => flow.with("equals", n),
-                    CountCheck::AtLeast(n) => flow.with("at_least", n),
-                }
-                .to_string()
+            Action::Room(r) => {
+                count(Flow::new().with("qp", &r.qp.name).with("side", side(r.side)), r.check()).to_string()
             }
-            Action::Destroy { qp } => qp.name.clone(),
+            Action::Destroy(qp) => qp.name.clone(),
         };
         write!(f, "{}: {body}", self.keyword())
     }
@@ -152,12 +148,18 @@ fn transfer(t: &Transfer) -> Flow {
         .with("bytes", format_size(t.bytes))
 }
 
+/// `equals: N` or `at_least: N` after `flow`.
+fn count(flow: Flow, check: Option<CountCheck>) -> Flow {
+    match check {
+        Some(CountCheck::Equals(n)) => flow.with("equals", n),
+        Some(CountCheck::AtLeast(n)) => flow.with("at_least", n),
+        None => flow,
+    }
+}
+
 /// A ring's name in the language.
 pub fn side(side: bnxt::Side) -> &'static str {
-    match side {
-        bnxt::Side::Send => "send",
-        bnxt::Side::Receive => "receive",
-    }
+    RINGS.iter().find(|(s, _)| *s == side).map(|(_, n)| *n).expect("every ring is named")
 }
 
 impl fmt::Display for Expect {

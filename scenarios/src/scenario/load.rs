@@ -5,11 +5,13 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
+
 use super::Scenario;
 use super::check::check;
-use super::decode::decode;
 use super::matrix::expand;
-use crate::yaml::{self, DecodeError, Pos, Problem};
+use super::validate::validate;
+use crate::yaml::{self, DecodeError, NodeDeserializer, Pos, Problem};
 
 /// The largest scenario file read.
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
@@ -203,9 +205,11 @@ pub fn load_str(path: &Path, text: &str) -> Result<Vec<Scenario>, Vec<ScenarioEr
             }
             wrap(e)
         };
-        match decode(path, &variant.root) {
+        match Scenario::deserialize(NodeDeserializer::new(&variant.root, "")) {
             Ok(mut scenario) => {
-                let found = check(&scenario);
+                scenario.file = path.to_path_buf();
+                let mut found = validate(&scenario);
+                found.extend(check(&scenario));
                 if found.is_empty() {
                     scenario.variant = (!label.is_empty()).then_some(label);
                     scenarios.push(scenario);

@@ -5,7 +5,8 @@
 //! checked as if it had been written out, and its errors point into the one file.
 
 use crate::suggest::closest;
-use crate::yaml::{DecodeError, Entry, Field, Node, Problem, Value};
+use crate::yaml::error::quote_value;
+use crate::yaml::{DecodeError, Entry, Node, Problem, Value};
 
 use super::values::check_word;
 
@@ -28,6 +29,16 @@ impl Variant {
     }
 }
 
+/// A problem with `node`, whose field is `path`.
+fn error(node: &Node, path: &str, problem: Problem) -> DecodeError {
+    DecodeError { at: node.at, field: path.to_string(), problem }
+}
+
+/// `node` is not of the kind `expected` says.
+fn wrong_type(node: &Node, path: &str, expected: &str) -> DecodeError {
+    error(node, path, Problem::WrongType { expected: expected.into(), found: node.value.describe() })
+}
+
 /// The variants of a file (one, when it has no matrix).
 pub fn expand(root: &Node) -> Result<Vec<Variant>, DecodeError> {
     let Value::Map(entries) = &root.value else {
@@ -35,12 +46,13 @@ pub fn expand(root: &Node) -> Result<Vec<Variant>, DecodeError> {
     };
     let mut vars: Vec<(String, Vec<Node>)> = Vec::new();
     if let Some(entry) = entries.iter().find(|e| e.key == "matrix") {
-        let field = Field::root(&entry.value, "matrix");
-        let Value::Map(list) = &entry.value.value else {
-            return Err(field.wrong_type("a mapping of names to lists of values, as {request: [VER_GET, FUNC_RESET]}"));
+        let matrix = &entry.value;
+        let Value::Map(list) = &matrix.value else {
+            let expected = "a mapping of names to lists of values, as {request: [VER_GET, FUNC_RESET]}";
+            return Err(wrong_type(matrix, "matrix", expected));
         };
         if list.is_empty() {
-            return Err(field.error(Problem::Empty { what: "the matrix".into() }));
+            return Err(error(matrix, "matrix", Problem::Empty { what: "the matrix".into() }));
         }
         for var in list {
             let path = format!("matrix.{}", var.key);
@@ -53,29 +65,36 @@ pub fn expand(root: &Node) -> Result<Vec<Variant>, DecodeError> {
                     reason: r,
                 },
             })?;
-            let values = Field::root(&var.value, &path);
-            let items = values.list("a list of values")?;
+            let Value::Seq(items) = &var.value.value else {
+                return Err(wrong_type(&var.value, &path, "a list of values"));
+            };
             if items.is_empty() {
-                return Err(values.error(Problem::Empty { what: "the list of values".into() }));
+                return Err(error(&var.value, &path, Problem::Empty { what: "the list of values".into() }));
             }
-            for item in &items {
-                if !matches!(item.node.value, Value::Str(_) | Value::Int(_) | Value::Bool(_)) {
-                    return Err(item.wrong_type("a word, a number or a boolean"));
+            for (i, item) in items.iter().enumerate() {
+                if !matches!(item.value, Value::Str(_) | Value::Int(_) | Value::Bool(_)) {
+                    return Err(wrong_type(item, &format!("{path}[{i}]"), "a word, a number or a boolean"));
                 }
             }
-            vars.push((var.key.clone(), items.iter().map(|i| i.node.clone()).collect()));
+            vars.push((var.key.clone(), items.clone()));
         }
         let count = vars.iter().try_fold(1usize, |n, (_, v)| n.checked_mul(v.len())).filter(|n| *n <= MAX_VARIANTS);
         if count.is_none() {
-            return Err(field.invalid("a matrix", format!("it makes more than {MAX_VARIANTS} variants")));
+            let value = quote_value(&matrix.value);
+            let reason = format!("it makes more than {MAX_VARIANTS} variants");
+            return Err(error(matrix, "matrix", Problem::Invalid { value, expected: "a matrix".into(), reason }));
         }
         if let Some(name) = entries.iter().find(|e| e.key == "name")
             && let Value::Str(text) = &name.value.value
             && let Some((var, _)) = vars.iter().find(|(var, _)| !text.contains(&format!("${{{var}}}")))
         {
-            return Err(Field::root(&name.value, "name").error(Problem::Conflict(format!(
-                "with a matrix, the name must use ${{{var}}} (and every other matrix name) so that each variant has its own"
-            ))));
+            return Err(error(
+                &name.value,
+                "name",
+                Problem::Conflict(format!(
+                    "with a matrix, the name must use ${{{var}}} (and every other matrix name) so that each variant has its own"
+                )),
+            ));
         }
     }
 
@@ -143,18 +162,21 @@ fn substitute_str(node: &Node, text: &str, path: &str, vars: &[(&str, &Node)]) -
     if !text.contains("${") {
         return Ok(node.clone());
     }
-    let field = Field::root(node, path);
     let lookup = |name: &str| {
         vars.iter().find(|(k, _)| *k == name).map(|(_, v)| *v).ok_or_else(|| {
-            field.error(Problem::UnknownName {
-                what: if vars.is_empty() {
-                    "matrix name (the file has no matrix)".into()
-                } else {
-                    "matrix name".into()
+            error(
+                node,
+                path,
+                Problem::UnknownName {
+                    what: if vars.is_empty() {
+                        "matrix name (the file has no matrix)".into()
+                    } else {
+                        "matrix name".into()
+                    },
+                    name: name.into(),
+                    suggestion: closest(name, vars.iter().map(|(k, _)| *k)).map(str::to_string),
                 },
-                name: name.into(),
-                suggestion: closest(name, vars.iter().map(|(k, _)| *k)).map(str::to_string),
-            })
+            )
         })
     };
     if let Some(name) = text.strip_prefix("${").and_then(|t| t.strip_suffix('}'))
@@ -167,9 +189,10 @@ fn substitute_str(node: &Node, text: &str, path: &str, vars: &[(&str, &Node)]) -
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
-        let end = after
-            .find('}')
-            .ok_or_else(|| field.invalid("text with ${name} references", "a `${` is not closed by `}`"))?;
+        let end = after.find('}').ok_or_else(|| {
+            let (value, expected) = (quote_value(&node.value), "text with ${name} references".into());
+            error(node, path, Problem::Invalid { value, expected, reason: "a `${` is not closed by `}`".into() })
+        })?;
         out.push_str(&scalar_text(lookup(&after[..end])?));
         rest = &after[end + 1..];
     }

@@ -106,20 +106,8 @@ impl ConfigState {
     }
 }
 
-/// A NIC's inner state, as only a model can show it (`inspect` steps).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Internals {
-    /// DMA mappings the host has given the NIC.
-    pub dma_mappings: usize,
-    /// Whether a driver is registered with the firmware.
-    pub driver_registered: bool,
-    /// Objects the function holds in the firmware and the RoCE engine.
-    pub firmware_objects: usize,
-    /// What they are (`2 rings, 1 VNICs`, or `nothing`).
-    pub held: String,
-    /// RoCE frames no L2 filter of the function passed to its RoCE engine.
-    pub rx_no_l2_filter: u64,
-}
+/// What only a model can show of a NIC (`inspect` steps): its whole outside view.
+pub use bnxt_model_host::world::NicState as Internals;
 
 /// Why a target could not do something.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

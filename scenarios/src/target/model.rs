@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use bnxt::{Clock, Machine};
 use bnxt_hsi::hwrm::req_name;
-use bnxt_model::faults::{self, FaultPlan, WirePlan};
+use bnxt_model::faults::FaultPlan;
 use bnxt_model::firmware::options::FirmwareOptions;
 use bnxt_model_host::world::WorldConfig;
 
 use super::{Capabilities, ConfigState, Internals, MachinePlan, Session, Target, TargetError};
-use crate::scenario::{Capability, CommandAction, FaultKind, FirmwareAction, FirmwareSettings, MAX_NICS, WireFault};
+use crate::scenario::{Capability, FirmwareSettings, MAX_NICS};
 use crate::transcript::model::ModelEvents;
 use crate::transcript::record::EventSource;
 use bnxt_model_host::machine::{ModelClock, ModelMachine};
@@ -73,64 +73,15 @@ impl Target for ModelTarget {
 
 /// The scenario's firmware settings as the model takes them.
 pub fn firmware_options(s: FirmwareSettings) -> FirmwareOptions {
-    FirmwareOptions { resource_limits: s.resource_limits, fast_destroy_qps: s.fast_destroy_qps }
+    FirmwareOptions {
+        resource_limits: s.resource_limits.unwrap_or(false),
+        fast_destroy_qps: s.fast_destroy_qps.unwrap_or(0),
+    }
 }
 
-/// The model's fault plan for `plan`'s faults.
+/// The scenario's faults as the model takes them.
 pub fn fault_plan(plan: &MachinePlan<'_>) -> FaultPlan {
-    let mut out = FaultPlan::default();
-    for fault in plan.faults {
-        match &fault.kind {
-            FaultKind::Firmware(f) => out.firmware.push(faults::FirmwareFault {
-                nic: f.nic,
-                req_type: f.req_type,
-                nth: f.nth,
-                action: match f.action {
-                    FirmwareAction::NoResponse => faults::FirmwareAction::NoResponse,
-                    FirmwareAction::Error(code) => faults::FirmwareAction::Error(code.value()),
-                    FirmwareAction::Delay(d) => faults::FirmwareAction::Delay(d),
-                },
-            }),
-            FaultKind::RoceCommand(f) => out.roce_commands.push(faults::CommandFault {
-                nic: f.nic,
-                opcode: f.opcode,
-                nth: f.nth,
-                action: match f.action {
-                    CommandAction::NoResponse => faults::CommandAction::NoResponse,
-                    CommandAction::Error(status) => faults::CommandAction::Error(status.value()),
-                    CommandAction::Delay(d) => faults::CommandAction::Delay(d),
-                },
-            }),
-            FaultKind::Wire(w) => out.wire = wire_plan(w),
-        }
-    }
-    out
-}
-
-/// A `wire` fault as the model's wire plan.
-fn wire_plan(w: &WireFault) -> WirePlan {
-    WirePlan {
-        drop: w.drop,
-        duplicate: w.duplicate,
-        reorder: w.reorder,
-        corrupt: w.corrupt,
-        delay: w.delay,
-        delay_by: w.delay_by,
-        reorder_hold: w.reorder_hold,
-        rules: w
-            .rules
-            .iter()
-            .map(|r| faults::WireRule {
-                nic: r.nic,
-                opcode: r.opcode,
-                psn: r.psn,
-                dest_qp: None,
-                nth: r.nth,
-                kind: r.kind,
-                delay: r.delay,
-            })
-            .collect(),
-    }
+    crate::scenario::fault_plan(plan.faults)
 }
 
 /// One scenario's world.
@@ -163,14 +114,7 @@ impl Session for ModelSession {
 
     fn internals(&self, nic: usize) -> Result<Internals, TargetError> {
         self.check_nic(nic)?;
-        let s = self.machine.world().nic_state(nic);
-        Ok(Internals {
-            dma_mappings: s.dma_mappings,
-            driver_registered: s.driver_registered,
-            firmware_objects: s.held.total(),
-            held: s.held.describe(),
-            rx_no_l2_filter: s.roce.rx_no_l2_filter,
-        })
+        Ok(self.machine.world().nic_state(nic))
     }
 
     fn events(&self) -> Option<Arc<dyn EventSource>> {

@@ -293,14 +293,7 @@ impl Session for VfioUserSession {
     }
 
     fn internals(&self, nic: usize) -> Result<Internals, TargetError> {
-        let s = self.state(nic)?;
-        Ok(Internals {
-            dma_mappings: s.dma_mappings,
-            driver_registered: s.driver_registered,
-            firmware_objects: s.held_objects,
-            held: s.held,
-            rx_no_l2_filter: s.rx_no_l2_filter,
-        })
+        Ok(self.state(nic)?.nic)
     }
 
     fn finish_pcap(&self) -> Result<Option<u64>, String> {
@@ -318,7 +311,7 @@ impl Session for VfioUserSession {
         for nic in 0..self.nics {
             match self.state(nic) {
                 Ok(s) => {
-                    for (req_type, count) in s.unsupported_requests {
+                    for (req_type, count) in s.nic.unsupported_requests {
                         let name = req_name(req_type)
                             .map(str::to_string)
                             .unwrap_or_else(|| format!("request 0x{req_type:04x}"));

@@ -2,8 +2,9 @@
 //!
 //! Times are never compared, only the order of events. By default what must differ between two
 //! runs of one scenario is masked: numbers the firmware hands out (queue pair, CQ and other
-//! object ids, keys), PSNs (chosen per NIC), addresses (MAC, IPv4, bus, DMA) and how long steps
-//! took. The NICs' own lines (`nicN`) are compared only when both transcripts have them (two
+//! object ids, keys), PSNs (chosen per NIC), the HWRM sequence numbers a driver counts (one
+//! request more or less shifts all that follow), addresses (MAC, IPv4, bus, DMA) and how long
+//! steps took. The NICs' own lines (`nicN`) are compared only when both transcripts have them (two
 //! runs on the model); a run on a card has the runner's and the driver's lines only, which every
 //! target records alike.
 
@@ -24,6 +25,11 @@ pub struct DiffOptions {
     pub exact: bool,
     /// Lines of context around each difference.
     pub context: usize,
+    /// Compare each source's lines (`drv0`, `drv1`, `nic0`, ...) on their own, in their own
+    /// order, instead of the whole sequence: for recordings whose sources act at the same time
+    /// and interleave by chance, as a guest trace of two functions does. Guest traces (header
+    /// `target: guest`) are always compared so.
+    pub by_source: bool,
 }
 
 /// What comparing two transcripts found.
@@ -33,6 +39,8 @@ pub struct DiffReport {
     pub compared: (usize, usize),
     /// Whether the NICs' own lines were compared.
     pub nic_lines: bool,
+    /// Whether each source was compared on its own.
+    pub by_source: bool,
     /// Lines only in the first transcript.
     pub removed: usize,
     /// Lines only in the second.
@@ -58,7 +66,7 @@ fn masks() -> &'static [(Regex, &'static str)] {
             (r"::ffff:\d+\.\d+\.\d+\.\d+", "<gid>"),
             (r"\b\d+\.\d+\.\d+\.\d+\b", "<ipv4>"),
             (r"\b0x[0-9a-fA-F]{8,}\b", "<addr>"),
-            (r"\b(xid|qp|cq|nq|key|psn|lkey|rkey|qpn|index)=\S+", "$1=…"),
+            (r"\b(xid|qp|cq|nq|key|psn|lkey|rkey|qpn|index|seq)=\S+", "$1=…"),
             (r"\bQP 0x[0-9a-fA-F]+", "QP …"),
             (r"\bPSN \d+", "PSN …"),
         ]
@@ -83,17 +91,48 @@ fn has_nic_lines(t: &Transcript) -> bool {
     t.lines.iter().any(|l| matches!(l.source, Source::Nic(_)))
 }
 
+fn is_guest_trace(t: &Transcript) -> bool {
+    t.header.iter().any(|(k, v)| k == "target" && v == "guest")
+}
+
 /// Compare `a` with `b`.
 pub fn diff(a: &Transcript, b: &Transcript, options: DiffOptions) -> DiffReport {
     let nic_lines = options.all || (has_nic_lines(a) && has_nic_lines(b));
-    let pick = |t: &Transcript| -> (Vec<Line>, Vec<String>) {
-        let lines: Vec<Line> =
-            t.lines.iter().filter(|l| nic_lines || !matches!(l.source, Source::Nic(_))).cloned().collect();
-        let keys = lines.iter().map(|l| normalise(l, options.exact)).collect();
-        (lines, keys)
+    let by_source = options.by_source || (is_guest_trace(a) && is_guest_trace(b));
+    let pick = |t: &Transcript| -> Vec<Line> {
+        t.lines.iter().filter(|l| nic_lines || !matches!(l.source, Source::Nic(_))).cloned().collect()
     };
-    let (a_lines, a_keys) = pick(a);
-    let (b_lines, b_keys) = pick(b);
+    let (a_lines, b_lines) = (pick(a), pick(b));
+    let compared = (a_lines.len(), b_lines.len());
+    if !by_source {
+        let (removed, added, text) = compare_lines(&a_lines, &b_lines, options);
+        return DiffReport { compared, nic_lines, by_source, removed, added, text };
+    }
+    let mut sources: Vec<Source> = Vec::new();
+    for l in a_lines.iter().chain(&b_lines) {
+        if !sources.contains(&l.source) {
+            sources.push(l.source);
+        }
+    }
+    let (mut removed, mut added, mut text) = (0, 0, String::new());
+    for source in sources {
+        let of = |lines: &[Line]| -> Vec<Line> { lines.iter().filter(|l| l.source == source).cloned().collect() };
+        let (r, a, t) = compare_lines(&of(&a_lines), &of(&b_lines), options);
+        if !t.is_empty() {
+            let _ = writeln!(text, "== {source} ==");
+            text.push_str(&t);
+        }
+        removed += r;
+        added += a;
+    }
+    DiffReport { compared, nic_lines, by_source, removed, added, text }
+}
+
+/// The differences between two sequences of lines: lines only in the first, only in the
+/// second, and the text showing them with their context.
+fn compare_lines(a_lines: &[Line], b_lines: &[Line], options: DiffOptions) -> (usize, usize, String) {
+    let a_keys: Vec<String> = a_lines.iter().map(|l| normalise(l, options.exact)).collect();
+    let b_keys: Vec<String> = b_lines.iter().map(|l| normalise(l, options.exact)).collect();
     let ops = capture_diff_slices(Algorithm::Myers, &a_keys, &b_keys);
     let (mut removed, mut added) = (0, 0);
     let mut text = String::new();
@@ -152,7 +191,7 @@ pub fn diff(a: &Transcript, b: &Transcript, options: DiffOptions) -> DiffReport 
         }
         i = j + 1;
     }
-    DiffReport { compared: (a_lines.len(), b_lines.len()), nic_lines, removed, added, text }
+    (removed, added, text)
 }
 
 #[cfg(test)]
@@ -190,6 +229,31 @@ mod tests {
         assert!(r.text.contains("+      0.000000009  nic0   roce-completion"), "{}", r.text);
         let r = diff(&a, &b, DiffOptions { exact: true, context: 0, ..Default::default() });
         assert!(!r.same());
+    }
+
+    #[test]
+    fn guest_traces_are_compared_source_by_source() {
+        let mut a = t(&[
+            (0, Source::Driver(0), "hwrm-request VER_GET seq=0"),
+            (1, Source::Driver(1), "hwrm-request VER_GET seq=0"),
+            (2, Source::Driver(0), "hwrm-request PORT_QSTATS seq=1"),
+        ]);
+        let mut b = t(&[
+            (0, Source::Driver(1), "hwrm-request VER_GET seq=0"),
+            (1, Source::Driver(0), "hwrm-request VER_GET seq=0"),
+            (2, Source::Driver(0), "hwrm-request PORT_QSTATS seq=1"),
+        ]);
+        let interleaved = diff(&a, &b, DiffOptions::default());
+        assert!(!interleaved.same() && !interleaved.by_source);
+        let r = diff(&a, &b, DiffOptions { by_source: true, ..Default::default() });
+        assert!(r.same(), "{}", r.text);
+        a.header.push(("target".into(), "guest".into()));
+        b.header.push(("target".into(), "guest".into()));
+        assert!(diff(&a, &b, DiffOptions::default()).same());
+        b.lines.pop();
+        let r = diff(&a, &b, DiffOptions { context: 1, ..Default::default() });
+        assert_eq!((r.removed, r.added), (1, 0));
+        assert!(r.text.starts_with("== drv0 ==\n@@ first transcript event 2, second 2 @@\n"), "{}", r.text);
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Collecting a transcript while a scenario runs: the runner's lines, the driver's trace events
-//! (this is the thread's [`TraceSink`]) and the target's own events, in the order they happened.
+//! Collecting a transcript while a scenario runs: the runner's lines, the driver's record (its
+//! `tracing` events of target [`bnxt::trace::TARGET`], which [`layer`] hands to the recorder of
+//! the thread they happen on) and the target's own events, in the order they happened.
 //!
 //! The driver records an action just before the store that hands it to the NIC, and the model
 //! records its events as it acts; so before each driver event and each runner line the recorder
@@ -7,11 +8,17 @@
 //! after the driver's line, and one that happened while the driver waited comes before what the
 //! driver did next.
 
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use bnxt::PciFunction;
-use bnxt::trace::{Outcome, TraceEvent, TraceSink};
+use bnxt::trace::{TARGET, TraceEvent};
+use tracing::Subscriber;
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::Context;
+use tracing_subscriber::registry::LookupSpan;
 
 use super::{Line, Source};
 
@@ -91,33 +98,24 @@ impl Recorder {
     }
 }
 
-/// How a request or command ended, as a transcript writes it.
-fn outcome(o: &Outcome) -> String {
-    match o {
-        Outcome::Ok => "ok".into(),
-        Outcome::Refused(code) => format!("refused {code}"),
-        Outcome::NoAnswer => "no-answer".into(),
-        Outcome::Failed(why) => format!("failed: {why}"),
-    }
-}
-
 /// A driver event as a transcript line's source and text.
 pub fn driver_line(event: &TraceEvent) -> (&str, String) {
     match event {
         TraceEvent::HwrmRequest { bus, request, seq_id } => (bus, format!("hwrm-request {request} seq={seq_id}")),
-        TraceEvent::HwrmAnswer { bus, request, seq_id, outcome: o } => {
-            (bus, format!("hwrm-answer {request} seq={seq_id} {}", outcome(o)))
+        TraceEvent::HwrmAnswer { bus, request, seq_id, outcome } => {
+            (bus, format!("hwrm-answer {request} seq={seq_id} {outcome}"))
         }
         TraceEvent::RoceCommand { bus, command, cookie } => (bus, format!("roce-command {command} cookie={cookie}")),
-        TraceEvent::RoceAnswer { bus, command, cookie, outcome: o } => {
-            (bus, format!("roce-answer {command} cookie={cookie} {}", outcome(o)))
+        TraceEvent::RoceAnswer { bus, command, cookie, outcome } => {
+            (bus, format!("roce-answer {command} cookie={cookie} {outcome}"))
         }
         TraceEvent::Doorbell { bus, ty, xid, index } => (bus, format!("doorbell {ty} xid={xid} index={index}")),
     }
 }
 
-impl TraceSink for Recorder {
-    fn record(&self, event: TraceEvent) {
+impl Recorder {
+    /// Take one event of the driver's record, after the target's events so far.
+    pub fn record(&self, event: TraceEvent) {
         self.drain();
         if !self.keep {
             return;
@@ -126,6 +124,71 @@ impl TraceSink for Recorder {
         let line = Line::new(self.now(), Source::Driver(self.nic(bus)), text);
         lock(&self.lines).push(line);
     }
+}
+
+thread_local! {
+    /// The recorder of the scenario running on this thread, if it keeps the driver's record.
+    static CURRENT: RefCell<Option<Arc<Recorder>>> = const { RefCell::new(None) };
+}
+
+/// Whether a [`layer`] is part of the process's `tracing` subscriber.
+static LAYER_INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// Run `f` with `recorder` taking the driver's record of this thread; the recorder before it
+/// (if any) is back afterwards, also when `f` panics.
+pub fn recording<R>(recorder: Arc<Recorder>, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Arc<Recorder>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            CURRENT.with(|c| *c.borrow_mut() = previous);
+        }
+    }
+    let previous = CURRENT.with(|c| c.borrow_mut().replace(recorder));
+    let _restore = Restore(previous);
+    f()
+}
+
+/// Hands the driver's record to the recorder of the thread it happens on.
+pub struct DriverRecord;
+
+impl<S: Subscriber> Layer<S> for DriverRecord {
+    fn on_register_dispatch(&self, _: &tracing::Dispatch) {
+        LAYER_INSTALLED.store(true, Ordering::Relaxed);
+    }
+
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        let Some(recorder) = CURRENT.with(|c| c.borrow().clone()) else { return };
+        if let Some(e) = TraceEvent::from_event(event) {
+            recorder.record(e);
+        }
+    }
+}
+
+fn wanted<S>(meta: &tracing::Metadata<'_>, _: &Context<'_, S>) -> bool {
+    meta.target() == TARGET && CURRENT.with(|c| c.borrow().is_some())
+}
+
+/// The layer a process's `tracing` subscriber needs for transcripts to hold the driver's record
+/// (the `bnxt-rig` command installs it; so does [`install`]). Filtered on its own: it sees the
+/// driver's events whatever the log's level, and costs a thread-local check where no scenario
+/// records.
+pub fn layer<S>() -> impl Layer<S>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    DriverRecord.with_filter(tracing_subscriber::filter::dynamic_filter_fn(wanted::<S>))
+}
+
+/// Make [`layer`] the process's `tracing` subscriber, unless the process has one already.
+pub fn install() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer()));
+}
+
+/// Whether the process's subscriber hands the driver's record to recorders.
+pub fn layer_installed() -> bool {
+    LAYER_INSTALLED.load(Ordering::Relaxed)
 }
 
 #[cfg(test)]
@@ -151,7 +214,7 @@ mod tests {
     fn target_events_come_before_the_driver_event_or_runner_line_that_follows_them() {
         let r = Recorder::new(vec!["0000:01:00.0".into()], Some(Arc::new(Ticking(AtomicU64::new(0)))), true);
         r.note(Duration::ZERO, "1 line 5: open: {nic: 0, as: a}");
-        r.record(TraceEvent::HwrmRequest { bus: "0000:01:00.0".into(), request: "VER_GET", seq_id: 0 });
+        r.record(TraceEvent::HwrmRequest { bus: "0000:01:00.0".into(), request: "VER_GET".into(), seq_id: 0 });
         let lines: Vec<String> = r.take_lines().iter().map(|l| format!("{} {}", l.source, l.text)).collect();
         assert_eq!(
             lines,

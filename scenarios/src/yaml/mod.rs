@@ -1,8 +1,14 @@
-//! YAML as the scenario decoder reads it: a positioned tree ([`node`]) and typed reading of it
-//! with errors that name the field and where it is ([`read`]).
+//! YAML as scenarios are read: a positioned tree ([`node`], parsed by serde-saphyr), a serde
+//! deserializer over it ([`de`]) whose errors ([`error`]) name the field and where it is, and
+//! the wrappers that keep positions ([`located`]).
 
+pub mod de;
+pub mod error;
+pub mod introspect;
+pub mod located;
 pub mod node;
-pub mod read;
 
+pub use de::NodeDeserializer;
+pub use error::{DecodeError, Problem};
+pub use located::{Located, LocatedSeed, OneOrMany};
 pub use node::{Entry, Node, Pos, SyntaxError, Value};
-pub use read::{DecodeError, Field, MapReader, Problem};
