@@ -6,7 +6,8 @@
 #   - the guest kernels: Debian trixie's (6.12) and sid's (7.x) linux-image-amd64, with their modules;
 #   - busybox-static, for the initramfs (ci/guest/mkinitramfs.sh);
 #   - rdma-core's user space from sid (ibverbs-utils, libibverbs1, ibverbs-providers, libnl) with sid's
-#     glibc, for the verbs guest test ($BNXT_VM_CACHE/verbs-root).
+#     glibc, for the verbs guest test ($BNXT_VM_CACHE/verbs-root), and sid's perftest with the libraries
+#     it loads besides ($BNXT_VM_CACHE/perftest-root).
 # Verification: apt checks each signed InRelease against the host's Debian archive keyring and each .deb
 # against the SHA256 of the signed package index; this script checks every .deb's SHA256 once more
 # against the index before unpacking it. What was fetched is listed in $BNXT_VM_CACHE/manifest.txt.
@@ -128,6 +129,14 @@ fi
 if [ ! -x "$C/verbs-root/usr/bin/ibv_rc_pingpong" ]; then
   DEBS=(); fetch_debs sid ibverbs-utils ibverbs-providers libibverbs1 libnl-3-200 libnl-route-3-200 libc6
   unpack_into "$C/verbs-root" "${DEBS[@]}"
+fi
+
+# --- perftest (ib_send_bw, ib_write_bw, ib_read_bw, ...) for the verbs guest test, with the libraries
+# its binaries load beyond verbs-root's: librdmacm, libibumad, libpci (and libpci's libudev and zlib).
+# A folder of its own, so that adding it leaves verbs-root as it was.
+if [ ! -x "$C/perftest-root/usr/bin/ib_send_bw" ]; then
+  DEBS=(); fetch_debs sid perftest librdmacm1t64 libibumad3 libpci3 libudev1 zlib1g
+  unpack_into "$C/perftest-root" "${DEBS[@]}"
 fi
 
 # The manifest lists what this run fetched or checked; a run that fetched nothing keeps the old one.

@@ -7,12 +7,14 @@
 # Ethernet segment (a `bnxt-model segment` hub both model processes join), and between the first
 # of them and the guest's own QEMU virtio-net NIC, joined to the same hub through QEMU's stream
 # netdev; bnxt_re must register an InfiniBand device per function, with no RoCE command refused and
-# no failed step in its probe (ib_mad's QP1, congestion control). Ends with a summary per kernel and
-# exits non-zero if any kernel failed.
+# no failed step in its probe (ib_mad's QP1, congestion control); bnxt_en must register a temperature
+# sensor per function that reads a temperature; no HWRM request bnxt_en sent may be answered
+# CMD_NOT_SUPPORTED (but with --driver). Ends with a summary per kernel and exits non-zero if any
+# kernel failed.
 #
 # usage: ci/guest-test.sh [--no-model] [--nics N] [--kernels "trixie sid"] [--no-link] [--no-traffic]
 #                         [--no-qemu-nic] [--no-ib] [--out DIR] [--record-fixtures] [--driver] [--verbs]
-#                         [--trace]
+#                         [--trace] [--hugepages]
 #   --no-model         boot without any device: checks the tooling (bnxt_en loads, finds no function)
 #   --nics N           model processes / vfio-user devices per guest (1 or 2, default 2)
 #   --kernels LIST     which guest kernels (default: trixie sid)
@@ -31,7 +33,8 @@
 #   --verbs            rdma-core's user space on Linux's bnxt_re (two NICs on the segment): the guest
 #                      gets sid's ibverbs-utils, libibverbs, libbnxt_re and glibc; ci/guest/init-verbs
 #                      addresses both netdevs on one subnet, runs ibv_devinfo, ibv_rc_pingpong,
-#                      ibv_srq_pingpong and ibv_ud_pingpong between bnxt_re1 (server) and bnxt_re0
+#                      ibv_srq_pingpong, ibv_ud_pingpong and perftest's ib_send_bw, ib_write_bw and
+#                      ib_read_bw (the server's QP left in RTR) between bnxt_re1 (server) and bnxt_re0
 #                      (client) over their
 #                      RoCE v2 IPv4 GIDs,
 #                      and ci/guest/check-verbs.py requires both sides to finish with exit status 0
@@ -42,6 +45,10 @@
 #                      results, and ci/guest/check-trace.py requires the HWRM requests the plugin saw
 #                      to be those each model's --hwrm-log served, in order, with the same answers, and
 #                      the doorbell stores it saw to match each model's count (docs/qemu-trace.md)
+#   --hugepages        guest RAM from a file on hugetlbfs (memory-backend-file, share=on; 512 MiB per
+#                      guest unless MEM says otherwise): the script mounts a hugetlbfs of 2 MiB pages
+#                      under the output folder and, as root, raises the pool of free 2 MiB pages to
+#                      what the guests need, giving both back at the end (out/guest-hugepages by default)
 #   --record-fixtures  copy each kernel's HWRM request logs, the requests answered CMD_NOT_SUPPORTED
 #                      and bnxt_re's kernel messages to fixtures/guest/<kernel suite>/ (with --trace:
 #                      also the transcript, to fixtures/trace/<kernel suite>.transcript)
@@ -53,7 +60,8 @@
 #      functions fits even if a RoCE command went unanswered (a 40 s firmware timeout each); the
 #      guest's power-off would wait for it
 #      anyway); PP_ITERS, PP_WAIT (--verbs: ibv_rc_pingpong's iterations, default 100, and the
-#      seconds it may take, default 120); VERBS_DEBUG_BIN (--verbs: host binaries, e.g. /usr/bin/strace,
+#      seconds it may take, default 120); PT_ITERS (--verbs: perftest's iterations, default 500);
+#      VERBS_DEBUG_BIN (--verbs: host binaries, e.g. /usr/bin/strace,
 #      put into the guest's /bin with the host libraries they load, glibc aside); APPEND (more kernel words); SERIAL=1 (run the kernels one after the other).
 #
 # The model command line this script relies on (crate bnxt-model):
@@ -72,7 +80,7 @@ set -euo pipefail
 . "$(dirname "$0")/guest/lib.sh"
 G=$BNXT_REPO/ci/guest
 
-no_model=0 nics=2 kernels="${BNXT_GUEST_SUITES[*]}" link=1 traffic=1 peer=1 ib=1 record=0 driver=0 verbs=0 trace=0
+no_model=0 nics=2 kernels="${BNXT_GUEST_SUITES[*]}" link=1 traffic=1 peer=1 ib=1 record=0 driver=0 verbs=0 trace=0 hugepages=0
 out=$BNXT_REPO/out/guest
 while [ $# -gt 0 ]; do
   case $1 in
@@ -88,6 +96,7 @@ while [ $# -gt 0 ]; do
     --driver) driver=1 ;;
     --verbs) verbs=1 ;;
     --trace) trace=1 ;;
+    --hugepages) hugepages=1 ;;
     *) die "unknown argument $1 (see the comment at the top of $0)" ;;
   esac
   shift
@@ -109,8 +118,40 @@ if [ $trace = 1 ]; then
   [ $no_model = 0 ] && [ $driver = 0 ] && [ $verbs = 0 ] || die "--trace needs the model and the default test (not --driver, --verbs)"
   [ "$out" = "$BNXT_REPO/out/guest" ] && out=$BNXT_REPO/out/guest-trace
 fi
+if [ $hugepages = 1 ]; then
+  [ $driver = 0 ] && [ $verbs = 0 ] || die "--hugepages runs the default guest test (not --driver or --verbs)"
+  record=0
+  [ "$out" = "$BNXT_REPO/out/guest" ] && out=$BNXT_REPO/out/guest-hugepages
+fi
 started=$(date +%s)
 mkdir -p "$out"; out=$(cd "$out" && pwd)
+
+# --hugepages: a hugetlbfs of 2 MiB pages under the output folder, and enough free pages in the
+# kernel's pool for every guest's RAM (raised as root if short; put back as it was at the end).
+HP_SYSFS=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages HP_MOUNT= HP_RESTORE=
+hugepages_release() {
+  if [ -n "$HP_MOUNT" ] && mountpoint -q "$HP_MOUNT"; then umount "$HP_MOUNT" || true; fi
+  if [ -n "$HP_RESTORE" ]; then echo "$HP_RESTORE" > "$HP_SYSFS" || true; HP_RESTORE=; fi
+}
+if [ $hugepages = 1 ]; then
+  export MEM=${MEM:-512}
+  n_kernels=$(echo $kernels | wc -w)
+  need=$(( n_kernels * MEM / 2 ))
+  free=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo)
+  if [ "$free" -lt "$need" ]; then
+    [ -w "$HP_SYSFS" ] || die "--hugepages needs $need free 2 MiB huge pages ($free free) and cannot raise the pool ($HP_SYSFS is not writable: run as root)"
+    total=$(cat "$HP_SYSFS"); HP_RESTORE=$total
+    echo $(( total + need - free )) > "$HP_SYSFS"
+    free=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo)
+    [ "$free" -ge "$need" ] || { hugepages_release; die "--hugepages: only $free free 2 MiB pages after asking for $need more (memory too fragmented or short)"; }
+    echo "guest-test: the huge page pool raised from $total to $(cat "$HP_SYSFS") pages of 2 MiB for the run"
+  fi
+  HP_MOUNT=$out/hugetlbfs; mkdir -p "$HP_MOUNT"
+  mountpoint -q "$HP_MOUNT" || mount -t hugetlbfs -o pagesize=2M,mode=0700 nodev "$HP_MOUNT" \
+    || { hugepages_release; die "--hugepages: mounting hugetlbfs at $HP_MOUNT failed (root needed)"; }
+  export MEM_PATH=$HP_MOUNT
+  trap hugepages_release EXIT
+fi
 
 bash "$BNXT_REPO/ci/fetch-vm.sh"
 
@@ -147,13 +188,22 @@ driver_files() {
 
 # verbs_files: SRC:DEST pairs for the initramfs of --verbs: ibv_devinfo, ibv_rc_pingpong, libibverbs
 # and its libraries, the bnxt_re provider with its driver file, and sid's glibc with its ld.so at the
-# path the binaries name (all from the cache ci/fetch-vm.sh fills).
+# path the binaries name; perftest's ib_send_bw, ib_write_bw and ib_read_bw with what they load
+# besides (librdmacm, libibumad, libpci with libudev and zlib from perftest-root; libm and the
+# mlx5, efa and hns providers they link against from verbs-root). All from the cache ci/fetch-vm.sh
+# fills.
 verbs_files() {
-  local r=$BNXT_VM_CACHE/verbs-root l=usr/lib/x86_64-linux-gnu f
+  local r=$BNXT_VM_CACHE/verbs-root p=$BNXT_VM_CACHE/perftest-root l=usr/lib/x86_64-linux-gnu f
   [ -x "$r/usr/bin/ibv_rc_pingpong" ] || die "no rdma-core user space in $r: run ci/fetch-vm.sh"
-  for f in usr/bin/ibv_devinfo usr/bin/ibv_{rc,ud,uc,srq}_pingpong $l/libc.so.6 $l/libibverbs.so.1 $l/libnl-3.so.200 \
-    $l/libnl-route-3.so.200 $l/libibverbs/libbnxt_re-rdmav*.so etc/libibverbs.d/bnxt_re.driver; do
+  [ -x "$p/usr/bin/ib_send_bw" ] || die "no perftest in $p: run ci/fetch-vm.sh"
+  for f in usr/bin/ibv_devinfo usr/bin/ibv_{rc,ud,uc,srq}_pingpong $l/libc.so.6 $l/libm.so.6 $l/libibverbs.so.1 \
+    $l/libnl-3.so.200 $l/libnl-route-3.so.200 $l/lib{mlx5,efa,hns}.so.1 $l/libibverbs/libbnxt_re-rdmav*.so \
+    etc/libibverbs.d/bnxt_re.driver; do
     for g in $r/$f; do [ -e "$g" ] || die "$g is missing"; echo "$g:${g#"$r"/}"; done
+  done
+  for f in usr/bin/ib_{send,write,read}_bw $l/librdmacm.so.1 $l/libibumad.so.3 $l/libpci.so.3 $l/libudev.so.1 \
+    $l/libz.so.1; do
+    [ -e "$p/$f" ] || die "$p/$f is missing"; echo "$p/$f:$f"
   done
   echo "$r/$l/ld-linux-x86-64.so.2:lib64/ld-linux-x86-64.so.2"
 }
@@ -174,7 +224,7 @@ stop_models() {
   done
   pids=()
 }
-trap stop_models EXIT
+trap 'stop_models; hugepages_release' EXIT
 
 # wait_socket PID SOCK LOG WHAT: wait up to 30 s for SOCK to appear while PID runs.
 wait_socket() {
@@ -233,7 +283,8 @@ run_suite() {
   local suite=$1 dir=$out/$1 expect=0 macs=() checks words guest_rc=0 t0 secs verdict unsupported kver i
   mkdir -p "$dir"
   pids=()
-  trap stop_models EXIT
+  # Run in this shell (SERIAL=1), the suite also gives the huge pages back if it ends the script.
+  if [ "${SERIAL:-0}" = 1 ]; then trap 'stop_models; hugepages_release' EXIT; else trap stop_models EXIT; fi
   trap 'stop_models; exit 143' TERM INT
   local modules="bnxt_en bnxt_re ib_core ib_uverbs" qemu_extra=${QEMU_EXTRA:-} init=$G/init extra=()
   [ $peer = 1 ] && modules="$modules virtio_pci? virtio_net"
@@ -282,8 +333,8 @@ run_suite() {
     checks=(--nics "$nics")
   fi
   if [ $verbs = 1 ]; then
-    words="bnxt.iters=${PP_ITERS:-100} bnxt.pp_wait=${PP_WAIT:-120}"
-    checks=(--nics "$nics" --pcap "$dir/segment.pcap" --iters "${PP_ITERS:-100}")
+    words="bnxt.iters=${PP_ITERS:-100} bnxt.pp_wait=${PP_WAIT:-120} bnxt.pt_iters=${PT_ITERS:-500}"
+    checks=(--nics "$nics" --pcap "$dir/segment.pcap" --iters "${PP_ITERS:-100}" --pt-iters "${PT_ITERS:-500}")
   fi
   t0=$(date +%s)
   IOMMU=$iommu QEMU_EXTRA=$qemu_extra APPEND="$words ${APPEND:-}" bash "$G/run-guest.sh" "$suite" "$dir/initramfs.cpio.gz" "$dir/console.log" \
@@ -309,6 +360,10 @@ run_suite() {
   if [ $no_model = 0 ]; then
     unsupported=$(awk '$5 == "CMD_NOT_SUPPORTED" { print $2 }' "$dir"/hwrm-nic*.log | sort -u | paste -sd, -)
     [ -n "$unsupported" ] || unsupported=none
+    # Every request bnxt_en sends must be answered as the firmware does, not CMD_NOT_SUPPORTED.
+    if [ "$unsupported" != none ] && [ $driver = 0 ] && [ $verdict = PASS ]; then
+      echo "guest-test $suite: FAIL (requests answered CMD_NOT_SUPPORTED: $unsupported)"; verdict=FAIL
+    fi
   fi
   kver=$(grep -o 'BNXT-SUMMARY begin kernel=[^ ]*' "$dir/console.log" | head -1 | cut -d= -f2)
   printf '%-7s %-4s %-22s %4ss  CMD_NOT_SUPPORTED: %s\n' "$suite" "$verdict" "${kver:-?}" "$secs" "$unsupported" \
@@ -330,12 +385,13 @@ for suite in $kernels; do
     jobs_+=("$suite:$!")
   fi
 done
-trap 'for j in "${jobs_[@]}"; do kill -TERM "${j#*:}" 2>/dev/null || true; done' EXIT
+trap 'for j in "${jobs_[@]}"; do kill -TERM "${j#*:}" 2>/dev/null || true; done; hugepages_release' EXIT
 for j in "${jobs_[@]}"; do
   wait "${j#*:}" || status=1
   cat "$out/${j%%:*}/report.txt"
 done
 trap - EXIT
+hugepages_release
 echo "== guest-test summary ($(( $(date +%s) - started )) s in all; details in $out)"
 for suite in $kernels; do
   if [ -f "$out/$suite/result.txt" ]; then sed 's/^/  /' "$out/$suite/result.txt"

@@ -87,6 +87,20 @@ def check_traffic(rec):
     return fails
 
 
+def check_jumbo(rec):
+    """Failures of the jumbo-frame ping between the first two netdevs (MTU 9000)."""
+    t = rec.get('jumbo', [None])[0]
+    if t is None:
+        return ['no jumbo record (the guest was not asked for traffic, or did not get that far)']
+    fails = []
+    if t.get('mtu_rc') != '0,0' or t.get('netns_rc') != '0':
+        fails.append(f"jumbo set-up failed: MTU 9000 rc={t.get('mtu_rc')}, move into a namespace rc={t.get('netns_rc')}")
+    if t.get('replies') != t.get('sent') or t.get('rc') != '0':
+        fails.append(f"{t.get('replies')} of {t.get('sent')} {t.get('size')}-byte echoes from {t.get('from')} to "
+                     f"{t.get('to')} answered (ping rc={t.get('rc')})")
+    return fails
+
+
 def mac_octets(text):
     """A MAC address as its six octets (arping may print `52:54:0:...` or `52:54:00:...`), or None."""
     parts = (text or '').split(':')
@@ -155,6 +169,14 @@ def check(summary, functions, macs, want_link, want_ib, want_traffic=False, peer
             continue
         if i < len(macs) and mine[0]['mac'].lower() != macs[i].lower():
             fails.append(f"{f['bdf']} netdev {mine[0]['name']} has MAC {mine[0]['mac']}, expected {macs[i]}")
+    # bnxt_en's temperature sensor (TEMP_MONITOR_QUERY answered at probe and at each read).
+    sensors = {h.get('bdf'): h for h in rec.get('hwmon', [])}
+    for f in funcs:
+        h = sensors.get(f['bdf'])
+        if h is None:
+            fails.append(f"{f['bdf']}: bnxt_en registered no temperature sensor (hwmon)")
+        elif not h.get('temp1_input', '-').isdigit() or int(h['temp1_input']) <= 0:
+            fails.append(f"{f['bdf']}: temperature sensor reads {h.get('temp1_input')}")
     if want_link:
         links = {l['name']: l for l in rec.get('link', [])}
         for n in netdevs:
@@ -174,6 +196,7 @@ def check(summary, functions, macs, want_link, want_ib, want_traffic=False, peer
                 fails.append(f"{n['name']}: down/up/down cycle: " + ' '.join(f'{k}={v}' for k, v in c.items()))
     if want_traffic:
         fails.extend(check_traffic(rec))
+        fails.extend(check_jumbo(rec))
     if peer_mac:
         fails.extend(check_peer(rec, peer_mac))
     if want_ib:

@@ -1,18 +1,20 @@
 #!/usr/bin/env python3
 """Checks what ci/guest/init-verbs reported: rdma-core's ibv_rc_pingpong, ibv_srq_pingpong and
-ibv_ud_pingpong on bnxt_re against the model.
+ibv_ud_pingpong, and perftest's ib_send_bw, ib_write_bw and ib_read_bw, on bnxt_re against the model.
 
-usage: check-verbs.py CONSOLE_LOG --nics N [--pcap SEGMENT_PCAP --iters N]
+usage: check-verbs.py CONSOLE_LOG --nics N [--pcap SEGMENT_PCAP --iters N] [--pt-iters N --pt-size N]
 
 bnxt_en, bnxt_re and ib_uverbs loaded; N InfiniBand devices, each with a user-verbs node;
 ibv_devinfo listed N devices with an active port; each bnxt_re device has a RoCE v2 GID for its
 netdev's IPv4 address; in each pingpong run (ibv_rc_pingpong polled, and with completion events;
-ibv_srq_pingpong, whose server receives from a shared receive queue; ibv_ud_pingpong, UD QPs and
-address handles), server and client both exited
+ibv_rc_pingpong -m 4096, at path MTU 4096; ibv_srq_pingpong, whose server receives from a shared
+receive queue; ibv_ud_pingpong, UD QPs and address handles), server and client both exited
 0, found no invalid data (--chk) and printed their "N bytes in S seconds"
-line; no kernel warning or bnxt_re complaint. With --pcap (the segment hub's capture): the traffic
+line; in each perftest run (send, write, read; the server's QP left in RTR), both sides exited 0 and
+printed a result line for the message size and iteration count asked, with a bandwidth above 0;
+no kernel warning or bnxt_re complaint. With --pcap (the segment hub's capture): the traffic
 really crossed the segment, as RoCE v2 (UDP port 4791) between the two netdevs' addresses, at least
-one packet per message each way (4 runs x N iterations). Prints what failed; exit 1 then.
+one packet per message each way (5 runs x N iterations). Prints what failed; exit 1 then.
 """
 import argparse
 import importlib.util
@@ -32,10 +34,16 @@ ROCEV2_PORT = 4791
 ADDRS = ('10.57.0.1', '10.57.0.2')
 
 
+# Bytes of a RoCE v2 packet besides its payload that a path-MTU-sized packet has at least: UDP
+# header, BTH, ICRC.
+ROCE_OVERHEAD = 8 + 12 + 4
+
+
 def rocev2_frames(path):
-    """Counts of RoCE v2 frames in the pcap file at path, by (source, destination) IPv4 address."""
+    """Counts of RoCE v2 frames in the pcap file at path, by (source, destination) IPv4 address,
+    and of those whose payload is a whole 4096 bytes or more (path MTU 4096), likewise."""
     import struct
-    counts = {}
+    counts, full = {}, {}
     with open(path, 'rb') as f:
         data = f.read()
     if len(data) < 24:
@@ -58,18 +66,38 @@ def rocev2_frames(path):
         ihl = (ip[0] & 0x0f) * 4
         if ip[9] != 17 or len(ip) < ihl + 8:
             continue
-        dport, = struct.unpack_from('>H', ip, ihl + 2)
+        dport, udp_len = struct.unpack_from('>HH', ip, ihl + 2)
         if dport == ROCEV2_PORT:
             key = ('.'.join(map(str, ip[12:16])), '.'.join(map(str, ip[16:20])))
             counts[key] = counts.get(key, 0) + 1
-    return counts
+            if udp_len >= 4096 + ROCE_OVERHEAD:
+                full[key] = full.get(key, 0) + 1
+    return counts, full
 
 
-# The pingpong runs ci/guest/init-verbs makes: ibv_rc_pingpong polling the CQs, and waiting for
-# completion events; ibv_srq_pingpong; ibv_ud_pingpong (runs of `bnxt.more`, uc, are reported only).
-MODES = ('poll', 'events', 'srq', 'ud')
+# The pingpong runs ci/guest/init-verbs makes: ibv_rc_pingpong polling the CQs, waiting for
+# completion events, and at path MTU 4096; ibv_srq_pingpong; ibv_ud_pingpong (runs of `bnxt.more`,
+# uc, are reported only).
+MODES = ('poll', 'events', 'mtu4096', 'srq', 'ud')
 # The program of each.
-PROGRAM = {'poll': 'ibv_rc_pingpong', 'events': 'ibv_rc_pingpong', 'srq': 'ibv_srq_pingpong', 'ud': 'ibv_ud_pingpong'}
+PROGRAM = {
+    'poll': 'ibv_rc_pingpong',
+    'events': 'ibv_rc_pingpong',
+    'mtu4096': 'ibv_rc_pingpong -m 4096',
+    'srq': 'ibv_srq_pingpong',
+    'ud': 'ibv_ud_pingpong',
+}
+
+
+# perftest's bandwidth tests ci/guest/init-verbs runs, each with its server's QP left in RTR.
+PERFTESTS = ('send', 'write', 'read')
+
+
+def perftest_result(line):
+    """(bytes, iterations, peak MB/s, average MB/s) of a perftest result line as init-verbs reports
+    it (its fields joined by '_'), or None."""
+    m = re.match(r'(\d+)_(\d+)_([0-9.]+)_([0-9.]+)(_|$)', line)
+    return (int(m[1]), int(m[2]), float(m[3]), float(m[4])) if m else None
 
 
 def main():
@@ -78,6 +106,8 @@ def main():
     ap.add_argument('--nics', type=int, required=True)
     ap.add_argument('--pcap')
     ap.add_argument('--iters', type=int, default=100)
+    ap.add_argument('--pt-iters', type=int, default=500)
+    ap.add_argument('--pt-size', type=int, default=65536)
     a = ap.parse_args()
     with open(a.console, errors='replace') as f:
         summary = summary_check.parse(f.read())
@@ -115,25 +145,40 @@ def main():
             elif (w.get('rc') != '0' or w.get('invalid') != '0'
                   or not re.match(r'\d+_bytes_in_[0-9.]+_seconds', w.get('result', ''))):
                 bad.append(f'{PROGRAM[mode]} {mode} {side}: {w}')
+    tests = {(w.get('verb'), w.get('side')): w for w in of('perftest')}
+    for verb in PERFTESTS:
+        for side in ('server', 'client'):
+            w = tests.get((verb, side))
+            r = perftest_result(w.get('result', '')) if w else None
+            if w is None:
+                bad.append(f'no ib_{verb}_bw result of the {side}')
+            elif w.get('rc') != '0' or r is None or r[:2] != (a.pt_size, a.pt_iters) or r[3] <= 0:
+                bad.append(f'ib_{verb}_bw {side} (want {a.pt_size} bytes x {a.pt_iters}): {w}')
     for line in summary['dmesg']:
         if summary_check.FATAL.search(line) or summary_check.BNXT_RE_ERRORS.search(line):
             bad.append(f'kernel log: {line.strip()}')
     if a.pcap:
         try:
-            frames = rocev2_frames(a.pcap)
+            frames, full = rocev2_frames(a.pcap)
         except (OSError, ValueError) as e:
             bad.append(f'segment capture: {e}')
-            frames = {}
+            frames, full = {}, {}
         for src, dst in (ADDRS, ADDRS[::-1]):
             n = frames.get((src, dst), 0)
             if n < len(MODES) * a.iters:
                 bad.append(f'segment capture: {n} RoCE v2 frames from {src} to {dst}, '
                            f'expected at least {len(MODES) * a.iters} (a packet per message)')
+            # The mtu4096 run: 16 KiB messages, four packets of 4096 bytes each.
+            n = full.get((src, dst), 0)
+            if n < 4 * a.iters:
+                bad.append(f'segment capture: {n} RoCE v2 packets of 4096 payload bytes from {src} to {dst}, '
+                           f'expected at least {4 * a.iters} (path MTU 4096)')
     for b in bad:
         print(f'FAIL {a.console}: {b}')
     if not bad:
         done = '; '.join(f"{m} {s} {runs[(m, s)]['result'].replace('_', ' ')}" for m in MODES for s in ('server', 'client'))
-        print(f'PASS {a.console}: pingpong {done}')
+        bw = '; '.join(f"ib_{v}_bw {perftest_result(tests[(v, 'client')]['result'])[3]:.2f} MB/s" for v in PERFTESTS)
+        print(f'PASS {a.console}: pingpong {done}; perftest {bw}')
     return 1 if bad else 0
 
 

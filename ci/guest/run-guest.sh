@@ -2,14 +2,17 @@
 # usage: ci/guest/run-guest.sh SUITE INITRAMFS CONSOLE_LOG [SOCKET ...]
 # Boots SUITE's guest kernel (trixie | sid) under TCG with INITRAMFS and one QEMU `vfio-user-pci` device
 # per vfio-user SOCKET (a server must already listen there; devices sit at PCI slots 5, 6, ... so the
-# first is 0000:00:05.0). Guest RAM is a shared memfd, so the server receives it with DMA_MAP and maps
-# it itself. The serial console and QEMU's own messages go to CONSOLE_LOG. The guest's /init powers off.
+# first is 0000:00:05.0). Guest RAM is a shared memfd (or, with MEM_PATH, a shared file QEMU creates
+# there: a hugetlbfs mount gives hugepage-backed memory), so the server receives it with DMA_MAP and
+# maps it itself. The serial console and QEMU's own messages go to CONSOLE_LOG. The guest's /init powers off.
 # Exit status: QEMU's, or 124 when TIMEOUT ran out (the guest is then killed).
 # Env: TIMEOUT (s, default 300), MEM (MiB, default 1024), SMP (default 2), APPEND (more kernel words),
 #      QEMU_EXTRA (more QEMU words), VFIO_USER_MSG_TIMEOUT (ms a vfio-user reply may take; QEMU's
 #      default is 5000), INTERACTIVE=1 (console on this terminal instead of CONSOLE_LOG, for use with
 #      APPEND=bnxt.shell; no timeout), IOMMU=1 (an emulated Intel IOMMU in front of the devices, with
-#      caching mode so QEMU sees every mapping the guest makes; give the guest intel_iommu=on).
+#      caching mode so QEMU sees every mapping the guest makes; give the guest intel_iommu=on),
+#      MEM_PATH (a directory, e.g. a hugetlbfs mount: guest RAM is memory-backend-file there, share=on),
+#      MEM_SEAL=off (the memfd unsealed: memory-backend-memfd,seal=off).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -31,8 +34,11 @@ for sock in "$@"; do
 done
 
 mem=${MEM:-1024}
+backend="memory-backend-memfd,id=mem0,size=${mem}M,share=on"
+[ "${MEM_SEAL:-on}" = off ] && backend="$backend,seal=off"
+[ -n "${MEM_PATH:-}" ] && backend="memory-backend-file,id=mem0,size=${mem}M,mem-path=$MEM_PATH,share=on"
 qemu_args=(-accel tcg -M q35 -cpu max -smp "${SMP:-2}"
-  -object "memory-backend-memfd,id=mem0,size=${mem}M,share=on" -m "$mem" -machine memory-backend=mem0
+  -object "$backend" -m "$mem" -machine memory-backend=mem0
   -display none -no-reboot -nodefaults -serial mon:stdio
   -kernel "$vmlinuz" -initrd "$initrd" -append "console=ttyS0 panic=-1 quiet ${APPEND:-}" "${devs[@]}")
 if [ -n "${INTERACTIVE:-}" ]; then

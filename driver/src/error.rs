@@ -51,7 +51,7 @@ pub enum Error {
         nic: String,
         /// The request's name.
         request: String,
-        /// How long the driver waited.
+        /// The timeout the request had (the wait may have overrun it by a poll).
         timeout: Duration,
     },
     /// The wait for the firmware's answer to a request was cut short by the clock (a limit of

@@ -37,6 +37,6 @@ mod wait;
 pub use bnxt_pci::{Clock, Machine, PciError, PciFunction, RealClock};
 pub use error::Error;
 pub mod nic;
-pub use nic::{Doorbells, Identity, Limits, Nic, buses, count, name_of};
+pub use nic::{Doorbells, Identity, Limits, Nic, OpenOptions, buses, count, name_of};
 pub use qp::{Completion, Endpoint, Qp, RecvQueue, SendQueue, Side, Status};
 pub use region::{DeviceMemory, Region};

@@ -2,6 +2,7 @@
 
 use std::net::Ipv4Addr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bnxt_hsi::hwrm::Request;
 
@@ -70,6 +71,17 @@ pub(crate) fn format_mac(mac: &[u8; 6]) -> String {
     mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
 }
 
+/// How the driver runs a NIC it opens, where that differs from what the firmware decides.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// How long a RoCE firmware command is waited for before the NIC is called wedged. `None`:
+    /// the firmware's ceiling (VER_GET's `max_req_timeout`, 40 s when it is 0), as bnxt_re takes
+    /// its command timeout (`rcfw->max_timeout` from `hwrm_cmd_max_timeout`, main.c
+    /// `bnxt_re_query_hwrm_intf_version`). A lab sets it short so that a command a faulty
+    /// firmware never answers costs seconds of real time, not 40.
+    pub command_timeout: Option<Duration>,
+}
+
 /// A NIC this process holds.
 pub struct Nic {
     name: String,
@@ -102,13 +114,18 @@ impl Nic {
     /// what failed. If a request went unanswered, the memory it named is kept until the next
     /// open of this NIC has reset it.
     pub fn open(machine: &dyn Machine, index: usize) -> Result<Nic, Error> {
+        Nic::open_with(machine, index, &OpenOptions::default())
+    }
+
+    /// As [`Nic::open`], run as `options` say where they differ from what the firmware decides.
+    pub fn open_with(machine: &dyn Machine, index: usize, options: &OpenOptions) -> Result<Nic, Error> {
         let name = name_of(index);
         let pci = |source| Error::Pci { nic: name.clone(), source };
         let buses = machine.buses().map_err(pci)?;
         let bus = buses.get(index).ok_or(PciError::NoSuchNic { index, count: buses.len() }).map_err(pci)?.clone();
         let function = machine.take(&bus).map_err(pci)?;
         let mut session = Session::new(&name, function)?;
-        match session.boot(machine, &bus) {
+        match session.boot(machine, &bus, options) {
             Ok(booted) => Ok(Nic {
                 name,
                 bus,
@@ -179,6 +196,16 @@ impl Nic {
     pub fn doorbells(&self) -> Doorbells {
         self.session();
         self.doorbells
+    }
+
+    /// How long a RoCE firmware command is waited for before the NIC is called wedged: what
+    /// [`OpenOptions::command_timeout`] said, or the firmware's ceiling.
+    ///
+    /// # Panics
+    ///
+    /// On a closed NIC.
+    pub fn command_timeout(&self) -> Duration {
+        self.session().roce().command_timeout()
     }
 
     /// The request whose missing answer wedged the NIC, if one did.

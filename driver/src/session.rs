@@ -10,7 +10,7 @@ use crate::error::Error;
 use crate::fw_health::{self, StatusReg};
 use crate::hwrm::Channel;
 use crate::l2::{self, L2};
-use crate::nic::{Doorbells, Identity, Limits, format_mac};
+use crate::nic::{Doorbells, Identity, Limits, OpenOptions, format_mac};
 use crate::quarantine::{self, Retained};
 use crate::roce::db::DbPage;
 use crate::roce::{self, Memory, Roce};
@@ -106,7 +106,7 @@ impl Session {
 
     /// Reset the function, turn relaxed ordering off, enable it, wait for the firmware and bring
     /// it up; what the bring-up learnt.
-    pub(crate) fn boot(&mut self, machine: &dyn Machine, bus: &str) -> Result<Booted, Error> {
+    pub(crate) fn boot(&mut self, machine: &dyn Machine, bus: &str, options: &OpenOptions) -> Result<Booted, Error> {
         let function = self.function.clone();
         let f: &dyn PciFunction = &*function;
 
@@ -178,7 +178,15 @@ impl Session {
                 return Err(e);
             }
         }
-        let inputs = roce::device::Inputs { nic: &name, function: &function, doorbells, identity, limits: plan.limits };
+        let command_timeout = options.command_timeout.unwrap_or_else(|| ch.timeouts().rcfw_wait());
+        let inputs = roce::device::Inputs {
+            nic: &name,
+            function: &function,
+            doorbells,
+            identity,
+            limits: plan.limits,
+            command_timeout,
+        };
         match roce::device::start(inputs, ch) {
             Ok(engine) => self.roce = Some(Arc::new(engine)),
             Err((e, memory)) => {

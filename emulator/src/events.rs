@@ -365,6 +365,7 @@ impl fmt::Display for EventKind {
                 write!(f, "roce fault on {} #{nth}: ", opcode_label(*opcode))?;
                 match action {
                     CommandAction::NoResponse => f.write_str("no-response"),
+                    CommandAction::ActsNoResponse => f.write_str("acts-no-response"),
                     CommandAction::Delay(d) => write!(f, "delay {d:?}"),
                     CommandAction::Error(s) => {
                         let name = bnxt_hsi::roce::rcfw::CreqStatus::from_value(*s).map_or("?", |s| s.name());

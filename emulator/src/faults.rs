@@ -24,6 +24,9 @@ use crate::net::switch::PortId;
 pub enum ActionKind {
     /// Take the request (or command) and never answer it, nor act on it.
     NoResponse,
+    /// Take the request (or command) and act on it, but never answer it: a firmware that does
+    /// not answer in time may still have acted (the contract's rule for a wedged NIC's memory).
+    ActsNoResponse,
     /// Answer with an error instead of acting on it (an HWRM error code, or a CREQ status for
     /// a RoCE command).
     Error,
@@ -37,6 +40,8 @@ pub enum ActionKind {
 pub enum FirmwareAction {
     /// Take the request and never answer it (nor act on it).
     NoResponse,
+    /// Take the request and act on it, but never answer it.
+    ActsNoResponse,
     /// Answer normally, but this much later than usual.
     Delay(Duration),
     /// Answer with this HWRM error code (its wire value) instead of acting on the request.
@@ -48,6 +53,7 @@ impl FirmwareAction {
     pub fn kind(&self) -> ActionKind {
         match self {
             FirmwareAction::NoResponse => ActionKind::NoResponse,
+            FirmwareAction::ActsNoResponse => ActionKind::ActsNoResponse,
             FirmwareAction::Delay(_) => ActionKind::Delay,
             FirmwareAction::Error(_) => ActionKind::Error,
         }
@@ -74,6 +80,8 @@ pub struct FirmwareFault {
 pub enum CommandAction {
     /// Take the command from the CMDQ and never complete it on the CREQ (nor act on it).
     NoResponse,
+    /// Take the command from the CMDQ and act on it, but never complete it on the CREQ.
+    ActsNoResponse,
     /// Act on the command and complete it normally, but this much later than usual.
     Delay(Duration),
     /// Complete the command with this CREQ status (its wire value, `CREQ_QP_EVENT_STATUS_*` in
@@ -87,6 +95,7 @@ impl CommandAction {
     pub fn kind(&self) -> ActionKind {
         match self {
             CommandAction::NoResponse => ActionKind::NoResponse,
+            CommandAction::ActsNoResponse => ActionKind::ActsNoResponse,
             CommandAction::Delay(_) => ActionKind::Delay,
             CommandAction::Error(_) => ActionKind::Error,
         }
@@ -331,6 +340,7 @@ mod tests {
     fn the_action_names_are_the_actions_own() {
         let actions = [
             (FirmwareAction::NoResponse, CommandAction::NoResponse),
+            (FirmwareAction::ActsNoResponse, CommandAction::ActsNoResponse),
             (FirmwareAction::Error(4), CommandAction::Error(2)),
             (FirmwareAction::Delay(Duration::from_millis(1)), CommandAction::Delay(Duration::from_millis(1))),
         ];

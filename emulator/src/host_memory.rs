@@ -9,7 +9,7 @@
 //! device only, as Linux's DMA API does for `DMA_TO_DEVICE`).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Memory a host lends the model for DMA.
 ///
@@ -27,6 +27,13 @@ pub unsafe trait DmaBacking: Send + Sync {
     /// Whether the memory is empty.
     fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+    /// A flag that turns true once the memory was taken from the device under its mapping (a
+    /// client shrank the file behind a shared mapping, and the pages now hold nothing of the
+    /// client's): every access to it fails from then on, the one that found out included.
+    /// `None` (the default) for memory that cannot go away.
+    fn revocation(&self) -> Option<&'static AtomicBool> {
+        None
     }
 }
 
@@ -46,6 +53,16 @@ pub enum DmaError {
     /// The access writes a read-only mapping.
     #[error("DMA write of {len} bytes at 0x{addr:x} reaches a read-only mapping")]
     ReadOnly {
+        /// Bus address of the access.
+        addr: u64,
+        /// Length of the access.
+        len: usize,
+    },
+    /// The memory was taken back from under the mapping ([`DmaBacking::revocation`]).
+    #[error("DMA {kind} of {len} bytes at 0x{addr:x} reaches memory its owner took back (the file behind it shrank)")]
+    Revoked {
+        /// "read" or "write".
+        kind: &'static str,
         /// Bus address of the access.
         addr: u64,
         /// Length of the access.
@@ -137,6 +154,8 @@ struct Mapping {
     backing: Arc<dyn DmaBacking>,
     offset: usize,
     access: Access,
+    /// The backing's revocation flag, read once at map time.
+    revoked: Option<&'static AtomicBool>,
 }
 
 impl Mapping {
@@ -197,7 +216,8 @@ impl Iommu {
         {
             return Err(MapError::Overlap { addr, len, existing: m.start });
         }
-        self.maps.insert(at, Mapping { start: addr, len, backing, offset, access });
+        let revoked = backing.revocation();
+        self.maps.insert(at, Mapping { start: addr, len, backing, offset, access, revoked });
         Ok(())
     }
 
@@ -250,8 +270,9 @@ impl Iommu {
         Some(m)
     }
 
-    /// Pointer to `len` bytes at `addr` if one mapping covers them all.
-    fn locate(&self, addr: u64, len: usize, write: bool) -> Option<*mut u8> {
+    /// Pointer to `len` bytes at `addr` if one mapping covers them all, with the mapping's
+    /// revocation flag.
+    fn locate(&self, addr: u64, len: usize, write: bool) -> Option<(*mut u8, Option<&'static AtomicBool>)> {
         let m = self.mapping(addr, len)?;
         if write && m.access == Access::ReadOnly {
             return None;
@@ -259,7 +280,17 @@ impl Iommu {
         let within = m.offset + (addr - m.start) as usize;
         // SAFETY: `within + len <= m.offset + m.len <= backing.len()` (checked at map time and
         // by `mapping`), so the pointer stays inside the backing's allocation.
-        Some(unsafe { m.backing.as_ptr().add(within) })
+        Some((unsafe { m.backing.as_ptr().add(within) }, m.revoked))
+    }
+
+    /// Whether any mapping an access ran through was revoked.
+    fn any_revoked(&self, addr: u64, len: usize) -> bool {
+        let end = addr.saturating_add(len as u64);
+        let first = self.maps.partition_point(|m| m.start + m.len <= addr);
+        self.maps[first..]
+            .iter()
+            .take_while(|m| m.start < end)
+            .any(|m| m.revoked.is_some_and(|r| r.load(Ordering::Acquire)))
     }
 
     /// The pieces of an access no single mapping holds: for each mapping it runs through, in
@@ -304,12 +335,14 @@ impl HostMemory for IommuView<'_> {
         if !self.bus_master {
             return Err(DmaError::BusMasterOff { kind: "read", addr, len: out.len() });
         }
-        if let Some(src) = self.iommu.locate(addr, out.len(), false) {
+        let revoked = DmaError::Revoked { kind: "read", addr, len: out.len() };
+        if let Some((src, flag)) = self.iommu.locate(addr, out.len(), false) {
             // SAFETY: `locate` checked that `out.len()` bytes at `src` lie inside one mapping,
             // whose backing (`DmaBacking` contract) is valid and referenced by no Rust reference;
             // `out` is the model's own buffer, so the two do not overlap.
             unsafe { std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) };
-            return Ok(());
+            // Checked after the copy: a copy that ran into memory taken back was what found out.
+            return if flag.is_some_and(|f| f.load(Ordering::Acquire)) { Err(revoked) } else { Ok(()) };
         }
         let mut done = 0;
         for (src, n) in self.iommu.pieces("read", addr, out.len())? {
@@ -318,7 +351,7 @@ impl HostMemory for IommuView<'_> {
             unsafe { std::ptr::copy_nonoverlapping(src, out[done..].as_mut_ptr(), n) };
             done += n;
         }
-        Ok(())
+        if self.iommu.any_revoked(addr, out.len()) { Err(revoked) } else { Ok(()) }
     }
 
     fn probe(&self, addr: u64, len: u64) -> Result<(), DmaError> {
@@ -327,6 +360,9 @@ impl HostMemory for IommuView<'_> {
             return Err(DmaError::BusMasterOff { kind: "read", addr, len: err_len });
         }
         let len = usize::try_from(len).map_err(|_| DmaError::Unmapped { kind: "read", addr, len: err_len })?;
+        if self.iommu.any_revoked(addr, len) {
+            return Err(DmaError::Revoked { kind: "read", addr, len });
+        }
         if self.iommu.locate(addr, len, false).is_some() {
             return Ok(());
         }
@@ -337,10 +373,11 @@ impl HostMemory for IommuView<'_> {
         if !self.bus_master {
             return Err(DmaError::BusMasterOff { kind: "write", addr, len: data.len() });
         }
-        if let Some(dst) = self.iommu.locate(addr, data.len(), true) {
+        let revoked = DmaError::Revoked { kind: "write", addr, len: data.len() };
+        if let Some((dst, flag)) = self.iommu.locate(addr, data.len(), true) {
             // SAFETY: as in `read`, with source and destination swapped.
             unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
-            return Ok(());
+            return if flag.is_some_and(|f| f.load(Ordering::Acquire)) { Err(revoked) } else { Ok(()) };
         }
         // Every piece is found (and checked writable) before any byte is written.
         let mut done = 0;
@@ -349,7 +386,7 @@ impl HostMemory for IommuView<'_> {
             unsafe { std::ptr::copy_nonoverlapping(data[done..].as_ptr(), dst, n) };
             done += n;
         }
-        Ok(())
+        if self.iommu.any_revoked(addr, data.len()) { Err(revoked) } else { Ok(()) }
     }
 }
 

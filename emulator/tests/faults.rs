@@ -52,6 +52,23 @@ fn no_response_never_answers_and_does_not_act() {
 }
 
 #[test]
+fn acts_no_response_acts_on_the_request_and_never_answers() {
+    let mut rig = Rig::with(1, 1, plan(0, RGTR, Some(1), FirmwareAction::ActsNoResponse));
+    let mut bytes = req::<HwrmFuncDrvRgtrInput>().as_bytes().to_vec();
+    bytes[..2].copy_from_slice(&RGTR.to_le_bytes());
+    let seq = rig.stamp(&mut bytes);
+    rig.submit_direct(0, &bytes);
+    assert!(rig.wait(0, seq, Duration::from_secs(60)).is_none());
+    assert_eq!(rig.peek(0, common::RESP, 16), vec![0; 16], "nothing was written");
+    let st = rig.world.nic_state(0);
+    assert!(st.driver_registered, "the request was acted on");
+    assert_eq!(st.pending_responses, 0, "and no answer is waiting to be written");
+    assert_eq!(fired(&mut rig), vec![(RGTR, 1, FirmwareAction::ActsNoResponse)]);
+    // Only the first occurrence: the next is answered.
+    rig.ok(0, req::<HwrmFuncDrvRgtrInput>());
+}
+
+#[test]
 fn delay_answers_normally_exactly_that_much_later() {
     let d = Duration::from_millis(300);
     let mut rig = Rig::with(1, 1, plan(0, RGTR, None, FirmwareAction::Delay(d)));

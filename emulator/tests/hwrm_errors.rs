@@ -12,7 +12,7 @@ const CMD_NOT_SUPPORTED: u16 = 0xffff;
 #[test]
 fn unknown_requests_are_not_supported_and_counted_by_type() {
     let mut rig = Rig::new(1);
-    for (req_type, times) in [(0x7777u16, 2), (0xfff6, 1)] {
+    for (req_type, times) in [(0x7777u16, 2), (0xfff9, 1)] {
         for _ in 0..times {
             let mut bytes = vec![0u8; 32];
             bytes[..2].copy_from_slice(&req_type.to_le_bytes());
@@ -23,7 +23,7 @@ fn unknown_requests_are_not_supported_and_counted_by_type() {
         }
     }
     let st = rig.world.nic_state(0);
-    assert_eq!(st.unsupported_requests, vec![(0x7777, 2), (0xfff6, 1)]);
+    assert_eq!(st.unsupported_requests, vec![(0x7777, 2), (0xfff9, 1)]);
     assert_eq!(st.unimplemented, 3);
     assert_eq!(rig.world.unimplemented_total(), 3);
     rig.world.set_strict(true);

@@ -91,6 +91,20 @@ fn no_response_takes_the_command_and_neither_acts_on_it_nor_completes_it() {
 }
 
 #[test]
+fn acts_no_response_makes_what_the_command_asks_and_never_completes_it() {
+    let mut rig = Rig::with(1, 1, plan(vec![fault::<CmdqCreateCq>(0, Some(1), CommandAction::ActsNoResponse)]));
+    let mut f = up(&mut rig, 0);
+    let cmd = create_cq(&mut f, &mut rig);
+    submit(&mut f, &mut rig, cmd);
+    rig.world.advance(Duration::from_secs(60));
+    assert!(f.creq.peek(&rig, 0).is_none(), "no completion on the CREQ after 60 s");
+    let roce = rig.world.device(0).roce();
+    assert_eq!(roce.state().cqs.len(), 1, "the CQ was made: the firmware holds its memory");
+    assert_eq!(u32::from(roce.channel().consumer()), f.prod, "the command was taken from the CMDQ");
+    assert_eq!(fired(&mut rig), vec![(0, CmdqCreateCq::OPCODE, 1, CommandAction::ActsNoResponse)]);
+}
+
+#[test]
 fn delay_acts_and_completes_exactly_that_much_later() {
     let d = Duration::from_secs(3);
     let mut rig = Rig::with(1, 1, plan(vec![fault::<CmdqCreateCq>(0, None, CommandAction::Delay(d))]));

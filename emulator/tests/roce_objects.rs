@@ -182,7 +182,7 @@ fn qps_check_their_rings_cqs_and_buffers_and_stop_at_the_context_limit() {
         edit(&mut c);
         c
     };
-    let cases: [(CmdqCreateQp, u8, &str); 9] = [
+    let cases: [(CmdqCreateQp, u8, &str); 8] = [
         (bad(&|c| c.type_ = CmdqCreateQp::TYPE_RAW_ETHERTYPE), NOT_IMPLEMENTED, "raw Ethernet"),
         (
             bad(&|c| c.qp_flags = (c.qp_flags.get() | CmdqCreateQp::QP_FLAGS_SRQ_USED).into()),
@@ -194,8 +194,7 @@ fn qps_check_their_rings_cqs_and_buffers_and_stop_at_the_context_limit() {
         (bad(&|c| c.rq_fwo_rq_sge = 0.into()), INVALID_PARAMETER, "rq_sge 0"),
         (bad(&|c| c.sq_fwo_sq_sge = 7.into()), INVALID_PARAMETER, "7 SGEs in static mode"),
         (bad(&|c| c.orrq_addr = (c.orrq_addr.get() + 8).into()), INVALID_PARAMETER, "unaligned ORRQ"),
-        (bad(&|c| c.irrq_addr = 0.into()), INVALID_PARAMETER, "no IRRQ"),
-        (bad(&|c| c.sq_pg_size_sq_lvl = 3), INVALID_PARAMETER, "level 3"),
+        (bad(&|c| c.irrq_addr = (c.irrq_addr.get() + 8).into()), INVALID_PARAMETER, "unaligned IRRQ"),
     ];
     for (c, want, what) in cases {
         assert_eq!(f.call(&mut rig, c).status, want, "{what}: {:?}", last_refusal(&mut rig));
@@ -237,7 +236,8 @@ fn modify_qp_walks_the_rc_state_machine_with_the_attributes_each_step_needs() {
     };
     assert_eq!(f.call(&mut rig, modify(M::NEW_STATE_RTR, 0)).status, INVALID_PARAMETER, "RESET to RTR");
     assert_eq!(f.call(&mut rig, modify(M::NEW_STATE_INIT, M::MODIFY_MASK_PKEY)).status, INVALID_PARAMETER, "no ACCESS");
-    assert_eq!(f.call(&mut rig, modify(M::NEW_STATE_SQD, 0)).status, NOT_IMPLEMENTED, "SQD");
+    assert_eq!(f.call(&mut rig, modify(M::NEW_STATE_SQD, 0)).status, INVALID_PARAMETER, "RESET to SQD");
+    assert_eq!(f.call(&mut rig, modify(M::NEW_STATE_SQE, 0)).status, NOT_IMPLEMENTED, "SQE");
     let mut tagged = modify(M::NEW_STATE_INIT, M::MODIFY_MASK_ACCESS | M::MODIFY_MASK_PKEY | M::MODIFY_MASK_VLAN_ID);
     tagged.vlan_pcp_vlan_dei_vlan_id = 5.into();
     assert_eq!(f.call(&mut rig, tagged).status, NOT_IMPLEMENTED, "a real VLAN");
@@ -304,9 +304,36 @@ fn modify_qp_walks_the_rc_state_machine_with_the_attributes_each_step_needs() {
     assert_eq!(s.dest_mac.as_bytes(), &[2, 0, 0, 0, 0, 9]);
     assert_eq!((s.timeout, s.retry_cnt, s.max_rd_atomic, s.max_dest_rd_atomic), (14, 7, 2, 4));
     assert_ne!(s.udp_src_port.get() & 0xc000, 0, "P7 source ports have the top bits set");
+    // RTS→RTS with the minimum RNR timer (IBA lists it) and the timeout (IBA does not: taken and
+    // counted as accepted without a source).
+    let unsourced = |rig: &mut common::Rig| rig.world.nic_state(0).roce.accepted_without_source;
+    let before = unsourced(&mut rig);
+    let mut rnr = modify(M::NEW_STATE_RTS, M::MODIFY_MASK_MIN_RNR_TIMER);
+    rnr.min_rnr_timer = 9;
+    f.ok(&mut rig, rnr);
+    assert_eq!(unsourced(&mut rig), before, "IBA lists MIN_RNR_TIMER for RTS to RTS");
     let mut again = modify(M::NEW_STATE_RTS, M::MODIFY_MASK_TIMEOUT);
     again.timeout = 3;
-    assert_eq!(f.call(&mut rig, again).status, NOT_IMPLEMENTED, "changing the timeout in RTS");
+    f.ok(&mut rig, again);
+    assert_eq!(unsourced(&mut rig), before + 1, "TIMEOUT in RTS to RTS is taken and noted");
+    let mut psn = modify(M::NEW_STATE_RTS, M::MODIFY_MASK_SQ_PSN);
+    psn.sq_psn = 0x999.into();
+    assert_eq!(f.call(&mut rig, psn).status, NOT_IMPLEMENTED, "renumbering the SQ in RTS");
+    psn.sq_psn = 0x1234.into();
+    f.ok(&mut rig, psn);
+    // RTS→SQD, SQD→SQD with retry counts and the timeout (IBA lists them there), SQD→RTS.
+    let mut sqd = modify(M::NEW_STATE_SQD, M::MODIFY_MASK_EN_SQD_ASYNC_NOTIFY);
+    sqd.network_type_en_sqd_async_notify_new_state |= M::EN_SQD_ASYNC_NOTIFY;
+    f.ok(&mut rig, sqd);
+    let mut sqd2 = modify(M::NEW_STATE_SQD, M::MODIFY_MASK_TIMEOUT | M::MODIFY_MASK_RETRY_CNT);
+    (sqd2.timeout, sqd2.retry_cnt) = (20, 3);
+    f.ok(&mut rig, sqd2);
+    assert_eq!(unsourced(&mut rig), before + 1, "IBA lists TIMEOUT and RETRY_CNT for SQD to SQD");
+    let (_, sb) = f.query(&mut rig, qq, size_of::<CreqQueryQpRespSb>());
+    let s = CreqQueryQpRespSb::read_from_bytes(&sb).unwrap();
+    assert_eq!(s.en_sqd_async_notify_state, M::NEW_STATE_SQD | CreqQueryQpRespSb::EN_SQD_ASYNC_NOTIFY);
+    assert_eq!((s.timeout, s.retry_cnt, s.min_rnr_timer), (20, 3, 9));
+    f.ok(&mut rig, modify(M::NEW_STATE_RTS, 0));
     f.ok(&mut rig, modify(M::NEW_STATE_ERR, 0));
     f.ok(&mut rig, modify(M::NEW_STATE_RESET, 0));
     let (_, sb) = f.query(&mut rig, qq, size_of::<CreqQueryQpRespSb>());

@@ -154,11 +154,11 @@ fn dma_maps_that_overlap_or_reach_past_their_file_are_refused_and_dma_stays_insi
         errno::ENOTSUP,
         "no descriptor"
     );
-    let unsealed = rustix::fs::memfd_create("unsealed", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
-    rustix::fs::ftruncate(&unsealed, 0x1000).unwrap();
+    let (pipe, _) = rustix::pipe::pipe().unwrap();
     assert_eq!(
-        c.refused(Command::DmaMap as u16, &[map(0x20000, 0x1000, 0).as_bytes()], &[fd_of(&unsealed)]),
-        errno::EINVAL
+        c.refused(Command::DmaMap as u16, &[map(0x20000, 0x1000, 0).as_bytes()], &[fd_of(&pipe)]),
+        errno::EINVAL,
+        "a pipe is not a file"
     );
 
     // An HWRM response aimed across the end of the lent page is not written at all.
@@ -187,6 +187,55 @@ fn dma_maps_that_overlap_or_reach_past_their_file_are_refused_and_dma_stays_insi
     let log = std::fs::read_to_string(&server.hwrm_log).unwrap();
     assert!(log.contains("VER_GET 0x0000 seq=1 RESPONSE_NOT_WRITTEN"), "{log}");
     assert!(log.contains("VER_GET 0x0000 seq=2 SUCCESS 0x0000"), "{log}");
+}
+
+/// Send a VER_GET through the BAR0 window with its response aimed at `resp_addr`.
+fn ver_get_at(c: &mut Raw, seq: u16, resp_addr: u64) {
+    let mut window = [0u8; 128];
+    let req = ver_get(seq, resp_addr);
+    window[..req.len()].copy_from_slice(&req);
+    for (offset, data) in [(0u64, &window[..]), (0x100, &1u32.to_le_bytes()[..])] {
+        let r = RegionAccess { offset, region: 0, count: data.len() as u32 };
+        c.ok(Command::RegionWrite, &[r.as_bytes(), data], &[]);
+    }
+}
+
+#[test]
+fn a_client_that_shrinks_unsealed_guest_memory_loses_it_and_the_server_lives_on() {
+    let mut server = Server::start(&["--persist"]);
+    let mut c = Raw::negotiated(&server.socket);
+    let cmd = RegionAccess { offset: 4, region: PCI_CONFIG_REGION_INDEX, count: 2 };
+    c.ok(Command::RegionWrite, &[cmd.as_bytes(), &0x0006u16.to_le_bytes()], &[]);
+    // Guest memory QEMU sends with `seal=off`: an unsealed memfd, taken as it is.
+    let unsealed = rustix::fs::memfd_create("unsealed", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+    rustix::fs::ftruncate(&unsealed, 0x2000).unwrap();
+    c.ok(Command::DmaMap, &[map(0x40000, 0x2000, 0).as_bytes()], &[fd_of(&unsealed)]);
+    let sealed = memfd(0x1000);
+    c.ok(Command::DmaMap, &[map(0x60000, 0x1000, 0).as_bytes()], &[fd_of(&sealed)]);
+    ver_get_at(&mut c, 1, 0x41100);
+    assert!(wait_response(&unsealed, 0x1100, 1, WAIT).is_some(), "DMA into the unsealed memfd");
+    // The client truncates it under the mapping: the firmware's next response there runs into
+    // the cut (SIGBUS, caught), is not written, and the server goes on.
+    rustix::fs::ftruncate(&unsealed, 0).unwrap();
+    ver_get_at(&mut c, 2, 0x41100);
+    ver_get_at(&mut c, 3, 0x60100);
+    assert!(wait_response(&sealed, 0x100, 3, WAIT).is_some(), "the other region still works");
+    assert!(server.running());
+    c.ok(
+        Command::DmaUnmap,
+        &[bnxt_vfio_user::payload::DmaUnmap { argsz: 24, flags: 0, address: 0x40000, size: 0x2000 }.as_bytes()],
+        &[],
+    );
+    drop(c);
+    answers(&server);
+    let log = std::fs::read_to_string(&server.hwrm_log).unwrap();
+    assert!(log.contains("VER_GET 0x0000 seq=2 RESPONSE_NOT_WRITTEN"), "{log}");
+    assert!(log.contains("VER_GET 0x0000 seq=3 SUCCESS 0x0000"), "{log}");
+    rustix::process::kill_process(rustix::process::Pid::from_child(&server.child), rustix::process::Signal::TERM)
+        .unwrap();
+    let (status, err) = server.wait_exit(WAIT);
+    assert!(status.success(), "{status}: {err}");
+    assert!(err.contains("took back"), "the model logs why the DMA failed: {err}");
 }
 
 #[test]

@@ -7,6 +7,7 @@
 use std::any::Any;
 use std::fmt;
 use std::ptr::NonNull;
+use std::sync::{Arc, Weak};
 
 /// Page size of DMA allocations.
 pub const PAGE_SIZE: usize = 4096;
@@ -145,6 +146,58 @@ impl DmaBuffer {
     }
 }
 
+impl DmaBuffer {
+    /// The same buffer, and a [`DmaWatch`] on its memory that does not keep it: for a layer
+    /// between a driver and its function that must read what the driver puts in DMA memory
+    /// (requests, command queues) and write what the device would (answers), while the driver
+    /// owns the memory. The memory is freed when the returned buffer is dropped, as before; the
+    /// watch then finds nothing.
+    pub fn watched(self) -> (DmaBuffer, DmaWatch) {
+        let (ptr, len, iova) = (self.ptr, self.len, self.iova);
+        let shared = Arc::new(self);
+        let watch = DmaWatch { buffer: Arc::downgrade(&shared), iova, len };
+        // The memory stays valid while `shared` lives, which the new buffer's owner keeps alive:
+        // `from_raw`'s contract holds for it as it held for the original.
+        (DmaBuffer { ptr, len, iova, _owner: Box::new(shared) }, watch)
+    }
+}
+
+/// A handle on the memory of a [`DmaBuffer`] someone else owns (see [`DmaBuffer::watched`]).
+#[derive(Debug, Clone)]
+pub struct DmaWatch {
+    buffer: Weak<DmaBuffer>,
+    iova: u64,
+    len: usize,
+}
+
+impl DmaWatch {
+    /// The bus address of the buffer's first byte.
+    pub fn iova(&self) -> u64 {
+        self.iova
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether bus address `iova` falls inside it.
+    pub fn covers(&self, iova: u64) -> bool {
+        iova >= self.iova && iova - self.iova < self.len as u64
+    }
+
+    /// The buffer, while its owner still holds it (the memory then stays until the returned
+    /// value is dropped too).
+    pub fn get(&self) -> Option<Arc<DmaBuffer>> {
+        self.buffer.upgrade()
+    }
+}
+
 /// Process memory for the NIC: page-aligned, zeroed at allocation, owned by whoever holds it.
 ///
 /// A caller fills it (through [`HostPages::as_mut_slice`] while it holds it alone) and hands it
@@ -278,6 +331,32 @@ mod tests {
         assert_eq!(p.as_slice()[4999], 7);
         let q = HostPages::from_bytes(b"hello");
         assert_eq!((q.as_slice(), q.capacity()), (&b"hello"[..], 4096));
+    }
+
+    #[test]
+    fn a_watch_sees_the_owners_memory_until_the_owner_drops_it() {
+        let pages = HostPages::new(8192);
+        let ptr = pages.as_ptr();
+        let buffer = buffer_over(pages, ptr, 0x10_0000);
+        let (buffer, watch) = buffer.watched();
+        assert_eq!((watch.iova(), watch.len()), (0x10_0000, 8192));
+        assert!(watch.covers(0x10_1fff) && !watch.covers(0x10_2000) && !watch.covers(0xf_ffff));
+        buffer.write_u32(4096, 0xfeed_f00d);
+        let seen = watch.get().expect("the owner holds it");
+        assert_eq!(seen.read_u32(4096), 0xfeed_f00d);
+        seen.write_u32(0, 7);
+        drop(seen);
+        assert_eq!(buffer.read_u32(0), 7, "one memory, two handles");
+        drop(buffer);
+        assert!(watch.get().is_none(), "the owner let it go");
+    }
+
+    /// A buffer over `pages` (which its owner keeps) at `iova`.
+    fn buffer_over(pages: HostPages, ptr: NonNull<u8>, iova: u64) -> DmaBuffer {
+        let len = pages.capacity();
+        // SAFETY: `ptr` is the first byte of `pages`, valid for `len` bytes while `pages` lives;
+        // `pages` is the owner, and no reference into it is held.
+        unsafe { DmaBuffer::from_raw(ptr, len, iova, Box::new(pages)) }
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub mod iova;
 mod machine;
 
 pub use clock::{Clock, Interrupted, RealClock};
-pub use dma::{DmaBuffer, HostPages, PAGE_SIZE};
+pub use dma::{DmaBuffer, DmaWatch, HostPages, PAGE_SIZE};
 pub use error::PciError;
 pub use function::{ConfigExt, PciFunction, check_config_access, regs};
 pub use iova::{IovaAllocator, IovaError, IovaLease};

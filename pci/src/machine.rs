@@ -12,3 +12,12 @@ pub trait Machine: Send + Sync {
     /// returned value (and every clone of it) is dropped.
     fn take(&self, bus: &str) -> Result<Arc<dyn PciFunction>, PciError>;
 }
+
+impl<T: Machine + ?Sized> Machine for Arc<T> {
+    fn buses(&self) -> Result<Vec<String>, PciError> {
+        (**self).buses()
+    }
+    fn take(&self, bus: &str) -> Result<Arc<dyn PciFunction>, PciError> {
+        (**self).take(bus)
+    }
+}

@@ -133,7 +133,6 @@ impl Channel {
         self.buffer.write(0, &request);
         tracing::debug!(nic = %self.nic, request = R::NAME, seq_id, len, ?mode, "HWRM request");
 
-        let start = self.function.clock().now();
         match mode {
             Mode::Direct { window_len } => self.write_window(&request, window_len),
             Mode::Short => {
@@ -145,7 +144,7 @@ impl Channel {
         self.function.bar_write32(BAR_REGS, bar0::HWRM_TRIGGER, bar0::TRIGGER_VALUE);
 
         let resp_len = self
-            .await_response::<R>(seq_id, timeout, start)
+            .await_response::<R>(seq_id, timeout)
             .inspect_err(|e| trace::hwrm_answer(self.function.bus(), R::NAME, seq_id, &Outcome::of_error(e)))?;
         let mut bytes = vec![0u8; size_of::<R::Response>()];
         let n = resp_len.min(bytes.len());
@@ -182,7 +181,7 @@ impl Channel {
 
     /// Wait for the answer with sequence number `seq_id`: its `resp_len`, then its valid byte,
     /// which is cleared. The response's length, or the error that wedged the channel.
-    fn await_response<R: Request>(&mut self, seq_id: u16, timeout: Duration, start: Duration) -> Result<usize, Error> {
+    fn await_response<R: Request>(&mut self, seq_id: u16, timeout: Duration) -> Result<usize, Error> {
         let function = self.function.clone();
         let clock = function.clock();
         let mut waiter = Waiter::new(clock, timeout, wait::HWRM_RESPONSE);
@@ -202,7 +201,7 @@ impl Channel {
             }
             match waiter.pause() {
                 Ok(true) => {}
-                Ok(false) => return Err(self.wedge::<R>(clock.now() - start)),
+                Ok(false) => return Err(self.wedge::<R>(timeout)),
                 Err(cut) => return Err(self.wedge_interrupted::<R>(cut)),
             }
         };
@@ -220,7 +219,7 @@ impl Channel {
         while self.buffer.read_volatile_u8(valid_at) == 0 {
             match waiter.pause() {
                 Ok(true) => {}
-                Ok(false) => return Err(self.wedge::<R>(clock.now() - start)),
+                Ok(false) => return Err(self.wedge::<R>(timeout)),
                 Err(cut) => return Err(self.wedge_interrupted::<R>(cut)),
             }
         }
@@ -247,9 +246,10 @@ impl Channel {
         Error::Interrupted { nic: self.nic.clone(), request: R::NAME.to_string(), reason }
     }
 
-    fn wedge<R: Request>(&self, waited: Duration) -> Error {
+    /// Wedge the channel on `R`, which got no answer within `timeout`.
+    fn wedge<R: Request>(&self, timeout: Duration) -> Error {
         let _ = self.wedged.set(R::NAME.to_string());
-        Error::Timeout { nic: self.nic.clone(), request: R::NAME.to_string(), timeout: waited }
+        Error::Timeout { nic: self.nic.clone(), request: R::NAME.to_string(), timeout }
     }
 }
 

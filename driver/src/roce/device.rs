@@ -14,6 +14,7 @@
 //! RING_FREE of the CREQ, each only while the NIC is not wedged.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bnxt_hsi::hwrm::INTF_VERSION;
 use bnxt_hsi::hwrm::layouts::{HwrmRingAllocInput, HwrmRingFreeInput, HwrmStatCtxAllocInput, HwrmStatCtxFreeInput};
@@ -170,6 +171,8 @@ pub(crate) struct Inputs<'a> {
     pub identity: Identity,
     /// What its context memory lets it hold.
     pub limits: Limits,
+    /// How long a command is waited for.
+    pub command_timeout: Duration,
 }
 
 /// Bring the RoCE engine up. On failure, what was done is undone and its memory returned with
@@ -191,8 +194,7 @@ fn bring_up(inputs: &Inputs<'_>, hwrm: &mut Channel, parts: &mut Parts) -> Resul
     let pci = |source| Error::Pci { nic: nic.to_string(), source };
     let db = DbPage::new(function, inputs.doorbells.offset);
 
-    let rcfw =
-        Rcfw::alloc(nic, function.clone(), db.clone(), hwrm.timeouts().rcfw_wait(), hwrm.wedged()).map_err(pci)?;
+    let rcfw = Rcfw::alloc(nic, function.clone(), db.clone(), inputs.command_timeout, hwrm.wedged()).map_err(pci)?;
     // Held in `parts` before the firmware is told of it: an unanswered RING_ALLOC keeps it.
     let rcfw = parts.rcfw.insert(rcfw);
     let creq_ring = ring_alloc(hwrm, rcfw.creq(), CREQ_VECTOR)?;
@@ -252,6 +254,7 @@ fn bring_up(inputs: &Inputs<'_>, hwrm: &mut Channel, parts: &mut Parts) -> Resul
         nq_ring_id: nq_ring,
         pd_id: PD_ID,
         limits: inputs.limits,
+        command_timeout: inputs.command_timeout,
     })
 }
 

@@ -110,6 +110,8 @@ pub(crate) struct Info {
     pub pd_id: u32,
     /// Queue pairs and regions it holds at once.
     pub limits: Limits,
+    /// How long a command is waited for.
+    pub command_timeout: std::time::Duration,
 }
 
 impl Roce {
@@ -146,6 +148,11 @@ impl Roce {
     pub(crate) fn function(&self) -> Arc<dyn PciFunction> {
         self.check_open();
         self.info.function.upgrade().expect("an open NIC holds its function")
+    }
+
+    /// How long a command is waited for before the NIC is called wedged.
+    pub(crate) fn command_timeout(&self) -> std::time::Duration {
+        self.info.command_timeout
     }
 
     /// Whether the NIC was closed.

@@ -183,14 +183,13 @@ impl Rcfw {
         if std::mem::take(&mut self.first) {
             prod |= FIRMWARE_FIRST_FLAG;
         }
-        let start = self.function.clock().now();
         trace::roce_command(self.function.bus(), C::NAME, cookie);
         fence(Ordering::SeqCst);
         self.function.bar_write32(BAR_REGS, bar0::RCFW_CMDQ_PROD, prod);
         self.function.bar_write32(BAR_REGS, bar0::RCFW_CMDQ_TRIG, bar0::TRIGGER_VALUE);
 
         let entry = self
-            .await_answer::<C>(cookie, start)
+            .await_answer::<C>(cookie)
             .inspect_err(|e| trace::roce_answer(self.function.bus(), C::NAME, cookie, &Outcome::of_error(e)))?;
         if entry[CREQ_EVENT] != C::OPCODE {
             tracing::warn!(nic = %self.nic, command = C::NAME, event = entry[CREQ_EVENT], "completion names another opcode");
@@ -207,7 +206,7 @@ impl Rcfw {
     }
 
     /// Consume CREQ entries until the one answering `cookie`; wedge if it does not come in time.
-    fn await_answer<C: Command>(&mut self, cookie: u16, start: Duration) -> Result<[u8; 16], Error> {
+    fn await_answer<C: Command>(&mut self, cookie: u16) -> Result<[u8; 16], Error> {
         let function = self.function.clone();
         let clock = function.clock();
         let mut waiter = Waiter::new(clock, self.timeout, wait::RCFW_COMPLETION);
@@ -228,9 +227,12 @@ impl Rcfw {
             match waiter.pause() {
                 Ok(true) => {}
                 Ok(false) => {
-                    let waited = clock.now() - start;
                     let _ = self.wedged.set(C::NAME.to_string());
-                    return Err(Error::Timeout { nic: self.nic.clone(), request: C::NAME.into(), timeout: waited });
+                    return Err(Error::Timeout {
+                        nic: self.nic.clone(),
+                        request: C::NAME.into(),
+                        timeout: self.timeout,
+                    });
                 }
                 Err(reason) => {
                     let _ = self.wedged.set(C::NAME.to_string());

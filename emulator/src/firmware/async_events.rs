@@ -56,6 +56,8 @@ mod tests {
             nq_ring_id: None,
             cmpl_ring_id: None,
             stat_ctx_id: None,
+            rx_ring_id: None,
+            rx_buf_size: None,
             cq_handle: 0,
             serial: 0,
         }

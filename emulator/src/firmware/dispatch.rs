@@ -6,8 +6,8 @@ use bnxt_hsi::hwrm::layouts::*;
 
 use super::response::Outcome;
 use super::{
-    Ctx, backing_store, coalescing, driver_reg, func, func_cfg, fw_time, l2_filter, port, port_cfg, port_stats, queue,
-    rings, stats, ver, vnic,
+    Ctx, backing_store, coalescing, driver_reg, func, func_cfg, fw_time, l2_filter, nvm, placement, port, port_cfg,
+    port_stats, qos_caps, queue, rings, selftest, stats, thermal, ver, vnic,
 };
 
 const VER_GET: u16 = <HwrmVerGetInput as Request>::REQ_TYPE;
@@ -47,9 +47,14 @@ const RING_AGGINT_PARAMS: u16 = <HwrmRingCmplRingCfgAggintParamsInput as Request
 const FW_SET_TIME: u16 = <HwrmFwSetTimeInput as Request>::REQ_TYPE;
 const PORT_QSTATS: u16 = <HwrmPortQstatsInput as Request>::REQ_TYPE;
 const PORT_QSTATS_EXT: u16 = <HwrmPortQstatsExtInput as Request>::REQ_TYPE;
+const NVM_GET_DEV_INFO: u16 = <HwrmNvmGetDevInfoInput as Request>::REQ_TYPE;
+const QUEUE_DSCP_QCAPS: u16 = <HwrmQueueDscpQcapsInput as Request>::REQ_TYPE;
+const QUEUE_PFCWD_TIMEOUT_QCAPS: u16 = <HwrmQueuePfcwdTimeoutQcapsInput as Request>::REQ_TYPE;
+const SELFTEST_QLIST: u16 = <HwrmSelftestQlistInput as Request>::REQ_TYPE;
+const TEMP_MONITOR_QUERY: u16 = <HwrmTempMonitorQueryInput as Request>::REQ_TYPE;
 
 /// Every `req_type` the firmware implements.
-pub const IMPLEMENTED: [u16; 37] = [
+pub const IMPLEMENTED: [u16; 42] = [
     VER_GET,
     FUNC_CFG,
     FUNC_RESET,
@@ -87,6 +92,11 @@ pub const IMPLEMENTED: [u16; 37] = [
     FW_SET_TIME,
     PORT_QSTATS,
     PORT_QSTATS_EXT,
+    NVM_GET_DEV_INFO,
+    QUEUE_DSCP_QCAPS,
+    QUEUE_PFCWD_TIMEOUT_QCAPS,
+    SELFTEST_QLIST,
+    TEMP_MONITOR_QUERY,
 ];
 
 /// Run the handler for `req_type` on `bytes`; `None` when the firmware has none.
@@ -118,7 +128,7 @@ pub fn dispatch(req_type: u16, bytes: &[u8], ctx: &mut Ctx<'_>) -> Option<Outcom
         VNIC_FREE => vnic::vnic_free(bytes, ctx),
         VNIC_CFG => vnic::vnic_cfg(bytes, ctx),
         VNIC_RSS_CFG => vnic::rss_cfg(bytes, ctx),
-        VNIC_PLCMODES_CFG => vnic::plcmodes_cfg(bytes, ctx),
+        VNIC_PLCMODES_CFG => placement::plcmodes_cfg(bytes, ctx),
         RSS_CTX_ALLOC => vnic::rss_ctx_alloc(bytes, ctx),
         RSS_CTX_FREE => vnic::rss_ctx_free(bytes, ctx),
         L2_FILTER_ALLOC => l2_filter::filter_alloc(bytes, ctx),
@@ -129,6 +139,11 @@ pub fn dispatch(req_type: u16, bytes: &[u8], ctx: &mut Ctx<'_>) -> Option<Outcom
         FW_SET_TIME => fw_time::set_time(bytes, ctx),
         PORT_QSTATS => port_stats::port_qstats(bytes, ctx),
         PORT_QSTATS_EXT => port_stats::port_qstats_ext(bytes, ctx),
+        NVM_GET_DEV_INFO => nvm::nvm_get_dev_info(bytes),
+        QUEUE_DSCP_QCAPS => qos_caps::dscp_qcaps(bytes),
+        QUEUE_PFCWD_TIMEOUT_QCAPS => qos_caps::pfcwd_timeout_qcaps(bytes),
+        SELFTEST_QLIST => selftest::selftest_qlist(bytes),
+        TEMP_MONITOR_QUERY => thermal::temp_monitor_query(bytes),
         _ => return None,
     })
 }
@@ -143,6 +158,7 @@ pub fn summary(req_type: u16, bytes: &[u8]) -> String {
         PORT_PHY_CFG => port_cfg::phy_cfg_summary(bytes),
         VNIC_CFG => vnic::vnic_cfg_summary(bytes),
         VNIC_RSS_CFG => vnic::rss_cfg_summary(bytes),
+        VNIC_PLCMODES_CFG => placement::plcmodes_cfg_summary(bytes),
         L2_FILTER_ALLOC => l2_filter::filter_alloc_summary(bytes),
         L2_SET_RX_MASK => l2_filter::set_rx_mask_summary(bytes),
         RING_AGGINT_PARAMS => coalescing::aggint_params_summary(bytes),

@@ -73,8 +73,8 @@ pub struct Vnic {
     pub rx_mask: u32,
     /// The multicast addresses CFA_L2_SET_RX_MASK listed (with `MCAST`).
     pub mcast: Vec<[u8; 6]>,
-    /// VNIC_PLCMODES_CFG `jumbo_thresh`, when set.
-    pub jumbo_thresh: Option<u16>,
+    /// How received frames are placed (VNIC_PLCMODES_CFG).
+    pub placement: super::placement::Placement,
 }
 
 /// One L2 filter (CFA_L2_FILTER_ALLOC): frames whose destination MAC matches `addr` under `mask`

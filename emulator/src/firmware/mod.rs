@@ -10,8 +10,8 @@
 //! (hardware-map §2.2 step 5).
 //!
 //! Faults ([`crate::faults::FaultPlan`]): NoResponse takes the request and neither acts nor
-//! answers; Error(code) answers with that code without acting; Delay(d) acts and answers d later
-//! than usual. Each fires a [`crate::events::EventKind::FaultFired`] event.
+//! answers; ActsNoResponse acts on it and never answers; Error(code) answers with that code
+//! without acting; Delay(d) acts and answers d later than usual. Each fires a [`crate::events::EventKind::FaultFired`] event.
 //!
 //! Nothing here panics on what a driver sends: bad lengths, fields and page tables are refused
 //! with an HWRM error; memory the firmware cannot reach is a counted, logged DMA error.
@@ -30,18 +30,23 @@ pub mod fw_time;
 pub mod identity;
 pub mod l2_config;
 pub mod l2_filter;
+pub mod nvm;
 pub mod options;
 pub mod page_table;
+pub mod placement;
 pub mod port;
 pub mod port_cfg;
 pub mod port_stats;
+pub mod qos_caps;
 pub mod queue;
 pub mod reservation;
 pub mod response;
 pub mod rings;
+pub mod selftest;
 pub mod state;
 pub mod stats;
 pub mod submission;
+pub mod thermal;
 pub mod ver;
 pub mod vnic;
 
@@ -239,10 +244,12 @@ impl Firmware {
         tracing::debug!(req_type, seq_id = header.seq_id, %form, len, %summary, "hwrm request");
         rec.record(now, EventKind::HwrmRequest { req_type, seq_id: header.seq_id, form, len, summary });
         let mut due = now + HWRM_LATENCY;
+        let mut silent = false;
         if let Some(action) = action {
             rec.record(now, EventKind::FaultFired { req_type: window_type, nth, action: action.clone() });
             match action {
                 FirmwareAction::NoResponse => return,
+                FirmwareAction::ActsNoResponse => silent = true,
                 FirmwareAction::Error(code) => {
                     let reason = format!("injected fault: {}", ErrorCode::from_value(code));
                     let response = response::failure(code, 0, req_type, header.seq_id);
@@ -258,6 +265,10 @@ impl Firmware {
             }
             Ok(bytes) => self.handle(now, req_type, header.seq_id, &bytes, mem, rec),
         };
+        if silent {
+            tracing::debug!(req_type, seq_id = header.seq_id, %reason, "acted on; the answer is withheld (injected fault)");
+            return;
+        }
         self.queue_response(due, header, response, reason);
     }
 

@@ -115,6 +115,26 @@ pub fn ring_alloc(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
         }
         _ => None,
     };
+    // An aggregation ring serves one RX ring (bnxt.c `bnxt_set_rx_ring_params_p5`: `rx_ring_id`
+    // with ENABLES_RX_RING_ID_VALID, `rx_buf_size` BNXT_RX_PAGE_SIZE; an RX ring's `rx_buf_size`
+    // is its buffer size).
+    let rx_ring_id = if ty == RingType::RxAgg && enables & R::ENABLES_RX_RING_ID_VALID != 0 {
+        let id = req.rx_ring_id.get();
+        if ctx.state.rings.get(&id).map(|r| r.ty) != Some(RingType::Rx) {
+            return Err(Reject::invalid(format!("rx_ring_id {id} is not an allocated RX ring")));
+        }
+        Some(id)
+    } else {
+        if ty == RingType::RxAgg {
+            tracing::warn!(
+                "RING_ALLOC of an RX_AGG ring that names no RX ring (ENABLES_RX_RING_ID_VALID clear): accepted (no \
+                 public source shows the firmware refusing it), but no frame is placed in its buffers"
+            );
+        }
+        None
+    };
+    let rx_buf_size = (matches!(ty, RingType::Rx | RingType::RxAgg) && enables & R::ENABLES_RX_BUF_SIZE_VALID != 0)
+        .then(|| req.rx_buf_size.get());
     let logical_id = req.logical_id.get();
     if ty == RingType::Nq {
         if logical_id >= MSIX_VECTORS {
@@ -133,8 +153,20 @@ pub fn ring_alloc(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     let serial = ctx.state.next_ring_serial;
     ctx.state.next_ring_serial += 1;
     let cq_handle = req.cq_handle.get();
-    let ring =
-        Ring { ty, length, logical_id, pages, page_size, nq_ring_id, cmpl_ring_id, stat_ctx_id, cq_handle, serial };
+    let ring = Ring {
+        ty,
+        length,
+        logical_id,
+        pages,
+        page_size,
+        nq_ring_id,
+        cmpl_ring_id,
+        stat_ctx_id,
+        rx_ring_id,
+        rx_buf_size,
+        cq_handle,
+        serial,
+    };
     ctx.state.rings.insert(id, ring);
     reply::<HwrmRingAllocOutput>(|o| {
         o.ring_id = id.into();
@@ -195,6 +227,11 @@ pub fn ring_free(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
         }
     }
     ctx.state.rings.remove(&id);
+    // bnxt_en frees an RX ring before its aggregation ring (bnxt.c `bnxt_hwrm_rx_ring_free`, then
+    // `bnxt_hwrm_rx_agg_ring_free`): the aggregation ring serves no ring from then on.
+    for r in ctx.state.rings.values_mut().filter(|r| r.rx_ring_id == Some(id)) {
+        r.rx_ring_id = None;
+    }
     ctx.state.l2.coalescing.remove(&id);
     if ctx.state.l2.async_event_cr == Some(id) {
         ctx.state.l2.async_event_cr = None; // no ring left for async events until FUNC_CFG names one

@@ -92,6 +92,11 @@ pub struct Ring {
     pub cmpl_ring_id: Option<u16>,
     /// The statistics context, if any.
     pub stat_ctx_id: Option<u32>,
+    /// An aggregation ring's RX ring (`rx_ring_id` with `ENABLES_RX_RING_ID_VALID`): the ring whose
+    /// frames continue in this ring's buffers.
+    pub rx_ring_id: Option<u16>,
+    /// `rx_buf_size` of an RX or aggregation ring (`ENABLES_RX_BUF_SIZE_VALID`), when given.
+    pub rx_buf_size: Option<u16>,
     /// `cq_handle` (echoed in NQ entries of completion rings).
     pub cq_handle: u64,
     /// Which allocation this is (distinct for every RING_ALLOC since the firmware started), so

@@ -1,7 +1,7 @@
-//! VNICs: VNIC_QCAPS, VNIC_ALLOC, VNIC_FREE, VNIC_CFG, VNIC_RSS_COS_LB_CTX_ALLOC/FREE, VNIC_RSS_CFG
-//! and VNIC_PLCMODES_CFG, as bnxt_en drives them on a P5/P7 (bnxt.c `bnxt_hwrm_vnic_qcaps`,
+//! VNICs: VNIC_QCAPS, VNIC_ALLOC, VNIC_FREE, VNIC_CFG, VNIC_RSS_COS_LB_CTX_ALLOC/FREE and VNIC_RSS_CFG,
+//! as bnxt_en drives them on a P5/P7 (bnxt.c `bnxt_hwrm_vnic_qcaps`,
 //! `bnxt_hwrm_vnic_alloc`, `__bnxt_setup_vnic_p5`, `bnxt_hwrm_vnic_set_rss_p5`,
-//! `bnxt_hwrm_vnic_cfg`, `bnxt_hwrm_vnic_set_hds`, `bnxt_clear_vnic`).
+//! `bnxt_hwrm_vnic_cfg`, `bnxt_clear_vnic`). VNIC_PLCMODES_CFG is [`super::placement`].
 //!
 //! On P5/P7 a VNIC has no ring groups: VNIC_CFG names its default RX ring and that ring's
 //! completion ring, and each RSS context's table (VNIC_RSS_CFG `ring_grp_tbl_addr`) is 64 pairs
@@ -11,18 +11,19 @@
 //!
 //! VNIC_QCAPS reports what the model's L2 engine does: it strips VLAN tags when asked
 //! (`VLAN_STRIP_CAP`), writes P7 (v3) RX completions (`RX_CMPL_V3_CAP`), selects rings with the
-//! Toeplitz hash, and aggregates nothing (`max_aggs_supported` 0: no TPA, so bnxt_en uses no
-//! aggregation rings). VNIC modes for the RoCE driver (`ROCE_DUAL_VNIC_MODE`) are accepted and
-//! kept; a RoCE frame reaches the RoCE engine through an L2 filter to a VNIC (see
-//! [`crate::roce::l2_gate`]). VNIC_ALLOC and VNIC_RSS_COS_LB_CTX_ALLOC past the function's
-//! FUNC_CFG reservation are refused ([`super::reservation`]).
+//! Toeplitz hash, and aggregates nothing (`max_aggs_supported` 0: no TPA; bnxt_en still uses
+//! aggregation rings for frames larger than a page, placed as [`super::placement`] says). VNIC
+//! modes for the RoCE driver (`ROCE_DUAL_VNIC_MODE`) are accepted and kept; a RoCE frame reaches
+//! the RoCE engine through an L2 filter to a VNIC (see [`crate::roce::l2_gate`]). VNIC_ALLOC and
+//! VNIC_RSS_COS_LB_CTX_ALLOC past the function's FUNC_CFG reservation are refused
+//! ([`super::reservation`]).
 
 use bnxt_hsi::hwrm::ErrorCode;
 use bnxt_hsi::hwrm::layouts::{
     HwrmVnicAllocInput, HwrmVnicAllocOutput, HwrmVnicCfgInput, HwrmVnicCfgOutput, HwrmVnicFreeInput,
-    HwrmVnicFreeOutput, HwrmVnicPlcmodesCfgInput, HwrmVnicPlcmodesCfgOutput, HwrmVnicQcapsInput, HwrmVnicQcapsOutput,
-    HwrmVnicRssCfgInput, HwrmVnicRssCfgOutput, HwrmVnicRssCosLbCtxAllocInput, HwrmVnicRssCosLbCtxAllocOutput,
-    HwrmVnicRssCosLbCtxFreeInput, HwrmVnicRssCosLbCtxFreeOutput,
+    HwrmVnicFreeOutput, HwrmVnicQcapsInput, HwrmVnicQcapsOutput, HwrmVnicRssCfgInput, HwrmVnicRssCfgOutput,
+    HwrmVnicRssCosLbCtxAllocInput, HwrmVnicRssCosLbCtxAllocOutput, HwrmVnicRssCosLbCtxFreeInput,
+    HwrmVnicRssCosLbCtxFreeOutput,
 };
 
 use super::Ctx;
@@ -242,29 +243,6 @@ pub fn rss_cfg(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     let table = RssTable { hash_type, key, pairs, pair_index: req.ring_table_pair_index };
     l2.vnics.get_mut(&vnic_id).expect("checked").rss.insert(ctx_id, table);
     reply::<HwrmVnicRssCfgOutput>(|_| {})
-}
-
-/// VNIC_PLCMODES_CFG: only jumbo placement is modelled (frames larger than the threshold would
-/// continue in aggregation buffers, which the model never offers: `max_aggs_supported` is 0).
-pub fn plcmodes_cfg(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
-    type R = HwrmVnicPlcmodesCfgInput;
-    let req: R = parse(bytes);
-    let flags = req.flags.get();
-    let enables = req.enables.get();
-    if flags & !(R::FLAGS_REGULAR_PLACEMENT | R::FLAGS_JUMBO_PLACEMENT) != 0
-        || enables & !R::ENABLES_JUMBO_THRESH_VALID != 0
-    {
-        ctx.state.l2.unimplemented += 1;
-        return Err(Reject::invalid(format!(
-            "flags 0x{flags:x} / enables 0x{enables:x}: header-data split and BD limits are not modelled"
-        )));
-    }
-    let thresh = req.jumbo_thresh.get();
-    let vnic = vnic_mut(ctx, req.vnic_id.get())?;
-    if enables & R::ENABLES_JUMBO_THRESH_VALID != 0 {
-        vnic.jumbo_thresh = Some(thresh);
-    }
-    reply::<HwrmVnicPlcmodesCfgOutput>(|_| {})
 }
 
 /// Key fields of a VNIC_CFG request, for the event log.

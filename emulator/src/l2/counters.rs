@@ -24,6 +24,8 @@ pub struct L2Counters {
     pub tx_completions: u64,
     /// Frames delivered to RX rings.
     pub rx_frames: u64,
+    /// Aggregation buffers those frames continued in (jumbo placement, header-data split).
+    pub rx_agg_bufs: u64,
     /// Received frames dropped, by reason.
     pub rx_drops: BTreeMap<&'static str, u64>,
     /// CQ notifications written to NQs.

@@ -17,6 +17,7 @@ pub mod queues;
 pub mod ring;
 pub mod rss;
 mod rx;
+pub mod rx_agg;
 pub mod stats;
 mod tx;
 

@@ -27,12 +27,14 @@ use zerocopy::{FromBytes, FromZeros, IntoBytes};
 use crate::events::EventKind;
 use crate::firmware::func::MAX_MTU;
 use crate::firmware::l2_config::Vnic;
+use crate::firmware::placement::Placement;
 use crate::firmware::vnic::VLAN_ETH_HLEN;
 
 use super::descriptors::*;
 use super::engine::{Env, L2Engine, L2Ring};
 use super::frame::{self, L3, PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP, Parsed, TPID_8021Q};
 use super::rss::{self, HashKind};
+use super::rx_agg;
 use super::stats::cast_of;
 
 /// The v3 "extended op" of an L4 hash (bnxt.h `EXT_OP_INNER_4`).
@@ -90,7 +92,8 @@ impl L2Engine {
             return;
         };
         let strip = vnic.vlan_strip && p.vlan.is_some();
-        self.place(now, f, &p, (rx_id, cq_id), hash, strip, env);
+        let placement = vnic.placement;
+        self.place(now, f, &p, (rx_id, cq_id), hash, (strip, placement), env);
     }
 
     fn drop_frame(&mut self, now: Duration, f: &[u8], why: &'static str, stat: Option<u32>, env: &mut Env<'_>) {
@@ -103,7 +106,9 @@ impl L2Engine {
         env.rec.record(now, EventKind::FrameDropped { reason: format!("L2: {why}") });
     }
 
-    /// Put frame `f` into the next buffer of RX ring `rx_id` and complete it on `cq_id`.
+    /// Put frame `f` into the next buffer of RX ring `rx_id` (continued in the buffers of its
+    /// aggregation ring when the VNIC's placement splits it: [`super::rx_agg`]) and complete it
+    /// on `cq_id`.
     #[allow(clippy::too_many_arguments)]
     fn place(
         &mut self,
@@ -112,7 +117,7 @@ impl L2Engine {
         p: &Parsed,
         (rx_id, cq_id): (u16, u16),
         hash: Option<(u32, HashKind)>,
-        strip: bool,
+        (strip, placement): (bool, Placement),
         env: &mut Env<'_>,
     ) {
         let stat = match self.ring(rx_id, env.fw) {
@@ -134,7 +139,6 @@ impl L2Engine {
                 return self.drop_frame(now, f, "RX BD not readable", stat, env);
             }
         };
-        rx.bds.advance(1);
         let bd_flags = bd.len_flags_type.get();
         let (data, tci) = if strip {
             let (tpid, tci) = p.vlan.expect("checked by the caller");
@@ -144,22 +148,46 @@ impl L2Engine {
         };
         let pad = if bd_flags & RX_BD_FLAGS_SOP_PAD != 0 { 2 } else { 0 };
         let buf_len = (bd_flags >> RX_BD_LEN_SHIFT) as usize;
+        let packet_bd = bd_flags & RX_BD_TYPE_MASK == RX_BD_TYPE_RX_PACKET;
+        // Split across aggregation buffers, when the VNIC's placement says so and the ring has them.
+        let agg = rx_agg::agg_ring_of(env.fw, rx_id)
+            .zip(rx_agg::split(&placement, &data, p, buf_len.saturating_sub(pad)))
+            .filter(|_| packet_bd);
+        let mut aggs: Vec<(RxBd, usize)> = Vec::new();
+        if let Some((agg_id, cut)) = agg {
+            match self.take_agg_bufs(agg_id, data.len() - cut.head, env) {
+                Ok(a) => aggs = a,
+                Err(why) => return self.drop_frame(now, f, why, stat, env),
+            }
+            if self.cq_room(cq_id, env.fw) < 2 + aggs.len() as u32 {
+                return self.drop_frame(now, f, "completion ring full", stat, env);
+            }
+        }
+        let head = agg.map_or(data.len(), |(_, cut)| cut.head);
+        let Some(L2Ring::Rx(rx)) = self.ring(rx_id, env.fw) else { return };
+        rx.bds.advance(1);
         let mut errors = 0u32;
-        if bd_flags & RX_BD_TYPE_MASK != RX_BD_TYPE_RX_PACKET {
+        if !packet_bd {
             self.warn_once(format!(
                 "RX ring {rx_id}: BD type 0x{:x} is not an RX packet BD",
                 bd_flags & RX_BD_TYPE_MASK
             ));
             errors |= RX_CMP_ERRORS_DID_NOT_FIT;
-        } else if data.len() + pad > buf_len {
+        } else if head + pad > buf_len {
             errors |= RX_CMP_ERRORS_DID_NOT_FIT;
-        } else if let Err(e) = env.mem.write(bd.haddr.get() + pad as u64, &data) {
+        } else if let Err(e) = self.place_parts(&data, head, (bd.haddr.get() + pad as u64, &aggs), env) {
             self.counters.dma_errors += 1;
             self.warn_once(format!("RX ring {rx_id}: buffer not writable: {e}"));
             env.rec.record(now, EventKind::DmaFailed { during: "writing a received frame", error: e });
             errors |= RX_CMP_ERRORS_DID_NOT_FIT;
         }
-        let entries = completion(&data, p, bd.opaque.get(), hash, tci, errors);
+        if let Some((agg_id, _)) = agg
+            && let Some(L2Ring::Rx(a)) = self.ring(agg_id, env.fw)
+        {
+            a.bds.advance(aggs.len() as u32);
+        }
+        let placed = Placed { head, placement: agg.map_or(0, |(_, c)| c.placement), aggs: &aggs };
+        let entries = completion(&data, p, bd.opaque.get(), hash, tci, errors, &placed);
         if !self.write_cq(now, cq_id, &entries, env) {
             return self.drop_frame(now, f, "completion not written", stat, env);
         }
@@ -178,11 +206,72 @@ impl L2Engine {
         }
         self.port.rx.count(&p.dst, f.len(), p.vlan.is_some(), 0);
         self.counters.rx_frames += 1;
-        tracing::trace!(rx = rx_id, cq = cq_id, len = f.len(), ethertype = p.ethertype, "L2 frame received");
+        if !aggs.is_empty() {
+            self.counters.rx_agg_bufs += aggs.len() as u64;
+        }
+        tracing::trace!(rx = rx_id, cq = cq_id, len = f.len(), aggs = aggs.len(), "L2 frame received");
+    }
+
+    /// The aggregation BDs `tail` bytes take, in ring order, with the bytes each gets (not yet
+    /// consumed), or why they cannot be had.
+    fn take_agg_bufs(
+        &mut self,
+        agg_id: u16,
+        tail: usize,
+        env: &mut Env<'_>,
+    ) -> Result<Vec<(RxBd, usize)>, &'static str> {
+        let Some(L2Ring::Rx(a)) = self.ring(agg_id, env.fw) else { return Err("aggregation ring gone") };
+        let mut out = Vec::new();
+        let mut left = tail;
+        while left > 0 {
+            if out.len() == rx_agg::MAX_AGG_BUFS {
+                return Err("more than 31 aggregation buffers needed");
+            }
+            if out.len() as u32 >= a.bds.available() {
+                return Err("no aggregation buffer posted");
+            }
+            let bd = a.bds.peek(env.mem, out.len() as u32).map_err(|_| "aggregation BD not readable")?;
+            let bd = RxBd::read_from_bytes(&bd).expect("16 bytes");
+            let flags = bd.len_flags_type.get();
+            let len = (flags >> RX_BD_LEN_SHIFT) as usize;
+            if flags & RX_BD_TYPE_MASK != rx_agg::RX_BD_TYPE_RX_AGG || len == 0 {
+                return Err("aggregation BD of the wrong type or no length");
+            }
+            let n = len.min(left);
+            out.push((bd, n));
+            left -= n;
+        }
+        Ok(out)
+    }
+
+    /// Write `data[..head]` at `at` and the rest into the aggregation buffers `aggs`.
+    fn place_parts(
+        &mut self,
+        data: &[u8],
+        head: usize,
+        (at, aggs): (u64, &[(RxBd, usize)]),
+        env: &mut Env<'_>,
+    ) -> Result<(), crate::host_memory::DmaError> {
+        env.mem.write(at, &data[..head])?;
+        let mut from = head;
+        for (bd, n) in aggs {
+            env.mem.write(bd.haddr.get(), &data[from..from + n])?;
+            from += n;
+        }
+        Ok(())
     }
 }
 
-/// The two entries of a v3 RX completion for `data` (as placed) parsed as `p` (as received).
+/// How a frame was placed: the RX buffer's part, the placement code and the aggregation
+/// buffers with their lengths.
+struct Placed<'a> {
+    head: usize,
+    placement: u32,
+    aggs: &'a [(RxBd, usize)],
+}
+
+/// The entries of a v3 RX completion for `data` (as placed) parsed as `p` (as received): the two
+/// of the packet, then one per aggregation buffer.
 fn completion(
     data: &[u8],
     p: &Parsed,
@@ -190,7 +279,8 @@ fn completion(
     hash: Option<(u32, HashKind)>,
     tag: Option<(u16, u16)>,
     errors: u32,
-) -> [[u8; ENTRY_BYTES]; 2] {
+    placed: &Placed<'_>,
+) -> Vec<[u8; ENTRY_BYTES]> {
     let itype: u32 = match (p.l3, p.l4(usize::MAX).map(|l| l.0)) {
         (L3::Other, _) => 0,
         (_, Some(PROTO_TCP)) => 2,
@@ -199,11 +289,11 @@ fn completion(
         _ => 1,
     };
     let mut lo = RxCmplV3::new_zeroed();
-    let mut flags = CMP_TYPE_RX_L2_V3 | (itype << RX_CMP_ITYPE_SHIFT);
+    let mut flags = CMP_TYPE_RX_L2_V3 | (itype << RX_CMP_ITYPE_SHIFT) | (placed.placement << rx_agg::PLACEMENT_SHIFT);
     if errors != 0 {
         flags |= RX_CMP_FLAGS_ERROR;
     }
-    let mut misc = 0u32;
+    let mut misc = (placed.aggs.len() as u32) << rx_agg::AGG_BUFS_SHIFT;
     if let Some((h, kind)) = hash {
         flags |= RX_CMP_FLAGS_RSS_VALID;
         let op = if kind == HashKind::L4 { EXT_OP_L4 } else { EXT_OP_L3 };
@@ -217,7 +307,7 @@ fn completion(
         misc |= RX_CMP_METADATA1_VALID | (sel << RX_CMP_METADATA1_TPID_SHIFT);
         errs |= u32::from(tci) << RX_CMP_METADATA0_SHIFT;
     }
-    lo.len_flags_type = (flags | ((data.len() as u32) << RX_CMP_LEN_SHIFT)).into();
+    lo.len_flags_type = (flags | ((placed.head as u32) << RX_CMP_LEN_SHIFT)).into();
     lo.opaque = opaque.into();
     lo.misc_v1 = misc.into();
     let mut flags2 = 0;
@@ -241,5 +331,7 @@ fn completion(
     }
     hi.flags2 = flags2.into();
     hi.errors_v2 = errs.into();
-    [lo.as_bytes().try_into().expect("16 bytes"), hi.as_bytes().try_into().expect("16 bytes")]
+    let mut out = vec![lo.as_bytes().try_into().expect("16 bytes"), hi.as_bytes().try_into().expect("16 bytes")];
+    out.extend(placed.aggs.iter().map(|(bd, n)| rx_agg::agg_completion(*n, bd.opaque.get())));
+    out
 }

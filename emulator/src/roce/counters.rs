@@ -14,8 +14,13 @@ pub struct RoceCounters {
     pub completions_by_status: [u64; 8],
     /// Commands the model does not carry out (NOT_IMPLEMENTED or INVALID_CMD), by opcode.
     pub unimplemented_commands: BTreeMap<u8, u64>,
-    /// Features of implemented commands the model does not carry out (NOT_IMPLEMENTED answers).
+    /// Features of implemented commands the model does not carry out (NOT_IMPLEMENTED answers),
+    /// and things the model was asked for it does not do (a notification whose format is not
+    /// public).
     pub unimplemented_features: u64,
+    /// Commands accepted although no public source says what P7 firmware does with them (each
+    /// logged as a warning naming the rule not found).
+    pub accepted_without_source: u64,
     /// Triggers or `cmdq_init`s the channel could not take (nothing could be answered).
     pub channel_errors: u64,
     /// Asynchronous events written to the CREQ (QP and CQ errors).

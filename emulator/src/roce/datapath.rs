@@ -2,11 +2,11 @@
 //! wire and its completions to CQEs, frames from the wire to the right QP, and the transport's
 //! timers.
 //!
-//! * Send WQEs are read when the QP is in RTS (or ERR, where they complete flushed) and handed to
-//!   the transport in ring order, each numbered; a WQE the engine cannot carry out completes with
+//! * Send WQEs are read when the QP is in RTS (or ERR, where they complete flushed; in SQD they
+//!   wait in the ring) and handed to the transport in ring order, each numbered; a WQE the engine cannot carry out completes with
 //!   LOCAL_QP_OPERATION_ERR after everything before it, and moves the QP to the error state with a
-//!   QP error notification on the CREQ. Receive WQEs are read from RTR on; before RTS they wait in
-//!   the engine.
+//!   QP error notification on the CREQ. Receive WQEs are read from RTR on, where the transport
+//!   is already a responder.
 //! * The MSN table entry of each WQE (P7 host-MSN retransmission) is read and compared with the
 //!   WQE's start slot and PSN range; disagreements are counted and logged (the model's
 //!   transport keeps its own retransmission state, so a wrong table changes nothing else).
@@ -157,6 +157,12 @@ impl RoceEngine {
                         }
                     }
                     let wqe = send_wqe(seq, w, force, &mut qp.inline);
+                    if wqe.op.is_read() && qp.orrq_addr == 0 && self.warned.insert(format!("no orrq {qpn}")) {
+                        tracing::warn!(
+                            "QP {qpn} was created without an ORRQ: its RDMA READ completes with \
+                             LOCAL_QP_OPERATION_ERR (a guess: what P7 firmware does is not public)"
+                        );
+                    }
                     match qp.transport.as_mut() {
                         Some(t) => t.post_send(wqe),
                         None => done.push(Done::Send(SendCompletion {
@@ -236,6 +242,15 @@ impl RoceEngine {
                 done.push(Done::Recv(c));
             }
             done.extend(refused);
+            if t.send_queue_drained() && qp.attrs.sqd_async_notify && self.warned.insert(format!("sqd {qpn}")) {
+                // IBA §10.3.1 has the CI told once the send queue has drained in SQD; roce_hsi.h
+                // defines no CREQ event for it.
+                self.counters.unimplemented_features += 1;
+                tracing::warn!(
+                    "QP {qpn}: send queue drained in SQD; the notification EN_SQD_ASYNC_NOTIFY asked for is not \
+                     sent (no CREQ event for it is public)"
+                );
+            }
             let entered_error = t.state() == TState::Error && qp.state != QpState::Err;
             if entered_error {
                 qp.state = QpState::Err;
@@ -415,7 +430,7 @@ impl RoceEngine {
                 return self.gsi_frame(now, qpn, env);
             }
             self.counters.rx_no_qp += 1;
-            env.rec.record(now, EventKind::FrameDropped { reason: format!("no QP {qpn} ready to receive (RTS)") });
+            env.rec.record(now, EventKind::FrameDropped { reason: format!("no QP {qpn} ready to receive (RTR)") });
             return;
         };
         let pd = *pd;

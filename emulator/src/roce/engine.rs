@@ -300,7 +300,7 @@ impl RoceEngine {
                 now,
                 EventKind::RoceCommand { opcode: raw.opcode, cookie: raw.cookie, slots: raw.slots, summary },
             );
-            // An injected fault (cmd::faults) may swallow, refuse or delay the command.
+            // An injected fault (cmd::faults) may swallow, refuse, delay or withhold the answer.
             let injected = self.channel.faults.on_command(now, raw.opcode, env.rec);
             let outcome = match (&injected, &raw.bytes) {
                 (Injected::Swallow, _) => continue,
@@ -312,6 +312,10 @@ impl RoceEngine {
                     cmd::execute(&mut self.st, &c, &cx)
                 }
             };
+            for what in std::mem::take(&mut self.st.unsourced) {
+                self.counters.accepted_without_source += 1;
+                self.warn_once(what);
+            }
             let (mut bytes, status, reason) = match outcome {
                 Ok(b) => (b, CreqStatus::Success, String::new()),
                 Err(r) => {
@@ -325,6 +329,14 @@ impl RoceEngine {
             bytes[1] = status.value();
             bytes[2..4].copy_from_slice(&raw.cookie.to_le_bytes());
             bytes[9] = raw.opcode;
+            if injected == Injected::ActSilently {
+                tracing::debug!(
+                    opcode = raw.opcode,
+                    cookie = raw.cookie,
+                    "acted on; the completion is withheld (injected fault)"
+                );
+                continue;
+            }
             self.queue_creq(now + RCFW_LATENCY + injected.delay(), bytes, reason);
         }
     }

@@ -188,6 +188,8 @@ pub struct QpAttributes {
     pub network_type: u8,
     /// `tos` byte.
     pub tos: u8,
+    /// `EN_SQD_ASYNC_NOTIFY`: the CI asked to be told when the send queue has drained in SQD.
+    pub sqd_async_notify: bool,
 }
 
 /// One queue pair.
@@ -221,6 +223,10 @@ pub struct Qp {
     pub rq: RecvRing,
     /// The SRQ the QP takes receive WQEs from (`srq_cid` with `SRQ_USED`).
     pub srq: Option<u32>,
+    /// `orrq_addr` as created (0: none; the requester then has no room for outstanding READs).
+    pub orrq_addr: u64,
+    /// `irrq_addr` as created (0: none; the responder then has no room for READs it serves).
+    pub irrq_addr: u64,
     /// Source MAC frames carry (from the source GID), once at RTR.
     pub src_mac: Option<MacAddr>,
     /// The transport, from RTS on.
@@ -267,10 +273,23 @@ impl Qp {
     }
 }
 
-/// Transitions MODIFY_QP takes, the same for RC and GSI QPs (IBA Vol 1 §10.3, the QP state
-/// diagram, as bnxt_re sends them: hardware-map §4.5); the attributes each requires depend on the
-/// type.
+/// Transitions MODIFY_QP takes, the same for every QP type (IBA Vol 1 §10.3.1, the QP state
+/// diagram; Linux verbs.c `qp_state_table`, which bnxt_re's modify_qp checks a state change
+/// against: RTS→SQD, SQD→SQD and SQD→RTS among them; hardware-map §4.5); the attributes each
+/// requires depend on the type.
 pub fn transition_allowed(from: QpState, to: QpState) -> bool {
     use QpState::*;
-    matches!((from, to), (Reset, Init) | (Init, Init) | (Init, Rtr) | (Rtr, Rts) | (Rts, Rts) | (_, Err) | (_, Reset))
+    matches!(
+        (from, to),
+        (Reset, Init)
+            | (Init, Init)
+            | (Init, Rtr)
+            | (Rtr, Rts)
+            | (Rts, Rts)
+            | (Rts, Sqd)
+            | (Sqd, Sqd)
+            | (Sqd, Rts)
+            | (_, Err)
+            | (_, Reset)
+    )
 }

@@ -45,6 +45,10 @@ pub struct RoceState {
     /// DEINITIALIZE_FW and a function reset (whether the firmware keeps them across a driver
     /// reload is not public).
     pub cc: CcParams,
+    /// What commands since the engine last looked were accepted without a public source for
+    /// what P7 firmware does with them (each a sentence naming the rule not found); the engine
+    /// logs and counts them ([`RoceState::note_unsourced`]).
+    pub unsourced: Vec<String>,
 }
 
 /// A set of QP numbers, taken smallest first: the QPs with work to look at. It holds one or
@@ -92,6 +96,12 @@ impl RoceState {
     /// Drop every object (DEINITIALIZE_FW, function reset).
     pub fn clear(&mut self) {
         *self = RoceState::default();
+    }
+
+    /// Note that a command was accepted although no public source says what P7 firmware does
+    /// with it (lenient but loud).
+    pub fn note_unsourced(&mut self, what: String) {
+        self.unsourced.push(what);
     }
 
     /// Whether a GID entry carries `mac`.

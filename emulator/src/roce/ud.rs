@@ -156,7 +156,7 @@ impl RoceEngine {
         let Some(qp) = qps.get_mut(&qpn) else { return };
         let why = match (frame.transport.deth, qp.state) {
             (None, _) => Some("not a UD opcode".to_string()),
-            (_, s) if !matches!(s, QpState::Rtr | QpState::Rts) => Some(format!("QP in {}", s.name())),
+            (_, s) if !matches!(s, QpState::Rtr | QpState::Rts | QpState::Sqd) => Some(format!("QP in {}", s.name())),
             (Some(d), _) if d.qkey != qp.attrs.qkey => Some(format!("Q_Key 0x{:x} is not the QP's", d.qkey)),
             _ if qp.early_recvs.is_empty() => Some("no receive WQE posted".to_string()),
             _ => None,

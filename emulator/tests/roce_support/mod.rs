@@ -632,6 +632,20 @@ impl Func {
     /// MODIFY_QP RESET→INIT→RTR→RTS towards `peer` (its GID, MAC and QP number), as bnxt_re sends
     /// the three transitions; `psn` is both directions' starting PSN.
     pub fn connect(&mut self, rig: &mut Rig, qp: &mut TQp, sgid_index: u16, peer: (&[u8; 16], [u8; 6], u32), psn: u32) {
+        self.connect_rtr(rig, qp, sgid_index, peer, psn);
+        self.connect_rts(rig, qp, psn);
+    }
+
+    /// MODIFY_QP RESET→INIT→RTR towards `peer` (its GID, MAC and QP number) expecting `rq_psn`
+    /// first: a responder, as perftest's bandwidth servers leave their QPs.
+    pub fn connect_rtr(
+        &mut self,
+        rig: &mut Rig,
+        qp: &mut TQp,
+        sgid_index: u16,
+        peer: (&[u8; 16], [u8; 6], u32),
+        rq_psn: u32,
+    ) {
         type M = CmdqModifyQp;
         let mut m = M::new_zeroed();
         m.qp_cid = qp.id.into();
@@ -661,10 +675,16 @@ impl Func {
         m.dest_mac.as_mut_bytes().copy_from_slice(&peer.1);
         m.path_mtu_pingpong_push_enable = M::PATH_MTU_MTU_4096;
         m.dest_qp_id = peer.2.into();
-        m.rq_psn = psn.into();
+        m.rq_psn = rq_psn.into();
         m.max_dest_rd_atomic = 2 * 4 + 2;
         m.min_rnr_timer = 1;
         self.ok(rig, m);
+        qp.mtu = 4096;
+    }
+
+    /// MODIFY_QP RTR→RTS sending from `sq_psn` on.
+    pub fn connect_rts(&mut self, rig: &mut Rig, qp: &mut TQp, sq_psn: u32) {
+        type M = CmdqModifyQp;
         let mut m = M::new_zeroed();
         m.qp_cid = qp.id.into();
         m.modify_mask = (M::MODIFY_MASK_STATE
@@ -678,11 +698,10 @@ impl Func {
         m.timeout = 10;
         m.retry_cnt = 7;
         m.rnr_retry = 7;
-        m.sq_psn = psn.into();
+        m.sq_psn = sq_psn.into();
         m.max_rd_atomic = 4 + 1;
         self.ok(rig, m);
-        qp.psn = psn;
-        qp.mtu = 4096;
+        qp.psn = sq_psn;
     }
 
     /// Write a send WQE (`wqe_type`, `flags`) with SGEs `(va, lkey, len)` (or inline `data`),

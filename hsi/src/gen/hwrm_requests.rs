@@ -214,6 +214,11 @@ impl Request for HwrmTempMonitorQueryInput {
     const NAME: &'static str = "TEMP_MONITOR_QUERY";
     type Response = HwrmTempMonitorQueryOutput;
 }
+impl Request for HwrmSelftestQlistInput {
+    const REQ_TYPE: u16 = 0x200;
+    const NAME: &'static str = "SELFTEST_QLIST";
+    type Response = HwrmSelftestQlistOutput;
+}
 impl Request for HwrmVnicRssCfgInput {
     const REQ_TYPE: u16 = 0x46;
     const NAME: &'static str = "VNIC_RSS_CFG";

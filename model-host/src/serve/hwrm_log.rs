@@ -57,6 +57,13 @@ impl HwrmLog {
                 let seq = self.last_request.get(&event.nic).map_or(String::from("?"), |(_, s)| s.to_string());
                 format!("{t:.6} {} 0x{req_type:04x} seq={seq} NO_RESPONSE (injected fault)", req_label(*req_type))
             }
+            EventKind::FaultFired { req_type, action: FirmwareAction::ActsNoResponse, .. } => {
+                let seq = self.last_request.get(&event.nic).map_or(String::from("?"), |(_, s)| s.to_string());
+                format!(
+                    "{t:.6} {} 0x{req_type:04x} seq={seq} NO_RESPONSE (injected fault; acted on)",
+                    req_label(*req_type)
+                )
+            }
             EventKind::DmaFailed { during, error } if during.contains("response") => {
                 let (req_type, seq) = self.last_request.get(&event.nic).copied().unwrap_or((0xffff, 0));
                 format!("{t:.6} {} 0x{req_type:04x} seq={seq} RESPONSE_NOT_WRITTEN: {error}", req_label(req_type))

@@ -8,7 +8,8 @@
 //! * [`nic`]: the served NIC, a one-NIC world on the executor's clock;
 //! * [`regions`]: BARs 0/2/4 and config space as vfio-pci regions;
 //! * [`irqs`]: INTx and MSI-X, and the client's eventfds;
-//! * [`dma`]: guest memory from `DMA_MAP` (shared memfds, `mmap`ed);
+//! * [`dma`]: guest memory from `DMA_MAP` (shared memfds and files, `mmap`ed);
+//! * [`shrink_guard`]: surviving a client that shrinks a file it lent;
 //! * [`control`]: the project's extension commands' JSON (fresh NIC with a fault plan; state);
 //! * [`uplink`]: the NIC's link to a segment hub, with the wire plan's fault stage;
 //! * [`capture`]: a run's pcap of the frames the NIC sends, into a file the client hands over.
@@ -38,4 +39,5 @@ pub mod irqs;
 pub mod nic;
 pub mod protocol;
 pub mod regions;
+pub mod shrink_guard;
 pub mod uplink;

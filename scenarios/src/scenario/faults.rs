@@ -80,7 +80,8 @@ pub struct FirmwareEntry {
     /// No name is both; with its prefix a name is only the one.
     #[serde(with = "Request")]
     pub request: Target,
-    /// `no-response`, `error` (answer with `code`) or `delay` (answer `by` later).
+    /// `no-response` (never answer, nor act), `acts-no-response` (act, never answer), `error`
+    /// (answer with `code` instead of acting) or `delay` (answer `by` later).
     #[serde(with = "At::<Named<ActionKind>>")]
     pub action: Located<ActionKind>,
     /// With `action: error`: for an HWRM request, the HWRM error code's name
@@ -149,6 +150,7 @@ impl FirmwareEntry {
                 nth,
                 action: match action {
                     ActionKind::NoResponse => model::FirmwareAction::NoResponse,
+                    ActionKind::ActsNoResponse => model::FirmwareAction::ActsNoResponse,
                     ActionKind::Delay => {
                         model::FirmwareAction::Delay(self.by.as_ref().ok_or_else(|| missing("by"))?.value)
                     }
@@ -163,6 +165,7 @@ impl FirmwareEntry {
                 nth,
                 action: match action {
                     ActionKind::NoResponse => model::CommandAction::NoResponse,
+                    ActionKind::ActsNoResponse => model::CommandAction::ActsNoResponse,
                     ActionKind::Delay => {
                         model::CommandAction::Delay(self.by.as_ref().ok_or_else(|| missing("by"))?.value)
                     }

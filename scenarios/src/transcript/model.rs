@@ -58,6 +58,7 @@ pub fn line(event: &Event) -> Line {
         EventKind::FaultFired { req_type, nth, action } => {
             let action = match action {
                 FirmwareAction::NoResponse => "no-response".to_string(),
+                FirmwareAction::ActsNoResponse => "acts-no-response".to_string(),
                 FirmwareAction::Delay(d) => format!("delay {}", format_duration(*d)),
                 FirmwareAction::Error(code) => format!("error {}", bnxt_hsi::hwrm::ErrorCode::from_value(*code)),
             };

@@ -6,6 +6,8 @@
 //! - no response: the command is consumed (the CMDQ consumer moves past it) but neither acted on
 //!   nor completed on the CREQ; a driver waiting for it times out (bnxt_re qplib_rcfw.c
 //!   `__wait_for_resp` / `__poll_for_resp`, then `FIRMWARE_STALL_DETECTED`);
+//! - acts, no response: acted on as usual, but never completed on the CREQ (the firmware did the
+//!   work; the driver never learns it);
 //! - delay: acted on and completed normally, that much later than the model's usual latency;
 //! - error: completed with the fault's CREQ status (`CREQ_QP_EVENT_STATUS_*`, roce_hsi.h)
 //!   without acting on it.
@@ -33,6 +35,8 @@ pub enum Injected {
     },
     /// Consume the command; neither act on it nor complete it.
     Swallow,
+    /// Carry the command out as usual, but never complete it.
+    ActSilently,
     /// Complete the command with this refusal instead of acting on it.
     Refuse(Refusal),
 }
@@ -45,7 +49,7 @@ impl Injected {
     pub fn delay(&self) -> Duration {
         match self {
             Injected::Carry { delay } => *delay,
-            Injected::Swallow | Injected::Refuse(_) => Duration::ZERO,
+            Injected::Swallow | Injected::ActSilently | Injected::Refuse(_) => Duration::ZERO,
         }
     }
 }
@@ -89,6 +93,7 @@ impl CommandFaults {
         tracing::debug!(nic = self.nic, opcode, nth, ?action, "injected RoCE command fault");
         let injected = match &action {
             CommandAction::NoResponse => Injected::Swallow,
+            CommandAction::ActsNoResponse => Injected::ActSilently,
             CommandAction::Delay(d) => Injected::Carry { delay: *d },
             CommandAction::Error(status) => {
                 // A status that is no error (only a plan built in code can hold one) still must not

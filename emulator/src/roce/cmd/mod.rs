@@ -19,6 +19,7 @@ mod gid;
 mod modify_qp;
 mod mr;
 mod qp;
+mod rc_transport;
 mod srq;
 
 use bnxt_hsi::hwrm::layouts::Tlv;

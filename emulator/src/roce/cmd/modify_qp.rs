@@ -1,15 +1,15 @@
-//! MODIFY_QP: the QP state machine RESET→INIT→RTR→RTS, INIT→INIT, RTS→RTS, any→ERR and any→RESET
-//! (hardware-map §4.5, §5.1-5.3; bnxt_re qplib_fp.c `bnxt_qplib_modify_qp`,
-//! `__filter_modify_flags`, `bnxt_set_mandatory_attributes`; ib_verbs.c `bnxt_re_modify_qp`),
-//! with the attributes each transition requires by QP type (IBA Vol 1 §11.2.4.2, "QP state
-//! transition attributes"):
+//! MODIFY_QP: the QP state machine RESET→INIT→RTR→RTS, INIT→INIT, RTS→RTS, RTS→SQD, SQD→SQD,
+//! SQD→RTS, any→ERR and any→RESET (IBA Vol 1 §10.3.1; hardware-map §4.5, §5.1-5.3; bnxt_re
+//! qplib_fp.c `bnxt_qplib_modify_qp`, `__filter_modify_flags`, `bnxt_set_mandatory_attributes`;
+//! ib_verbs.c `bnxt_re_modify_qp`), with the attributes each transition requires by QP type (IBA
+//! Vol 1 §11.2.4.2, "QP state transition attributes"):
 //!
 //! - RC: RESET→INIT: ACCESS, PKEY; INIT→RTR: DGID, SGID_INDEX, DEST_MAC, PATH_MTU, DEST_QP_ID,
 //!   RQ_PSN, MAX_DEST_RD_ATOMIC, MIN_RNR_TIMER; RTR→RTS: TIMEOUT, RETRY_CNT, RNR_RETRY, SQ_PSN,
 //!   MAX_RD_ATOMIC. The network type must be RoCEv2-IPv4 with IPv4-mapped GIDs (RoCEv1, IPv6 and
 //!   VLAN ids other than 0 and 0xfff are NOT_IMPLEMENTED; VLAN_ID with those carries only the
-//!   priority, which is not modelled). The transport starts at RTS; changing transport attributes
-//!   in RTS is NOT_IMPLEMENTED.
+//!   priority, which is not modelled). The transport is built at INIT→RTR (a responder) and
+//!   requests from RTS on; what changes after RTR, and how, is [`super::rc_transport`].
 //! - GSI (QP1, a UD-type QP): RESET→INIT: PKEY, QKEY (IBA; bnxt_re makes QKEY mandatory for UD and
 //!   GSI QPs in `bnxt_set_mandatory_attributes`); INIT→RTR: nothing (bnxt_re adds PATH_MTU and
 //!   SGID_INDEX itself in `__filter_modify_flags`); RTR→RTS: SQ_PSN. ib_mad walks QP1 through
@@ -24,17 +24,14 @@
 //! Resizing a QP (SQ/RQ size or SGE changes) is NOT_IMPLEMENTED for both types. `qp_type`, when
 //! set (bnxt_re sets it with the mandatory attributes), must be the QP's own type.
 
-use bnxt_hsi::roce::gid::ipv4_of_gid;
 use bnxt_hsi::roce::layouts::{CmdqModifyQp as M, CreqModifyQpResp};
 use bnxt_hsi::roce::qp::{Access, QpState};
 use zerocopy::IntoBytes;
 
-use super::{Cmd, CmdCtx, Outcome, Refusal, answer, parse};
-use crate::net::{MacAddr, Path, source_port::roce_source_port};
+use super::{Cmd, CmdCtx, Outcome, Refusal, answer, parse, rc_transport};
 use crate::roce::caps::MAX_RD_ATOM;
 use crate::roce::qp::{Qp, QpAttributes, QpKind, RingPos, transition_allowed};
 use crate::roce::state::RoceState;
-use crate::roce::transport::{Mtu, QpAttrs, RcQp, RemoteAccess};
 
 /// Mask bits MODIFY_QP takes (those bnxt_re sends, and the ones it leaves to their defaults).
 const TAKEN: u32 = M::MODIFY_MASK_STATE
@@ -69,22 +66,6 @@ const TAKEN: u32 = M::MODIFY_MASK_STATE
     | M::MODIFY_MASK_TOS_ECN
     | M::MODIFY_MASK_TOS_DSCP;
 
-/// Attributes the transport is built from at RTS; changing them in RTS is not modelled.
-const TRANSPORT_ATTRS: u32 = M::MODIFY_MASK_DGID
-    | M::MODIFY_MASK_SGID_INDEX
-    | M::MODIFY_MASK_DEST_MAC
-    | M::MODIFY_MASK_PATH_MTU
-    | M::MODIFY_MASK_TIMEOUT
-    | M::MODIFY_MASK_RETRY_CNT
-    | M::MODIFY_MASK_RNR_RETRY
-    | M::MODIFY_MASK_RQ_PSN
-    | M::MODIFY_MASK_SQ_PSN
-    | M::MODIFY_MASK_MAX_RD_ATOMIC
-    | M::MODIFY_MASK_MAX_DEST_RD_ATOMIC
-    | M::MODIFY_MASK_MIN_RNR_TIMER
-    | M::MODIFY_MASK_DEST_QP_ID
-    | M::MODIFY_MASK_ACCESS;
-
 /// Mask bits `kind` requires for the transition `from` → `to`.
 fn required(kind: QpKind, from: QpState, to: QpState) -> u32 {
     if kind != QpKind::Rc {
@@ -118,7 +99,7 @@ fn required(kind: QpKind, from: QpState, to: QpState) -> u32 {
 }
 
 /// Mask bit names for refusals.
-fn mask_names(mask: u32) -> String {
+pub(super) fn mask_names(mask: u32) -> String {
     const NAMES: [&str; 32] = [
         "STATE",
         "EN_SQD_ASYNC_NOTIFY",
@@ -261,6 +242,9 @@ fn apply(req: &M, mask: u32, qp: &Qp) -> Result<QpAttributes, Refusal> {
     if has(M::MODIFY_MASK_TOS_ECN) || has(M::MODIFY_MASK_TOS_DSCP) {
         a.tos = req.tos_dscp_tos_ecn;
     }
+    if has(M::MODIFY_MASK_EN_SQD_ASYNC_NOTIFY) {
+        a.sqd_async_notify = req.network_type_en_sqd_async_notify_new_state & M::EN_SQD_ASYNC_NOTIFY != 0;
+    }
     let resize = [
         (M::MODIFY_MASK_SQ_SIZE, req.sq_size.get(), qp.sq.size, "sq_size"),
         (M::MODIFY_MASK_RQ_SIZE, req.rq_size.get(), qp.rq.size, "rq_size"),
@@ -277,37 +261,6 @@ fn apply(req: &M, mask: u32, qp: &Qp) -> Result<QpAttributes, Refusal> {
     Ok(a)
 }
 
-/// The transport attributes of `qp` with `a` at RTS.
-fn transport_attrs(qp: &Qp, a: &QpAttributes, src_mac: MacAddr, src_ip: [u8; 4]) -> Result<QpAttrs, Refusal> {
-    let dst_ip =
-        ipv4_of_gid(&a.dgid).ok_or_else(|| Refusal::not_implemented("a destination GID that is not IPv4-mapped"))?;
-    let dst_mac = MacAddr(a.dest_mac);
-    let (src_ip, dst_ip) = (std::net::Ipv4Addr::from(src_ip), std::net::Ipv4Addr::from(dst_ip));
-    let path = Path {
-        src_mac,
-        dst_mac,
-        src_ip,
-        dst_ip,
-        src_port: roce_source_port(dst_mac, src_mac, dst_ip, src_ip, a.dest_qp),
-    };
-    let mtu = Mtu::from_bytes(256u32 << a.path_mtu).expect("checked at apply");
-    Ok(QpAttrs {
-        qpn: qp.id,
-        dest_qpn: a.dest_qp,
-        path,
-        mtu,
-        sq_psn: a.sq_psn,
-        rq_psn: a.rq_psn,
-        timeout: a.timeout,
-        retry_cnt: a.retry_cnt,
-        rnr_retry: a.rnr_retry,
-        min_rnr_timer: a.min_rnr_timer,
-        max_rd_atomic: a.max_rd_atomic.saturating_sub(1),
-        max_dest_rd_atomic: (a.max_dest_rd_atomic / 2).saturating_sub(1),
-        access: RemoteAccess { read: a.access.remote_read, write: a.access.remote_write },
-    })
-}
-
 /// MODIFY_QP.
 pub fn modify_qp(st: &mut RoceState, cmd: &Cmd<'_>, _cx: &CmdCtx<'_>) -> Outcome {
     let req: M = parse(cmd, 0x70)?;
@@ -321,8 +274,7 @@ pub fn modify_qp(st: &mut RoceState, cmd: &Cmd<'_>, _cx: &CmdCtx<'_>) -> Outcome
     if ext != 0 {
         return Err(Refusal::invalid(format!("ext_modify_mask 0x{ext:x} asks for features QUERY_FUNC does not offer")));
     }
-    let gids = st.gids.clone();
-    let qp = st.qps.get_mut(&id).ok_or_else(|| Refusal::invalid(format!("qp_cid {id} is not a QP")))?;
+    let qp = st.qps.get(&id).ok_or_else(|| Refusal::invalid(format!("qp_cid {id} is not a QP")))?;
     let kind = qp.kind;
     if req.qp_type != 0 && req.qp_type != kind.code() {
         return Err(Refusal::invalid(format!("qp_type {} does not match the {} QP", req.qp_type, kind.name())));
@@ -331,8 +283,8 @@ pub fn modify_qp(st: &mut RoceState, cmd: &Cmd<'_>, _cx: &CmdCtx<'_>) -> Outcome
     let to = if mask & M::MODIFY_MASK_STATE != 0 {
         let f = req.network_type_en_sqd_async_notify_new_state & M::NEW_STATE_MASK;
         let to = QpState::from_field(f).ok_or_else(|| Refusal::invalid(format!("new_state {f} is not defined")))?;
-        if matches!(to, QpState::Sqd | QpState::Sqe) {
-            return Err(Refusal::not_implemented(format!("the {} state is not modelled", to.name())));
+        if to == QpState::Sqe {
+            return Err(Refusal::not_implemented("the SQE state is not modelled"));
         }
         if !transition_allowed(from, to) {
             return Err(Refusal::invalid(format!("{} to {} is not a QP state transition", from.name(), to.name())));
@@ -345,45 +297,18 @@ pub fn modify_qp(st: &mut RoceState, cmd: &Cmd<'_>, _cx: &CmdCtx<'_>) -> Outcome
     if missing != 0 {
         return Err(Refusal::invalid(format!("{} to {} needs {}", from.name(), to.name(), mask_names(missing))));
     }
-    if kind == QpKind::Rc && from == QpState::Rts && to == QpState::Rts && mask & TRANSPORT_ATTRS != 0 {
-        return Err(Refusal::not_implemented(format!(
-            "changing {} of a QP in RTS is not modelled",
-            mask_names(mask & TRANSPORT_ATTRS)
-        )));
-    }
     let a = apply(&req, mask, qp)?;
+    let live = |s: QpState| matches!(s, QpState::Rtr | QpState::Rts | QpState::Sqd);
+    if kind == QpKind::Rc && live(from) && live(to) {
+        rc_transport::step(st, id, to, mask, &a)?;
+        return finish(st, id, a, mask);
+    }
+    let RoceState { qps, gids, .. } = st;
+    let qp = qps.get_mut(&id).expect("looked up above");
     match to {
         // GSI and UD QPs have no destination to resolve and no transport to build.
-        QpState::Rtr | QpState::Rts if kind != QpKind::Rc => qp.state = to,
-        QpState::Rtr if from == QpState::Init => {
-            if a.network_type != M::NETWORK_TYPE_ROCEV2_IPV4 {
-                return Err(Refusal::not_implemented(format!(
-                    "network type 0x{:x}: only RoCEv2 over IPv4 is modelled",
-                    a.network_type >> 6
-                )));
-            }
-            let sgid = gids
-                .get(a.sgid_index)
-                .ok_or_else(|| Refusal::invalid(format!("sgid_index {} holds no GID", a.sgid_index)))?;
-            if ipv4_of_gid(&sgid.gid).is_none() || ipv4_of_gid(&a.dgid).is_none() {
-                return Err(Refusal::not_implemented("RoCEv2 with GIDs that are not IPv4-mapped (IPv6)"));
-            }
-            qp.src_mac = Some(MacAddr(sgid.mac));
-            qp.state = QpState::Rtr;
-        }
-        QpState::Rts if from == QpState::Rtr => {
-            let sgid = gids
-                .get(a.sgid_index)
-                .ok_or_else(|| Refusal::invalid(format!("sgid_index {} holds no GID any more", a.sgid_index)))?;
-            let src_ip = ipv4_of_gid(&sgid.gid).ok_or_else(|| {
-                Refusal::not_implemented("the source GID is no longer IPv4-mapped (MODIFY_GID since RTR)")
-            })?;
-            let src_mac = qp.src_mac.ok_or_else(|| Refusal::invalid("no path resolved at RTR"))?;
-            let attrs = transport_attrs(qp, &a, src_mac, src_ip)?;
-            let t = RcQp::new(attrs).map_err(|e| Refusal::invalid(e.to_string()))?;
-            qp.transport = Some(t);
-            qp.state = QpState::Rts;
-        }
+        QpState::Rtr | QpState::Rts | QpState::Sqd if kind != QpKind::Rc => qp.state = to,
+        QpState::Rtr if from == QpState::Init => rc_transport::to_rtr(gids, qp, &a)?,
         QpState::Err => {
             if let Some(t) = qp.transport.as_mut() {
                 t.set_error();
@@ -409,8 +334,15 @@ pub fn modify_qp(st: &mut RoceState, cmd: &Cmd<'_>, _cx: &CmdCtx<'_>) -> Outcome
         }
         _ => qp.state = to,
     }
-    qp.attrs = a;
-    qp.set_mask |= mask;
+    finish(st, id, a, mask)
+}
+
+/// Keep the attributes a MODIFY_QP set and have the data path look at the QP.
+fn finish(st: &mut RoceState, id: u32, a: QpAttributes, mask: u32) -> Outcome {
+    if let Some(qp) = st.qps.get_mut(&id) {
+        qp.attrs = a;
+        qp.set_mask |= mask;
+    }
     st.dirty.insert(id);
     answer::<CreqModifyQpResp>(|r| r.xid = id.into())
 }

@@ -136,14 +136,12 @@ pub fn create_qp(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome 
             taken: RingPos::default(),
         },
     };
+    let (orrq_addr, irrq_addr) = match kind {
+        QpKind::Rc => read_queues(st, cx, &req)?,
+        QpKind::Ud | QpKind::Gsi => (0, 0),
+    };
     let id = match kind {
-        QpKind::Rc => {
-            // ORRQ and IRRQ, sized for the device's maximum as bnxt_re allocates them.
-            let rd = u64::from(MAX_RD_ATOM);
-            probe_buffer(cx, req.orrq_addr.get(), (rd + 1) * ORRQ_ENTRY, "orrq_addr")?;
-            probe_buffer(cx, req.irrq_addr.get(), (2 * rd + 2) * IRRQ_ENTRY, "irrq_addr")?;
-            rc_qpn(st, cx)?
-        }
+        QpKind::Rc => rc_qpn(st, cx)?,
         QpKind::Ud => rc_qpn(st, cx)?,
         QpKind::Gsi => gsi_qpn(st, cx.limits)?,
     };
@@ -162,6 +160,8 @@ pub fn create_qp(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome 
         sq,
         rq,
         srq,
+        orrq_addr,
+        irrq_addr,
         src_mac: None,
         transport: None,
         early_recvs: Default::default(),
@@ -170,6 +170,33 @@ pub fn create_qp(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome 
     };
     st.qps.insert(id, qp);
     answer::<CreqCreateQpResp>(|r| r.xid = id.into())
+}
+
+/// The ORRQ and IRRQ of an RC QP: each, when given, a page-aligned buffer sized for the device's
+/// maximum outstanding READs, as bnxt_re allocates them (ib_verbs.c `bnxt_re_qp_alloc_init_xrrq`,
+/// `ORD_LIMIT_TO_ORRQ_SLOTS`/`IRD_LIMIT_TO_IRRQ_SLOTS` of the device's `max_qp_rd_atom`). One left
+/// 0 is accepted (bnxt_re always gives both for RC, but nothing public makes them mandatory) and
+/// noted: the QP then has no READ resources on that side (see `transport_attrs` in
+/// [`super::modify_qp`]).
+fn read_queues(st: &mut RoceState, cx: &CmdCtx<'_>, req: &C) -> Result<(u64, u64), Refusal> {
+    let rd = u64::from(MAX_RD_ATOM);
+    let (orrq, irrq) = (req.orrq_addr.get(), req.irrq_addr.get());
+    if orrq != 0 {
+        probe_buffer(cx, orrq, (rd + 1) * ORRQ_ENTRY, "orrq_addr")?;
+    }
+    if irrq != 0 {
+        probe_buffer(cx, irrq, (2 * rd + 2) * IRRQ_ENTRY, "irrq_addr")?;
+    }
+    for (addr, what, side) in [(orrq, "ORRQ", "RDMA READs it posts"), (irrq, "IRRQ", "RDMA READs it receives")] {
+        if addr == 0 {
+            st.note_unsourced(format!(
+                "CREATE_QP of an RC QP without an {what} (its address 0): accepted, as no public source makes it \
+                 mandatory; the QP has no room for {side}, which the model then treats as an initiator/responder \
+                 depth of 0 (a guess: what P7 firmware does is not public)"
+            ));
+        }
+    }
+    Ok((orrq, irrq))
 }
 
 /// The send queue CREATE_QP describes: its sizes checked and its memory mapped (the ring, and for
@@ -279,7 +306,7 @@ pub fn query_qp(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
     let a = &qp.attrs;
     let mut sb = Sb::new_zeroed();
     sb.xid = id.into();
-    sb.en_sqd_async_notify_state = qp.state.field();
+    sb.en_sqd_async_notify_state = qp.state.field() | if a.sqd_async_notify { Sb::EN_SQD_ASYNC_NOTIFY } else { 0 };
     sb.access = a.access.modify_qp();
     sb.pkey = a.pkey.into();
     sb.qkey = a.qkey.into();

@@ -183,7 +183,7 @@ impl RcQp {
             return;
         }
         let k = k as u32;
-        let mtu = self.attrs.mtu.bytes();
+        let mtu = front.mtu.bytes();
         let want_len = (front.wqe.length - k * mtu).min(mtu) as usize;
         let t = &frame.transport;
         let aeth_ok = t.aeth.is_none_or(|a| matches!(a.syndrome, Syndrome::Ack { .. }));

@@ -16,10 +16,14 @@
 //!
 //! # How the slow path drives it
 //!
-//! The slow path (command queue, QP/CQ/MR tables, doorbells) owns one [`RcQp`] per RC QP in RTS:
+//! The slow path (command queue, QP/CQ/MR tables, doorbells) owns one [`RcQp`] per RC QP from RTR
+//! on (IBA Vol 1 §10.3.1: an RTR QP is a responder; only requesting needs RTS):
 //!
-//! 1. at MODIFY_QP to RTS, [`RcQp::new`] with the QP's [`QpAttrs`] (its
-//!    [`Path`](crate::net::Path) from [`Path::between`](crate::net::Path::between));
+//! 1. at MODIFY_QP to RTR, [`RcQp::receiving`] with the QP's [`QpAttrs`] (its
+//!    [`Path`](crate::net::Path) from [`Path::between`](crate::net::Path::between)); at RTS,
+//!    [`RcQp::ready_to_send`] with the requester's attributes; RTS→SQD and back,
+//!    [`RcQp::drain_send_queue`] and [`RcQp::resume_sending`]; attribute changes after RTR,
+//!    [`RcQp::modify`]. [`RcQp::new`] is a QP in RTS at once;
 //! 2. on an SQ or RQ doorbell, it reads the new WQEs from the ring and hands them over as
 //!    [`SendWqe`] / [`RecvWqe`], with the ring slot or WR id as their `id`;
 //! 3. it implements [`Memory`] over its region table and host memory (lkey/rkey, access rights,

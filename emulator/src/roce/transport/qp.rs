@@ -1,7 +1,9 @@
 //! The transport of one reliable-connected QP and how the slow path drives it.
 //!
 //! Inputs: [`RcQp::post_send`], [`RcQp::post_recv`], [`RcQp::handle_frame`] (a parsed frame for
-//! this QP), [`RcQp::on_timer`] and [`RcQp::set_error`]. Outputs: frames from
+//! this QP), [`RcQp::on_timer`], the state changes [`RcQp::ready_to_send`],
+//! [`RcQp::drain_send_queue`] and [`RcQp::set_error`], and attribute changes
+//! ([`RcQp::modify`]). Outputs: frames from
 //! [`RcQp::poll_transmit`], completions from [`RcQp::pop_send_completion`] and
 //! [`RcQp::pop_recv_completion`], and [`RcQp::next_deadline`]. Calls that touch memory take it as
 //! an argument. Nothing here reads a clock, spawns a thread or keeps global state: the same
@@ -22,11 +24,22 @@ use super::responder::RespState;
 use super::status::{ReqStatus, RespStatus};
 use super::wr::{RecvWqe, SendWqe};
 
-/// The state of a QP as far as its transport is concerned.
+/// The state of a QP as far as its transport is concerned (IBA Vol 1 §10.3.1, the QP state
+/// diagram: the responder works from RTR on, the requester only in RTS and, for what it has
+/// begun, in SQD).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum QpState {
+    /// Ready to receive (RTR): requests from the peer are executed and answered (ACKs, NAKs,
+    /// RNR NAKs, READ responses, duplicates); nothing is requested. Software may leave a
+    /// receive-only QP here (perftest's bandwidth servers do), and rdma_rxe takes requests from
+    /// RTR on (rxe_recv.c `check_type_state`).
+    ReadyToReceive,
     /// Ready to send (RTS): requests go out, requests from the peer are answered.
     ReadyToSend,
+    /// Send queue drain (SQD): requests already begun are carried to their end (retransmitted
+    /// if need be), none is begun; the responder works as in RTS (IBA §10.3.1, "Send Queue
+    /// Drain state").
+    SendQueueDrain,
     /// Error: every outstanding and every later work request completes flushed; frames from the
     /// peer are dropped; nothing is sent but a NAK that caused the error.
     Error,
@@ -86,6 +99,15 @@ impl RcQp {
 
     /// The transport of a QP moved to RTS with `attrs` and `limits`.
     pub fn with_limits(attrs: QpAttrs, limits: Limits) -> Result<RcQp, AttrError> {
+        let mut qp = RcQp::receiving(attrs, limits)?;
+        qp.state = QpState::ReadyToSend;
+        Ok(qp)
+    }
+
+    /// The transport of a QP moved to RTR with `attrs` and `limits`: a responder. The requester's
+    /// attributes (`sq_psn`, `timeout`, `retry_cnt`, `rnr_retry`, `max_rd_atomic`) are not used
+    /// until [`RcQp::ready_to_send`] gives them.
+    pub fn receiving(attrs: QpAttrs, limits: Limits) -> Result<RcQp, AttrError> {
         attrs.validate()?;
         limits.validate()?;
         Ok(RcQp {
@@ -93,11 +115,80 @@ impl RcQp {
             resp: RespState::new(Seq::start(attrs.rq_psn)),
             attrs,
             limits,
-            state: QpState::ReadyToSend,
+            state: QpState::ReadyToReceive,
             send_cq: VecDeque::new(),
             recv_cq: VecDeque::new(),
             stats: TransportStats::default(),
         })
+    }
+
+    /// RTR→RTS: the requester starts with `attrs`' SQ PSN, timeout, retry counts and initiator
+    /// depth (the rest of `attrs` is applied as [`RcQp::modify`] applies it). Nothing happens in
+    /// another state than RTR.
+    pub fn ready_to_send(&mut self, attrs: QpAttrs) -> Result<(), AttrError> {
+        if self.state != QpState::ReadyToReceive {
+            return Ok(());
+        }
+        self.modify(attrs)?;
+        self.req = ReqState::new(&self.attrs);
+        self.state = QpState::ReadyToSend;
+        Ok(())
+    }
+
+    /// RTS→SQD: begin no new request; carry those begun to their end. SQD→RTS is
+    /// [`RcQp::resume_sending`].
+    pub fn drain_send_queue(&mut self) {
+        if self.state == QpState::ReadyToSend {
+            self.state = QpState::SendQueueDrain;
+        }
+    }
+
+    /// SQD→RTS: requests are begun again.
+    pub fn resume_sending(&mut self) {
+        if self.state == QpState::SendQueueDrain {
+            self.state = QpState::ReadyToSend;
+        }
+    }
+
+    /// In SQD, whether every request begun has completed (the send queue is drained; IBA
+    /// §10.3.1 has the CI notified then, if it asked to be).
+    pub fn send_queue_drained(&self) -> bool {
+        self.state == QpState::SendQueueDrain && self.req.sq.front().is_none_or(|e| !e.started)
+    }
+
+    /// Change attributes of a QP in RTS or SQD (MODIFY_QP without a state change, RTS→RTS,
+    /// SQD→SQD, SQD→RTS): `attrs` replaces the current ones. What each change does:
+    ///
+    /// * `timeout`: the next time the retransmission timer is started;
+    /// * `retry_cnt`, `rnr_retry`: the counts start again from the new values (rdma_rxe
+    ///   rxe_qp.c `rxe_qp_from_attr` sets `comp.retry_cnt` and `comp.rnr_retry` the same way);
+    /// * `min_rnr_timer`, `access`: the next RNR NAK and the next request checked;
+    /// * `mtu`: messages posted from now on, and messages the peer begins from now on (those
+    ///   under way keep the MTU they began with);
+    /// * `path`: every frame sent from now on, and which frames are taken as the peer's;
+    /// * `max_rd_atomic`, `max_dest_rd_atomic`: the next READ begun, and how many executed READs
+    ///   a duplicate can still replay.
+    ///
+    /// The QP numbers and PSNs cannot change here (IBA §11.2.4.2 lists none of them past RTR):
+    /// those of `attrs` are ignored.
+    pub fn modify(&mut self, attrs: QpAttrs) -> Result<(), AttrError> {
+        attrs.validate()?;
+        let old = self.attrs;
+        self.attrs = QpAttrs {
+            qpn: old.qpn,
+            dest_qpn: old.dest_qpn,
+            rq_psn: old.rq_psn,
+            sq_psn: if self.state == QpState::ReadyToReceive { attrs.sq_psn } else { old.sq_psn },
+            ..attrs
+        };
+        if attrs.retry_cnt != old.retry_cnt {
+            self.req.retry_left = attrs.retry_cnt;
+        }
+        if attrs.rnr_retry != old.rnr_retry {
+            self.req.rnr_left = attrs.rnr_retry;
+        }
+        self.resp.keep_reads(usize::from(attrs.max_dest_rd_atomic));
+        Ok(())
     }
 
     /// The attributes.
@@ -125,20 +216,32 @@ impl RcQp {
         self.resp.rq.len()
     }
 
-    /// Queue a send request. In the error state it completes flushed at once; a request that
-    /// cannot be started (see [`SendWqe::check`]) completes with its error when it becomes the
-    /// oldest, and moves the QP to the error state then.
+    /// Queue a send request. In the error state it completes flushed at once; in RTR, where a
+    /// QP may not request (IBA §10.3.1; rdma_rxe refuses posting before RTS), it completes with
+    /// LOCAL_QP_OPERATION_ERR at once and the QP stays as it is. A request that cannot be
+    /// started (see [`SendWqe::check`]) completes with its error when it becomes the oldest, and
+    /// moves the QP to the error state then. In SQD it waits until [`RcQp::resume_sending`].
     pub fn post_send(&mut self, wqe: SendWqe) {
-        if self.state == QpState::Error {
-            self.send_cq.push_back(flushed_send(&wqe));
-            return;
+        match self.state {
+            QpState::Error => {
+                self.send_cq.push_back(flushed_send(&wqe));
+                return;
+            }
+            QpState::ReadyToReceive => {
+                let c =
+                    SendCompletion { id: wqe.id, status: ReqStatus::LocalQpOperation, op: wqe.op, bytes: wqe.length };
+                self.send_cq.push_back(c);
+                return;
+            }
+            QpState::ReadyToSend | QpState::SendQueueDrain => {}
         }
         let mut failed = wqe.check().err();
         if failed.is_none() && wqe.op.is_read() && self.attrs.max_rd_atomic == 0 {
             failed = Some(ReqStatus::LocalQpOperation);
         }
-        let npkts = if failed.is_some() { 0 } else { self.attrs.mtu.packets(wqe.length) };
-        self.req.sq.push(wqe, npkts, failed);
+        let mtu = self.attrs.mtu;
+        let npkts = if failed.is_some() { 0 } else { mtu.packets(wqe.length) };
+        self.req.sq.push(wqe, mtu, npkts, failed);
         self.settle();
     }
 
@@ -182,6 +285,9 @@ impl RcQp {
         }
         if frame.transport.bth.opcode.is_request() {
             self.on_request(frame, mem);
+        } else if self.state == QpState::ReadyToReceive {
+            // Nothing was requested before RTS: nothing can be answered.
+            self.stats.stale_responses += 1;
         } else {
             self.on_response(now, frame, mem);
         }
@@ -215,8 +321,8 @@ impl RcQp {
     /// return `true`, or return `false` when there is nothing to send now. Responses (ACKs,
     /// NAKs, READ responses) go before requests. Call until it returns `false`.
     pub fn poll_transmit<M: Memory + ?Sized>(&mut self, now: Duration, mem: &mut M, out: &mut Vec<u8>) -> bool {
-        let sent =
-            self.next_response(mem, out) || (self.state == QpState::ReadyToSend && self.next_request(now, mem, out));
+        let requesting = matches!(self.state, QpState::ReadyToSend | QpState::SendQueueDrain);
+        let sent = self.next_response(mem, out) || (requesting && self.next_request(now, mem, out));
         self.settle();
         sent
     }

@@ -29,7 +29,7 @@ use crate::net::{Opcode, WireError};
 use super::attrs::{QpAttrs, RNR_RETRY_INFINITE};
 use super::memory::{AccessError, Memory, gather_sges};
 use super::psn::Seq;
-use super::qp::RcQp;
+use super::qp::{QpState, RcQp};
 use super::sq::SendQueue;
 use super::status::ReqStatus;
 use super::wr::SendOp;
@@ -123,6 +123,10 @@ impl RcQp {
         if entry.failed.is_some() {
             return false;
         }
+        // In SQD only what was begun goes on (IBA §10.3.1).
+        if self.state == QpState::SendQueueDrain && !entry.started {
+            return false;
+        }
         let psn = entry.first.plus(u64::from(k));
         if psn.since(self.req.una) >= u64::from(self.limits.max_unacked_psns) {
             return false;
@@ -130,7 +134,7 @@ impl RcQp {
         if entry.is_read() && !entry.started && self.req.reads_in_flight >= u32::from(self.attrs.max_rd_atomic) {
             return false;
         }
-        let mtu = self.attrs.mtu.bytes();
+        let mtu = entry.mtu.bytes();
         let wqe = &entry.wqe;
         let op = segment_opcode(&wqe.op, k, entry.npkts);
         let last = op.is_last();

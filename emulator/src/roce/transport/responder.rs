@@ -29,7 +29,7 @@ use crate::net::ext::{ACK_NO_CREDITS, AethRepr, NakCode, Syndrome};
 use crate::net::roce::{Transport, build_frame_overwrite};
 use crate::net::{Opcode, RoceFrame, WireError};
 
-use super::attrs::RemoteAccess;
+use super::attrs::{Mtu, RemoteAccess};
 use super::completer::read_response_opcode;
 use super::completion::{RecvCompletion, RecvKind};
 use super::memory::{AccessError, Memory, scatter_sges};
@@ -42,6 +42,8 @@ use super::wr::{MAX_MESSAGE, RecvWqe};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct ReadResource {
     first: Seq,
+    /// The path MTU its responses are cut at (the QP's when it was executed).
+    mtu: Mtu,
     npkts: u32,
     va: u64,
     rkey: u32,
@@ -62,10 +64,10 @@ enum Response {
 enum Current {
     /// None: the next packet must start a message.
     Idle,
-    /// A SEND landing in the oldest receive, `offset` bytes so far.
-    Send { offset: u64 },
-    /// An RDMA WRITE: where the next byte goes and how many remain.
-    Write { va: u64, rkey: u32, remaining: u32, total: u32 },
+    /// A SEND landing in the oldest receive, `offset` bytes so far, begun at path MTU `mtu`.
+    Send { offset: u64, mtu: Mtu },
+    /// An RDMA WRITE: where the next byte goes and how many remain, begun at path MTU `mtu`.
+    Write { va: u64, rkey: u32, remaining: u32, total: u32, mtu: Mtu },
 }
 
 /// Responder state of a QP.
@@ -109,6 +111,13 @@ impl RespState {
     /// Drop every response not yet sent.
     pub(super) fn clear_output(&mut self) {
         self.out.clear();
+    }
+
+    /// Keep only the latest `n` executed READs for duplicates (the responder depth changed).
+    pub(super) fn keep_reads(&mut self, n: usize) {
+        while self.reads.len() > n {
+            self.reads.pop_front();
+        }
     }
 
     /// Queue an Acknowledge, replacing one queued last and not yet sent.
@@ -235,11 +244,11 @@ impl RcQp {
         if op.is_first() && self.resp.rq.is_empty() {
             return self.not_ready(p);
         }
-        let offset = match self.resp.current {
-            Current::Send { offset } => offset,
-            _ => 0,
+        let (offset, mtu) = match self.resp.current {
+            Current::Send { offset, mtu } => (offset, mtu),
+            _ => (0, self.attrs.mtu),
         };
-        self.check_packet_length(op, frame.payload.len())
+        check_packet_length(mtu, op, frame.payload.len())
             .map_err(|()| fatal(NakCode::InvalidRequest, Some(RespStatus::RemoteInvalidRequest)))?;
         let Some(recv) = self.resp.rq.front() else {
             return Err(fatal(NakCode::InvalidRequest, None));
@@ -268,7 +277,7 @@ impl RcQp {
             self.resp.msn = (self.resp.msn + 1) & PSN_MASK;
             self.resp.current = Current::Idle;
         } else {
-            self.resp.current = Current::Send { offset };
+            self.resp.current = Current::Send { offset, mtu };
         }
         Ok(Executed::Done)
     }
@@ -283,8 +292,8 @@ impl RcQp {
         if op.has_immdt() && self.resp.rq.is_empty() {
             return self.not_ready(p);
         }
-        let (mut va, rkey, remaining, total) = match (self.resp.current, frame.transport.reth) {
-            (Current::Write { va, rkey, remaining, total }, _) => (va, rkey, remaining, total),
+        let (mut va, rkey, remaining, total, path_mtu) = match (self.resp.current, frame.transport.reth) {
+            (Current::Write { va, rkey, remaining, total, mtu }, _) => (va, rkey, remaining, total, mtu),
             (_, Some(reth)) => {
                 if !self.attrs.access.write || reth.dma_len > MAX_MESSAGE {
                     return Err(fatal(NakCode::InvalidRequest, None));
@@ -293,11 +302,11 @@ impl RcQp {
                     let access = RemoteAccess { read: false, write: true };
                     mem.check_remote(reth.rkey, reth.va, reth.dma_len, access).map_err(remote_access)?;
                 }
-                (reth.va, reth.rkey, reth.dma_len, reth.dma_len)
+                (reth.va, reth.rkey, reth.dma_len, reth.dma_len, self.attrs.mtu)
             }
             (_, None) => return Err(fatal(NakCode::InvalidRequest, None)),
         };
-        let mtu = self.attrs.mtu.bytes();
+        let mtu = path_mtu.bytes();
         let len = frame.payload.len();
         let ends = remaining <= mtu;
         if len != remaining.min(mtu) as usize || ends != op.is_last() {
@@ -322,7 +331,8 @@ impl RcQp {
                 });
             }
         } else {
-            self.resp.current = Current::Write { va, rkey, remaining: remaining - len as u32, total };
+            let remaining = remaining - len as u32;
+            self.resp.current = Current::Write { va, rkey, remaining, total, mtu: path_mtu };
         }
         Ok(Executed::Done)
     }
@@ -343,8 +353,9 @@ impl RcQp {
             let access = RemoteAccess { read: true, write: false };
             mem.check_remote(reth.rkey, reth.va, reth.dma_len, access).map_err(remote_access)?;
         }
-        let npkts = self.attrs.mtu.packets(reth.dma_len);
-        let res = ReadResource { first: p, npkts, va: reth.va, rkey: reth.rkey, len: reth.dma_len };
+        let mtu = self.attrs.mtu;
+        let npkts = mtu.packets(reth.dma_len);
+        let res = ReadResource { first: p, mtu, npkts, va: reth.va, rkey: reth.rkey, len: reth.dma_len };
         if self.resp.reads.len() >= usize::from(self.attrs.max_dest_rd_atomic) {
             self.resp.reads.pop_front();
         }
@@ -356,18 +367,6 @@ impl RcQp {
         Ok(Executed::Read)
     }
 
-    /// Length rules of SEND packets: First and Middle exactly the MTU, Last 1 to MTU, Only up
-    /// to the MTU.
-    fn check_packet_length(&self, op: Opcode, len: usize) -> Result<(), ()> {
-        let mtu = self.attrs.mtu.bytes() as usize;
-        let ok = match (op.is_first(), op.is_last()) {
-            (true, true) => len <= mtu,
-            (_, false) => len == mtu,
-            (false, true) => (1..=mtu).contains(&len),
-        };
-        if ok { Ok(()) } else { Err(()) }
-    }
-
     /// A request with a PSN before the expected one.
     fn duplicate(&mut self, p: Seq, frame: &RoceFrame<'_>) {
         let t = &frame.transport;
@@ -377,10 +376,10 @@ impl RcQp {
             return;
         }
         let Some(reth) = t.reth else { return };
-        let mtu = u64::from(self.attrs.mtu.bytes());
         let found = self.resp.reads.iter().copied().find(|r| p >= r.first && p < r.first.plus(u64::from(r.npkts)));
         let Some(res) = found else { return };
         let k = p.since(res.first);
+        let mtu = u64::from(res.mtu.bytes());
         let resumes = reth.rkey == res.rkey
             && reth.va == res.va.wrapping_add(k * mtu)
             && u64::from(reth.dma_len) == u64::from(res.len).saturating_sub(k * mtu);
@@ -425,7 +424,7 @@ impl RcQp {
                 }
             }
             Response::Read { res, next } => {
-                let mtu = self.attrs.mtu.bytes();
+                let mtu = res.mtu.bytes();
                 let op = read_response_opcode(next, res.npkts);
                 let offset = u64::from(next) * u64::from(mtu);
                 let len = (u64::from(res.len) - offset).min(u64::from(mtu)) as usize;
@@ -467,6 +466,18 @@ impl RcQp {
             }
         }
     }
+}
+
+/// Length rules of SEND packets at path MTU `mtu`: First and Middle exactly the MTU, Last 1 to
+/// MTU, Only up to the MTU.
+fn check_packet_length(mtu: Mtu, op: Opcode, len: usize) -> Result<(), ()> {
+    let mtu = mtu.bytes() as usize;
+    let ok = match (op.is_first(), op.is_last()) {
+        (true, true) => len <= mtu,
+        (_, false) => len == mtu,
+        (false, true) => (1..=mtu).contains(&len),
+    };
+    if ok { Ok(()) } else { Err(()) }
 }
 
 /// What executing a request packet led to.

@@ -9,6 +9,7 @@
 
 use std::collections::VecDeque;
 
+use super::attrs::Mtu;
 use super::psn::Seq;
 use super::status::ReqStatus;
 use super::wr::SendWqe;
@@ -18,6 +19,9 @@ use super::wr::SendWqe;
 pub(super) struct SqEntry {
     /// The request.
     pub(super) wqe: SendWqe,
+    /// The path MTU it was cut at (the QP's when it was posted: a later change of the path MTU
+    /// applies to later requests).
+    pub(super) mtu: Mtu,
     /// PSN of its first packet (for a READ, of the request and of its first response).
     pub(super) first: Seq,
     /// Request packets (SEND, WRITE) or response packets (READ); 0 for a request that failed
@@ -62,11 +66,11 @@ impl SendQueue {
         SendQueue { entries: VecDeque::new(), next_psn: first, tx_index: 0, tx_pkt: 0 }
     }
 
-    /// Append a request taking `npkts` PSNs (0 for one that `failed` at post).
-    pub(super) fn push(&mut self, wqe: SendWqe, npkts: u32, failed: Option<ReqStatus>) {
+    /// Append a request cut at `mtu` into `npkts` PSNs (0 for one that `failed` at post).
+    pub(super) fn push(&mut self, wqe: SendWqe, mtu: Mtu, npkts: u32, failed: Option<ReqStatus>) {
         let first = self.next_psn;
         self.next_psn = first.plus(u64::from(npkts));
-        self.entries.push_back(SqEntry { wqe, first, npkts, started: false, read_got: 0, failed });
+        self.entries.push_back(SqEntry { wqe, mtu, first, npkts, started: false, read_got: 0, failed });
     }
 
     /// Requests not completed.
@@ -172,9 +176,9 @@ mod tests {
     #[test]
     fn the_cursor_walks_packets_then_requests_and_seeks_back() {
         let mut q = SendQueue::new(Seq::start(100));
-        q.push(wqe(SendOp::Send { imm: None }), 3, None);
-        q.push(wqe(SendOp::RdmaRead { va: 0, rkey: 0 }), 4, None);
-        q.push(wqe(SendOp::Send { imm: None }), 1, None);
+        q.push(wqe(SendOp::Send { imm: None }), Mtu::Mtu1024, 3, None);
+        q.push(wqe(SendOp::RdmaRead { va: 0, rkey: 0 }), Mtu::Mtu1024, 4, None);
+        q.push(wqe(SendOp::Send { imm: None }), Mtu::Mtu1024, 1, None);
         assert_eq!(q.next_psn().wire(), 108);
         let mut psns = Vec::new();
         while q.current().is_some() {

@@ -262,3 +262,126 @@ fn frames_for_another_qp_or_from_another_peer_are_dropped() {
     give(&mut d, &mut mc, T0, &frames[0]);
     assert_eq!(d.stats().misdirected, 1, "another QP number");
 }
+
+#[test]
+fn an_rtr_transport_answers_requests_and_asks_for_nothing() {
+    let mut p = pair(Limits::default());
+    p.b = RcQp::receiving(attrs(2, 1, 2, 1), Limits::default()).unwrap();
+    assert_eq!(p.b.state(), QpState::ReadyToReceive);
+    p.b.post_recv(recv(1, 0, 4096));
+    p.b.post_send(send(9, 10));
+    assert_eq!(
+        p.b.pop_send_completion().map(|c| (c.id, c.status)),
+        Some((9, ReqStatus::LocalQpOperation)),
+        "no posting to the send queue before RTS"
+    );
+    p.a.post_send(send(1, 2000));
+    p.a.post_send(SendWqe {
+        id: 2,
+        op: SendOp::RdmaRead { va: 0, rkey: 1 },
+        sges: smallvec::smallvec![Sge { addr: 8192, lkey: 2, len: 1500 }],
+        length: 1500,
+        signaled: true,
+        solicited: false,
+    });
+    for f in drain(&mut p.a, &mut p.ma, T0) {
+        give(&mut p.b, &mut p.mb, T0, &f);
+    }
+    let answers = drain(&mut p.b, &mut p.mb, T0);
+    let ops: Vec<(Opcode, u32)> = answers.iter().map(|f| opcode_psn(f)).collect();
+    assert_eq!(
+        ops,
+        [(Opcode::Acknowledge, 0xff_ffff), (Opcode::ReadResponseFirst, 0), (Opcode::ReadResponseLast, 1)],
+        "the SEND acknowledged, the READ served"
+    );
+    for f in &answers {
+        give(&mut p.a, &mut p.ma, T0, f);
+    }
+    let done: Vec<_> = std::iter::from_fn(|| p.a.pop_send_completion()).map(|c| (c.id, c.status)).collect();
+    assert_eq!(done, [(1, ReqStatus::Ok), (2, ReqStatus::Ok)]);
+    assert_eq!(&p.ma.bufs[&2][8192..8192 + 1500], &p.mb.bufs[&1][..1500]);
+    // A response at an RTR QP answers nothing it asked: an ACK from QP 1 to QP 2, made by a QP
+    // with b's identity in RTS sending to one with a's.
+    let (mut e, mut c) = (RcQp::new(attrs(2, 1, 2, 1)).unwrap(), RcQp::new(attrs(1, 2, 1, 2)).unwrap());
+    c.post_recv(recv(1, 0, 100));
+    e.post_send(send(1, 10));
+    for f in drain(&mut e, &mut p.mb, T0) {
+        give(&mut c, &mut p.ma, T0, &f);
+    }
+    let ack = drain(&mut c, &mut p.ma, T0);
+    give(&mut p.b, &mut p.mb, T0, &ack[0]);
+    assert_eq!(p.b.stats().stale_responses, 1);
+    // To RTS: it requests from its SQ PSN on.
+    p.b.ready_to_send(attrs(2, 1, 2, 1)).unwrap();
+    p.a.post_recv(recv(3, 0, 100));
+    p.b.post_send(send(4, 10));
+    assert_eq!(
+        drain(&mut p.b, &mut p.mb, T0).iter().map(|f| opcode_psn(f)).collect::<Vec<_>>(),
+        [(Opcode::SendOnly, 0xff_fffe)]
+    );
+}
+
+#[test]
+fn in_sqd_begun_requests_finish_and_new_ones_wait_until_rts() {
+    let mut p = pair(Limits::default());
+    p.b.post_recv(recv(1, 0, 1 << 14));
+    p.b.post_recv(recv(2, 1 << 14, 1 << 14));
+    p.a.post_send(send(1, 3 * 1024));
+    let mut first = Vec::new();
+    assert!(p.a.poll_transmit(T0, &mut p.ma, &mut first), "the first packet of three");
+    p.a.drain_send_queue();
+    assert_eq!(p.a.state(), QpState::SendQueueDrain);
+    p.a.post_send(send(2, 100));
+    let rest = drain(&mut p.a, &mut p.ma, T0);
+    assert_eq!(rest.iter().map(|f| opcode_psn(f).0).collect::<Vec<_>>(), [Opcode::SendMiddle, Opcode::SendLast]);
+    assert!(!p.a.send_queue_drained(), "begun and not acknowledged");
+    for f in std::iter::once(&first).chain(&rest) {
+        give(&mut p.b, &mut p.mb, T0, f);
+    }
+    for f in drain(&mut p.b, &mut p.mb, T0) {
+        give(&mut p.a, &mut p.ma, T0, &f);
+    }
+    assert_eq!(p.a.pop_send_completion().map(|c| c.id), Some(1));
+    assert!(p.a.send_queue_drained(), "the second was never begun");
+    assert!(drain(&mut p.a, &mut p.ma, T0).is_empty());
+    p.a.resume_sending();
+    assert_eq!(
+        drain(&mut p.a, &mut p.ma, T0).iter().map(|f| opcode_psn(f)).collect::<Vec<_>>(),
+        [(Opcode::SendOnly, 1)]
+    );
+}
+
+#[test]
+fn attribute_changes_apply_to_what_comes_after_them() {
+    let mut p = pair(Limits::default());
+    p.b.post_recv(recv(1, 0, 1 << 14));
+    p.b.post_recv(recv(2, 1 << 14, 1 << 14));
+    p.a.post_send(send(1, 2500));
+    let mut first = [Vec::new()];
+    assert!(p.a.poll_transmit(T0, &mut p.ma, &mut first[0]));
+    // A larger path MTU and other timers on both sides: the message begun keeps 1024 on both
+    // sides (the responder took its first packet before the change).
+    give(&mut p.b, &mut p.mb, T0, &first[0]);
+    let bigger = |a: QpAttrs| QpAttrs { mtu: Mtu::Mtu2048, timeout: 12, min_rnr_timer: 7, retry_cnt: 5, ..a };
+    p.a.modify(bigger(attrs(1, 2, 1, 2))).unwrap();
+    p.b.modify(bigger(attrs(2, 1, 2, 1))).unwrap();
+    p.a.post_send(send(2, 2500));
+    let frames = drain(&mut p.a, &mut p.ma, T0);
+    let lens: Vec<usize> = frames.iter().map(|f| RoceFrame::parse(f).unwrap().payload.len()).collect();
+    assert_eq!(lens, [1024, 452, 2048, 452]);
+    assert_eq!(p.a.next_deadline(), Some(T0 + local_ack_timeout(10).unwrap()), "the timer running keeps its time");
+    for f in &frames {
+        give(&mut p.b, &mut p.mb, T0, f);
+    }
+    let bytes: Vec<u32> = std::iter::from_fn(|| p.b.pop_recv_completion()).map(|c| c.bytes).collect();
+    assert_eq!(bytes, [2500, 2500]);
+    // The responder's next RNR NAK carries the new timer.
+    p.a.post_send(send(3, 10));
+    for f in drain(&mut p.a, &mut p.ma, T0) {
+        give(&mut p.b, &mut p.mb, T0, &f);
+    }
+    let nak = drain(&mut p.b, &mut p.mb, T0);
+    assert_eq!(aeth(nak.last().unwrap()).0, Syndrome::RnrNak { timer: 7 });
+    assert_eq!(p.a.attrs().retry_cnt, 5);
+    assert_eq!(p.a.attrs().sq_psn, 0x00ff_fffe, "PSNs do not change after RTR");
+}
