@@ -6,9 +6,10 @@
 //! - A ring of one page is named by its own address (`page_tbl_depth` 0, `page_size` 0).
 //! - NQ: `int_mode` MSIX, `logical_id` its MSI-X vector. The driver polls and never takes an
 //!   interrupt, yet asks for MSIX as bnxt_en does and as DPDK's polling bnxt PMD does for its NQs
-//!   and completion rings (DPDK drivers/net/bnxt/bnxt_hwrm.c `bnxt_hwrm_ring_alloc`, with its
-//!   note that some firmware fails INT_MODE_POLL): the vector only ties the ring to an MSI-X
-//!   entry, which stays disabled. Right after RING_ALLOC the NQ's consumer is written with the
+//!   and completion rings (DPDK drivers/net/bnxt/bnxt_hwrm.c `bnxt_hwrm_ring_alloc`; before its
+//!   Thor support, commit f8168ca0e6, it carried the note "Some HWRM versions crash with
+//!   HWRM_RING_ALLOC_INPUT_INT_MODE_POLL"): the vector only ties the ring to an MSI-X entry,
+//!   which stays disabled. Right after RING_ALLOC the NQ's consumer is written with the
 //!   interrupt masked (P7 `bnxt_db_nq`: `DBR_TYPE_NQ_MASK`).
 //! - RX ring: `rx_buf_size` and the NQ (`RX_BUF_SIZE_VALID | NQ_RING_ID_VALID`), its statistics
 //!   context named without an enable, as bnxt_en names it; then its producer (0: no buffers) is
