@@ -383,22 +383,58 @@ fn the_halves_of_a_queue_pair_run_on_two_threads() {
     assert_eq!((a.room(Side::Send), a.room(Side::Receive)), (4094, 4094));
 }
 
-/// Write NQ entry `i` of the RoCE NQ (the fifth RING_ALLOC: after the L2 side's three and the
-/// CREQ) with the first pass's valid bit.
-fn write_nqe(rig: &Rig, i: u64, ty: u16) {
-    let nq: bnxt_hsi::hwrm::layouts::HwrmRingAllocInput = rig
-        .m
+/// The RoCE NQ's RING_ALLOC (the fifth: after the L2 side's three and the CREQ).
+fn roce_nq(rig: &Rig) -> bnxt_hsi::hwrm::layouts::HwrmRingAllocInput {
+    rig.m
         .f(0)
         .submissions()
         .iter()
         .filter(|s| crate::testing::req_type(&s.request) == 0x50)
         .map(|s| crate::testing::parse(&s.request))
         .nth(4)
-        .unwrap();
+        .unwrap()
+}
+
+/// Write NQ entry `i` of the RoCE NQ with the first pass's valid bit.
+fn write_nqe(rig: &Rig, i: u64, ty: u16) {
+    let nq = roce_nq(rig);
     let mut e = [0u8; 16];
     e[..2].copy_from_slice(&ty.to_le_bytes());
     e[8] = 1;
     rig.m.f(0).dma_write(rig.ring_addr(nq.page_tbl_addr.get(), i * 16), &e);
+}
+
+#[test]
+fn a_whole_pass_of_nq_entries_is_taken_and_the_next_pass_is_told_by_its_flipped_valid_bit() {
+    let rig = Rig::new();
+    let (mut a, _b) = pair(&rig);
+    let nq = roce_nq(&rig);
+    let (entries, table) = (u64::from(nq.length.get()), nq.page_tbl_addr.get());
+    // Every entry of the ring written in the first pass (valid bit 1), a page at a time.
+    let mut page = [0u8; 4096];
+    for e in page.chunks_mut(16) {
+        e[..2].copy_from_slice(&NqBase::TYPE_CQ_NOTIFICATION.to_le_bytes());
+        e[8] = 1;
+    }
+    for at in (0..entries * 16).step_by(4096) {
+        rig.m.f(0).dma_write(rig.ring_addr(table, at), &page);
+    }
+    assert_eq!(a.poll(Side::Send), None);
+    let counts = rig.nic.roce().nq_counts().unwrap();
+    assert_eq!(counts.cq_notifications, entries, "the whole ring taken in one service");
+    let arms: Vec<(u32, bool)> =
+        rig.doorbells().iter().filter(|d| d.ty == DbType::NqArm && d.xid == 4).map(|d| (d.index, d.epoch)).collect();
+    assert_eq!(arms, [(0, false), (0, true)], "re-armed at the wrapped consumer, its epoch flipped");
+    // The first entry again, as the firmware writes it in the second pass (valid bit 0).
+    let mut e = [0u8; 16];
+    e[..2].copy_from_slice(&NqBase::TYPE_DBQ_EVENT.to_le_bytes());
+    rig.m.f(0).dma_write(rig.ring_addr(table, 0), &e);
+    assert_eq!(a.poll(Side::Receive), None);
+    assert_eq!(rig.nic.roce().nq_counts().unwrap().dbq_events, 1);
+    assert_eq!(
+        rig.doorbells().iter().rfind(|d| d.xid == 4).map(|d| (d.ty, d.index, d.epoch)),
+        Some((DbType::NqArm, 1, true))
+    );
 }
 
 #[test]
