@@ -12,6 +12,8 @@
 //! ([`vfio_user`]) or a real card through the kernel's VFIO ([`vfio`]); docs/contract.md says
 //! what of the contract is implemented.
 #![deny(missing_docs)]
+// Unsafe code only where memory-mapped I/O and DMA need it: the modules that allow it say so.
+#![deny(unsafe_code)]
 
 pub mod binding;
 mod bringup;
@@ -28,6 +30,7 @@ mod roce;
 mod session;
 pub mod sysfs;
 #[cfg(test)]
+#[allow(unsafe_code)] // DMA and MMIO: each block has its SAFETY argument
 mod testing;
 pub mod trace;
 pub mod vfio;

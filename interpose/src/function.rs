@@ -264,7 +264,7 @@ impl PciFunction for SeamFunction {
         let core = &self.core;
         if bar == BAR_REGS {
             let mut st = lock(&core.state);
-            if offset < hwrm::WINDOW as u64 && offset % 4 == 0 {
+            if offset < hwrm::WINDOW as u64 && offset.is_multiple_of(4) {
                 st.hwrm.store(offset, value);
                 return;
             }
@@ -272,7 +272,7 @@ impl PciFunction for SeamFunction {
                 core.hwrm_trigger(&mut st);
                 return;
             }
-            if core.roce && (RCFW_COMM_BASE..RCFW_COMM_BASE + 16).contains(&offset) && offset % 4 == 0 {
+            if core.roce && (RCFW_COMM_BASE..RCFW_COMM_BASE + 16).contains(&offset) && offset.is_multiple_of(4) {
                 st.rcfw.store(offset, value);
                 return;
             }

@@ -17,6 +17,10 @@ use zerocopy::{FromBytes, IntoBytes};
 
 use crate::memory::{Memory, Place};
 
+/// What passing a request on takes: the stores to make at the device, in order, and the copy of a
+/// changed short command that must live while the device may read it.
+pub(crate) type PassedOn = (Vec<(u64, u32)>, Option<DmaBuffer>);
+
 /// Bytes of the window the layer holds: up to the trigger, where a window ends.
 pub(crate) const WINDOW: usize = HWRM_TRIGGER as usize;
 /// Longest request read from DMA memory for a short command (the firmware's own limit is what
@@ -136,7 +140,7 @@ impl Hwrm {
         taken: &Taken,
         request: &[u8],
         function: &dyn PciFunction,
-    ) -> Result<(Vec<(u64, u32)>, Option<DmaBuffer>), PciError> {
+    ) -> Result<PassedOn, PciError> {
         let mut copy = None;
         if let Form::Short { .. } = taken.form
             && request != taken.request.as_slice()

@@ -239,11 +239,11 @@ impl Rcfw {
             return self.raw_stores();
         }
         let prod_reg = u32::from_le_bytes(self.mailbox[12..16].try_into().expect("4 bytes"));
-        if prod_reg & FIRMWARE_FIRST_FLAG != 0 {
-            if let Err(why) = self.start(memory, function) {
-                self.lose(format!("cmdq_init: {why}"));
-                return self.raw_stores();
-            }
+        if prod_reg & FIRMWARE_FIRST_FLAG != 0
+            && let Err(why) = self.start(memory, function)
+        {
+            self.lose(format!("cmdq_init: {why}"));
+            return self.raw_stores();
         }
         let Some(cmdq) = self.cmdq.as_mut() else {
             self.lose("a RoCE command before cmdq_init".into());

@@ -11,11 +11,14 @@
 //!
 //! Time is real here: a firmware timeout costs its wall time.
 
+#[allow(unsafe_code)] // DMA and MMIO: each block has its SAFETY argument
 pub mod bar;
 pub mod container;
 pub mod function;
 pub mod iommu_info;
+#[allow(unsafe_code)] // DMA and MMIO: each block has its SAFETY argument
 pub mod memory;
+#[allow(unsafe_code)] // DMA and MMIO: each block has its SAFETY argument
 pub mod sys;
 
 pub use container::{Container, ContainerError};

@@ -12,6 +12,7 @@
 pub mod client;
 pub mod function;
 pub mod machine;
+#[allow(unsafe_code)] // DMA and MMIO: each block has its SAFETY argument
 pub mod memory;
 
 pub use bnxt_pci::RealClock;

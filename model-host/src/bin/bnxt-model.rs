@@ -6,6 +6,7 @@
 //! [--pcap FILE]` runs a virtual Ethernet segment in QEMU's stream-netdev framing. Exit status:
 //! 0 when the client disconnected or on SIGTERM/SIGINT; 1 when the server could not start or
 //! failed; 2 for a bad command line.
+#![forbid(unsafe_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

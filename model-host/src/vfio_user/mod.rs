@@ -34,10 +34,12 @@ pub fn refuse(errno: u32, reason: impl Into<String>) -> Refusal {
 
 pub mod capture;
 pub mod control;
+#[allow(unsafe_code)] // DMA and MMIO: each block has its SAFETY argument
 pub mod dma;
 pub mod irqs;
 pub mod nic;
 pub mod protocol;
 pub mod regions;
+#[allow(unsafe_code)] // DMA and MMIO: each block has its SAFETY argument
 pub mod shrink_guard;
 pub mod uplink;
