@@ -383,11 +383,6 @@ impl ConfigSpace {
         self.devctl() & DEVCTL_RELAX_EN != 0
     }
 
-    /// Whether MSI-X is enabled (Message Control bit 15).
-    pub fn msix_enabled(&self) -> bool {
-        self.u16_at(MSIX_CAP + 2) & 0x8000 != 0
-    }
-
     /// Bus address programmed into BAR `bar` (0, 2 or 4), type bits removed.
     pub fn bar_address(&self, bar: u8) -> u64 {
         let reg = (BAR0_REG + 4 * bar as u16) as usize;

@@ -2,9 +2,9 @@
 //! engine, as a state machine without I/O.
 //!
 //! Inputs: config reads and writes, BAR loads and stores (4 or 8 bytes), frames from the wire
-//! ([`Device::receive_frame`]) and the passage of time ([`Device::advance`]), with host memory
+//! ([`Device::receive_wire_frame`]) and the passage of time ([`Device::advance`]), with host memory
 //! passed in as the function's DMA view. Outputs: DMA through that view, frames to the wire
-//! ([`Device::take_frames`]), MSI-X vectors ([`Device::take_interrupts`]), events
+//! ([`Device::drain_wire_frames`]), MSI-X vectors ([`Device::take_interrupts`]), events
 //! ([`Device::drain_events`]) and the time of the next work ([`Device::next_deadline`]).
 //! Nothing here reads a clock: every input carries its time.
 //!
@@ -22,8 +22,8 @@ use crate::faults::FaultPlan;
 use crate::firmware::context_mem::ContextLimits;
 use crate::firmware::faults::FaultInjector;
 use crate::firmware::identity::NicIdentity;
+use crate::firmware::Firmware;
 use crate::firmware::options::FirmwareOptions;
-use crate::firmware::{Firmware, FwCounters};
 use crate::host_memory::HostMemory;
 use crate::l2::L2Engine;
 use crate::net::pool::FramePool;
@@ -200,14 +200,6 @@ impl Device {
         self.move_interrupts();
     }
 
-    /// A frame from the wire arrives at `now`; `mem` is the function's DMA view.
-    pub fn receive_frame(&mut self, now: Duration, frame: &[u8], mem: &dyn HostMemory) {
-        self.receive_l2(now, frame, mem);
-        let mut env = Env { mem, fw: self.firmware.state(), rec: &mut self.rec };
-        self.roce.receive(now, frame, &mut env);
-        self.move_interrupts();
-    }
-
     /// Hand a frame that is not RoCE v2 to the L2 engine (the RoCE engine sees every frame, as
     /// it did before the L2 path existed, and counts what is not its own).
     fn receive_l2(&mut self, now: Duration, frame: &[u8], mem: &dyn HostMemory) {
@@ -229,22 +221,8 @@ impl Device {
         self.move_interrupts();
     }
 
-    /// Frames the device sent since the last call, in order.
-    pub fn take_frames(&mut self) -> Vec<Vec<u8>> {
-        let mut frames = self.l2.take_frames();
-        frames.extend(self.roce.take_frames());
-        frames
-    }
-
-    /// As [`Device::take_frames`], with the frames the transport built still sealed.
-    pub fn take_wire_frames(&mut self) -> Vec<WireFrame> {
-        let mut frames = Vec::new();
-        self.drain_wire_frames(&mut frames);
-        frames
-    }
-
-    /// Move the frames [`Device::take_wire_frames`] would return to the end of `out`, in the same
-    /// order (the executor keeps one list for every call).
+    /// Move the frames the device sent since the last call to the end of `out`, in order, with
+    /// the frames the transport built still sealed (the executor keeps one list for every call).
     pub fn drain_wire_frames(&mut self, out: &mut Vec<WireFrame>) {
         self.l2.drain_wire_frames(out);
         self.roce.drain_wire_frames(out);
@@ -297,13 +275,6 @@ impl Device {
     pub fn set_data_path_events(&mut self, on: bool) {
         self.roce.set_data_path_events(on);
         self.l2.set_data_path_events(on);
-    }
-
-    /// Raise MSI-X vector `vector`: the device's interrupt output. The executor takes raised
-    /// vectors with [`Device::take_interrupts`] and delivers them (masking is the host's: QEMU
-    /// emulates the MSI-X table of a vfio-user device itself).
-    pub fn raise_interrupt(&mut self, vector: u16) {
-        self.interrupts.push(vector);
     }
 
     /// The vectors raised since the last call, in order.
@@ -371,11 +342,6 @@ impl Device {
             + self.roce.counters().unimplemented_total()
             + self.l2.counters().unimplemented_total()
             + self.firmware.state().l2.unimplemented
-    }
-
-    /// Firmware counters.
-    pub fn firmware_counters(&self) -> FwCounters {
-        self.firmware.counters()
     }
 
     /// BAR accesses dropped because memory space was disabled.

@@ -75,11 +75,6 @@ pub struct ContextLimits {
 }
 
 impl ContextLimits {
-    /// QP contexts left for RoCE QPs once the L2 and QP1 entries are set aside.
-    pub fn roce_qps(&self) -> u32 {
-        self.qps.saturating_sub(self.l2_qps).saturating_sub(self.qp1_qps)
-    }
-
     /// CQ contexts left for RoCE CQs once the L2 completion rings' are set aside.
     pub fn roce_cqs(&self) -> u32 {
         self.cqs.saturating_sub(self.l2_cqs)
@@ -122,11 +117,6 @@ impl ContextMemory {
     /// Every configured region, by type then instance.
     pub fn regions(&self) -> impl Iterator<Item = &ContextRegion> {
         self.regions.values()
-    }
-
-    /// Total bytes of context memory configured.
-    pub fn total_bytes(&self) -> u64 {
-        self.regions.values().map(ContextRegion::bytes).sum()
     }
 
     /// The limits that follow from what is configured (zero for what is not).

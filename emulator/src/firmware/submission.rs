@@ -80,12 +80,13 @@ pub enum SubmitError {
 
 /// The `req_type` in a window, whatever its form (both forms start with it).
 pub fn window_req_type(window: &[u8; WINDOW_LEN]) -> u16 {
-    u16::from_le_bytes([window[0], window[1]])
+    Input::read_from_prefix(&window[..]).expect("the window holds a header").0.req_type.get()
 }
 
 /// Whether the window holds a short command.
 pub fn is_short(window: &[u8; WINDOW_LEN]) -> bool {
-    u16::from_le_bytes([window[2], window[3]]) == SHORT_REQ_SIGNATURE
+    HwrmShortInput::read_from_prefix(&window[..]).expect("the window holds a short input").0.signature.get()
+        == SHORT_REQ_SIGNATURE
 }
 
 /// Take the request a trigger submitted.

@@ -6,8 +6,8 @@
 //! Inputs: L2-path doorbell stores ([`L2Engine::doorbell`]), the firmware's notices and the
 //! passage of time ([`L2Engine::advance`]), frames from the wire ([`L2Engine::receive`]).
 //! Doorbells are queued with their time and carried out by the next `advance` (the executor runs
-//! it at once). Outputs: DMA through the view it is given, frames ([`L2Engine::take_frames`]),
-//! MSI-X vectors ([`L2Engine::take_interrupts`]), events, the port counters, and the time of its
+//! it at once). Outputs: DMA through the view it is given, frames ([`L2Engine::drain_wire_frames`]),
+//! MSI-X vectors ([`L2Engine::drain_interrupts`]), events, the port counters, and the time of its
 //! next work.
 //!
 //! Ring state is kept per firmware ring id and started afresh whenever the firmware's ring of
@@ -202,22 +202,12 @@ impl L2Engine {
         earliest(earliest(queued, cq), self.stats.next_due())
     }
 
-    /// Frames to put on the wire, oldest first.
-    pub fn take_frames(&mut self) -> Vec<Vec<u8>> {
-        std::mem::take(&mut self.frames)
-    }
-
-    /// MSI-X vectors raised, in order.
-    pub fn take_interrupts(&mut self) -> Vec<u16> {
-        std::mem::take(&mut self.irqs)
-    }
-
-    /// Move the vectors [`L2Engine::take_interrupts`] would return to the end of `out`.
+    /// Move the MSI-X vectors raised, in order, to the end of `out`.
     pub fn drain_interrupts(&mut self, out: &mut Vec<u16>) {
         out.append(&mut self.irqs);
     }
 
-    /// Move the frames [`L2Engine::take_frames`] would return to the end of `out`, each as a
+    /// Move the frames sent since the last call to the end of `out`, oldest first, each as a
     /// plain frame.
     pub fn drain_wire_frames(&mut self, out: &mut Vec<WireFrame>) {
         if !self.frames.is_empty() {

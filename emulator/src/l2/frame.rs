@@ -7,7 +7,9 @@
 //! headers, TCP (RFC 9293) and UDP (RFC 768), checksummed over the pseudo-header of RFC 768 /
 //! RFC 8200 §8.1. Anything else is carried as it is, without offloads.
 
-use crate::net::ipv4::internet_checksum;
+use crate::net::ethernet::EthernetFrame;
+use crate::net::ipv4::{Ipv4Packet, internet_checksum};
+use crate::net::udp::UdpPacket;
 
 /// EtherType of IPv4.
 pub const ETHERTYPE_IPV4: u16 = 0x0800;
@@ -35,7 +37,7 @@ pub const ROCE_V2_PORT: u16 = 4791;
 /// L2 path's.
 pub fn is_roce_v2(frame: &[u8]) -> bool {
     parse(frame).and_then(|p| p.l4(frame.len())).is_some_and(|(proto, off, end)| {
-        proto == PROTO_UDP && end >= off + 8 && u16::from_be_bytes([frame[off + 2], frame[off + 3]]) == ROCE_V2_PORT
+        proto == PROTO_UDP && end >= off + 8 && UdpPacket::new_unchecked(&frame[off..end]).dst_port() == ROCE_V2_PORT
     })
 }
 
@@ -102,7 +104,7 @@ pub fn parse(frame: &[u8]) -> Option<Parsed> {
     if frame.len() < 14 {
         return None;
     }
-    let dst: [u8; 6] = frame[..6].try_into().expect("6 bytes");
+    let dst = EthernetFrame::new_unchecked(frame).dst().0;
     let mut off = 12;
     let mut ethertype = be16(frame, off)?;
     let mut vlan = None;
@@ -126,20 +128,22 @@ pub fn parse(frame: &[u8]) -> Option<Parsed> {
 }
 
 fn parse_v4(f: &[u8], off: usize) -> L3 {
+    // The header's own lengths are checked here, not by `Ipv4Packet::new_checked`: a frame the
+    // host hands over for offloads may state a total length its buffer does not hold yet.
     let Some(h) = f.get(off..off + 20) else { return L3::Other };
-    let hdr_len = usize::from(h[0] & 0xf) * 4;
-    if h[0] >> 4 != 4 || hdr_len < 20 || f.len() < off + hdr_len {
+    let ip = Ipv4Packet::new_unchecked(h);
+    let hdr_len = ip.header_len();
+    if ip.version() != 4 || hdr_len < 20 || f.len() < off + hdr_len {
         return L3::Other;
     }
-    let frag = u16::from_be_bytes([h[6], h[7]]);
     L3::V4 {
         off,
         hdr_len,
-        src: h[12..16].try_into().expect("4 bytes"),
-        dst: h[16..20].try_into().expect("4 bytes"),
-        proto: h[9],
-        fragment: frag & 0x3fff != 0,
-        total_len: usize::from(u16::from_be_bytes([h[2], h[3]])),
+        src: ip.src().octets(),
+        dst: ip.dst().octets(),
+        proto: ip.protocol(),
+        fragment: ip.more_frags() || ip.frag_offset() != 0,
+        total_len: usize::from(ip.total_len()),
     }
 }
 

@@ -207,11 +207,6 @@ impl Switch {
         self.capture.take().unwrap_or_default()
     }
 
-    /// Whether frames are being recorded.
-    pub fn capturing(&self) -> bool {
-        self.capture.is_some()
-    }
-
     /// Move the frames recorded since the last call into `out`, oldest first.
     pub fn drain_captured(&mut self, out: &mut Vec<Captured>) {
         if let Some(c) = &mut self.capture {

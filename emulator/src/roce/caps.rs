@@ -62,11 +62,6 @@ pub const MAX_DPI: u32 = 1 + ((BAR2_SIZE - L2_DOORBELL_BAR_SIZE_KB as u64 * 1024
 /// Bytes of one doorbell page (DPI).
 pub const DPI_PAGE: u64 = 4096;
 
-/// Largest CQ in bytes the model maps (entries × 32).
-pub const MAX_CQ_BYTES: u64 = MAX_CQE as u64 * 32;
-/// Largest region: `max_mr_size`.
-pub const MAX_REGION_BYTES: u64 = MAX_MR_SIZE;
-
 /// Page sizes the RoCE commands' 3-bit page-size codes name (`*_PG_SIZE_PG_4K` ... `_PG_1G`):
 /// log2 of 4 KiB, 8 KiB, 64 KiB, 2 MiB, 8 MiB, 1 GiB.
 pub fn page_shift_of_code(code: u8) -> Option<u32> {

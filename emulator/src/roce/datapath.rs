@@ -379,11 +379,6 @@ impl RoceEngine {
         self.queue_creq(now, bytes, String::new());
     }
 
-    /// A frame from the wire at `now`.
-    pub fn receive(&mut self, now: Duration, frame: &[u8], env: &mut Env<'_>) {
-        self.take_in(now, RoceFrame::parse(frame), frame.len(), env);
-    }
-
     /// A frame from the wire at `now`, sealed or plain as the switch delivered it.
     pub fn receive_wire(&mut self, now: Duration, frame: &WireFrame, env: &mut Env<'_>) {
         self.take_in(now, RoceFrame::parse_wire(frame), frame.bytes().len(), env);

@@ -6,8 +6,8 @@
 //! time ([`RoceEngine::advance`]). Triggers and doorbells are queued with their time and taken
 //! by the next `advance` (the executor runs it at once: [`RoceEngine::next_deadline`] is then
 //! the store's time), so they are handled in the order they were stored. Outputs: DMA through
-//! the view `advance` and `receive` are given, frames ([`RoceEngine::take_frames`]), MSI-X
-//! vectors ([`RoceEngine::take_interrupts`]), events, and the time of the next work.
+//! the view `advance` and `receive` are given, frames ([`RoceEngine::drain_wire_frames`]), MSI-X
+//! vectors ([`RoceEngine::drain_interrupts`]), events, and the time of the next work.
 //!
 //! Commands act when they are taken; their completions reach the CREQ
 //! [`RCFW_LATENCY`] later, in command order, subject to the CREQ's
@@ -154,17 +154,6 @@ impl RoceEngine {
         self.inputs.front().is_some_and(|(t, _)| *t <= now)
     }
 
-    /// Frames to put on the wire, oldest first.
-    pub fn take_frames(&mut self) -> Vec<Vec<u8>> {
-        std::mem::take(&mut self.frames).into_iter().map(WireFrame::into_vec).collect()
-    }
-
-    /// Frames to put on the wire, oldest first, sealed when the transport built them (see
-    /// [`crate::net::sealed`]).
-    pub fn take_wire_frames(&mut self) -> Vec<WireFrame> {
-        std::mem::take(&mut self.frames)
-    }
-
     /// The buffers the engine builds frames in. The executor gives back the buffers of frames
     /// it delivered ([`FramePool::give`]), so that the next frames are built without allocating
     /// and zero-filling new ones; it may also lend one pool to every NIC in turn
@@ -173,17 +162,13 @@ impl RoceEngine {
         &mut self.pool
     }
 
-    /// Move the frames [`RoceEngine::take_wire_frames`] would return to the end of `out`.
+    /// Move the frames to put on the wire to the end of `out`, oldest first, sealed when the
+    /// transport built them (see [`crate::net::sealed`]).
     pub fn drain_wire_frames(&mut self, out: &mut Vec<WireFrame>) {
         out.append(&mut self.frames);
     }
 
-    /// MSI-X vectors raised, in order.
-    pub fn take_interrupts(&mut self) -> Vec<u16> {
-        std::mem::take(&mut self.irqs)
-    }
-
-    /// Move the vectors [`RoceEngine::take_interrupts`] would return to the end of `out`.
+    /// Move the MSI-X vectors raised, in order, to the end of `out`.
     pub fn drain_interrupts(&mut self, out: &mut Vec<u16>) {
         out.append(&mut self.irqs);
     }

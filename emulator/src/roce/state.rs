@@ -104,16 +104,6 @@ impl RoceState {
         self.unsourced.push(what);
     }
 
-    /// Whether a GID entry carries `mac`.
-    pub fn gids_have_mac(&self, mac: &[u8; 6]) -> bool {
-        self.gids.has_mac(mac)
-    }
-
-    /// Whether a GID entry is the IPv4-mapped GID of `ip`.
-    pub fn gids_have_ipv4(&self, ip: [u8; 4]) -> bool {
-        self.gids.contains_gid(&bnxt_hsi::roce::gid::ipv4_mapped_gid(ip))
-    }
-
     /// Whether any QP uses CQ `cq`, and which.
     pub fn qp_using_cq(&self, cq: u32) -> Option<u32> {
         self.qps.values().find(|q| q.scq == cq || q.rcq == cq).map(|q| q.id)

@@ -247,10 +247,16 @@ mod tests {
         assert_eq!(parse_size("1.5MiB"), Ok(3 << 19));
         assert_eq!(parse_size("1GiB"), Ok(1 << 30));
         assert_eq!(parse_size("64 MiB"), Ok(64 << 20));
-        for (text, back) in [("2MiB", "2MiB"), ("4097", "4097"), ("65536", "64KiB"), ("1536KiB", "1536KiB"), ("0", "0")]
-        {
-            assert_eq!(format_size(parse_size(text).unwrap()), back);
-        }
+    }
+
+    #[rstest::rstest]
+    #[case("2MiB", "2MiB")]
+    #[case("4097", "4097")]
+    #[case("65536", "64KiB")]
+    #[case("1536KiB", "1536KiB")]
+    #[case("0", "0")]
+    fn a_size_is_written_back_in_its_largest_whole_unit(#[case] text: &str, #[case] back: &str) {
+        assert_eq!(format_size(parse_size(text).unwrap()), back);
     }
 
     #[test]

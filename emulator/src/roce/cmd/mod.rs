@@ -47,14 +47,19 @@ pub struct Cmd<'a> {
 }
 
 impl Cmd<'_> {
+    /// The common header every command starts with.
+    fn base(&self) -> B {
+        B::read_from_prefix(self.bytes).expect("a command holds its 16-byte header").0
+    }
+
     /// `resp_addr` of the common header.
     fn resp_addr(&self) -> u64 {
-        u64::from_le_bytes(self.bytes[8..16].try_into().expect("16-byte header"))
+        self.base().resp_addr.get()
     }
 
     /// `resp_size` of the common header, in bytes.
     fn resp_bytes(&self) -> usize {
-        usize::from(self.bytes[6]) * 16
+        usize::from(self.base().resp_size) * 16
     }
 }
 
@@ -183,7 +188,7 @@ pub fn write_side_buffer_at(cmd: &Cmd<'_>, cx: &CmdCtx<'_>, mut sb: Vec<u8>, hea
     if cmd.resp_bytes() < need {
         return Err(Refusal::invalid(format!(
             "resp_size {} ({} bytes) is smaller than the {need}-byte side buffer",
-            cmd.bytes[6],
+            cmd.base().resp_size,
             cmd.resp_bytes()
         )));
     }

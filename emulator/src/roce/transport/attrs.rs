@@ -245,13 +245,20 @@ mod tests {
         }
     }
 
+    #[rstest::rstest]
+    #[case(1, 256)]
+    #[case(2, 512)]
+    #[case(3, 1024)]
+    #[case(4, 2048)]
+    #[case(5, 4096)]
+    fn an_mtu_code_is_its_size(#[case] code: u8, #[case] bytes: u32) {
+        let m = Mtu::from_code(code).unwrap();
+        assert_eq!(m.bytes(), bytes);
+        assert_eq!(Mtu::from_bytes(bytes), Some(m));
+    }
+
     #[test]
-    fn mtu_codes_and_packet_counts() {
-        for (code, bytes) in [(1u8, 256u32), (2, 512), (3, 1024), (4, 2048), (5, 4096)] {
-            let m = Mtu::from_code(code).unwrap();
-            assert_eq!(m.bytes(), bytes);
-            assert_eq!(Mtu::from_bytes(bytes), Some(m));
-        }
+    fn mtu_codes_outside_the_table_and_packet_counts() {
         assert_eq!(Mtu::from_code(0), None);
         assert_eq!(Mtu::from_code(6), None);
         assert_eq!(Mtu::from_bytes(1500), None);
