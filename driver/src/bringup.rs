@@ -136,8 +136,10 @@ pub(crate) fn func_qcaps(nic: &str, ch: &mut Channel) -> Result<FuncCaps, Error>
 /// HWRM_FUNC_DRV_RGTR as a user-space driver on Linux registers: its OS type and version, and
 /// that it reads asymmetric queue configurations (it asks QUEUE_QPORTCFG for both paths then).
 /// It claims no hot reset or error recovery support and asks for no async events or VF requests,
-/// since it has no completion ring to receive them on.
-pub(crate) fn drv_rgtr(ch: &mut Channel) -> Result<(), Error> {
+/// since it services no completion ring to receive them on. Whether the firmware wants
+/// FUNC_DRV_IF_CHANGE at open and close (response `flags` IF_CHANGE_SUPPORTED, which bnxt_en
+/// keeps as `BNXT_FW_CAP_IF_CHANGE` in `bnxt_hwrm_func_drv_rgtr`).
+pub(crate) fn drv_rgtr(ch: &mut Channel) -> Result<bool, Error> {
     let version = |part: &str| part.parse::<u8>().unwrap_or(0);
     let req = HwrmFuncDrvRgtrInput {
         flags: HwrmFuncDrvRgtrInput::FLAGS_ASYM_QUEUE_CFG_SUPPORT.into(),
@@ -148,7 +150,8 @@ pub(crate) fn drv_rgtr(ch: &mut Channel) -> Result<(), Error> {
         ver_upd_8b: version(env!("CARGO_PKG_VERSION_PATCH")),
         ..FromZeros::new_zeroed()
     };
-    ch.send(req).map(|_| ())
+    let resp = ch.send(req)?;
+    Ok(resp.flags.get() & HwrmFuncDrvRgtrOutput::FLAGS_IF_CHANGE_SUPPORTED != 0)
 }
 
 /// HWRM_FUNC_DRV_UNRGTR.
@@ -181,13 +184,65 @@ pub(crate) fn queue_qportcfg(nic: &str, ch: &mut Channel) -> Result<(), Error> {
     Ok(())
 }
 
+/// What the firmware's resource manager lets the function reserve (HWRM_FUNC_RESOURCE_QCAPS).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct ResourceCaps {
+    /// Notification queues: `max_msix`, which bnxt_en takes as `max_nqs` on P5 and later.
+    pub nqs: u16,
+    /// L2 completion rings.
+    pub cmpl_rings: u16,
+    /// Receive rings.
+    pub rx_rings: u16,
+    /// Statistics contexts.
+    pub stat_ctxs: u16,
+    /// VNICs.
+    pub vnics: u16,
+    /// RSS contexts.
+    pub rss_ctxs: u16,
+}
+
+/// HWRM_FUNC_RESOURCE_QCAPS for this function, after the backing store as bnxt_en sends it
+/// (bnxt.c `bnxt_hwrm_func_qcaps` → `bnxt_hwrm_func_resc_qcaps`). Its answer is what makes
+/// bnxt_en use the firmware's resource manager (`BNXT_FW_CAP_NEW_RM`), the only way a P5 or
+/// later chip reserves RX rings, NQs, completion rings, statistics contexts, VNICs and RSS
+/// contexts (`__bnxt_hwrm_reserve_pf_rings`); so a refusal is an error here, where bnxt_en
+/// would go on without those reservations and find no rings to use.
+pub(crate) fn resource_qcaps(ch: &mut Channel) -> Result<ResourceCaps, Error> {
+    let r = ch.send(HwrmFuncResourceQcapsInput { fid: FID_SELF.into(), ..FromZeros::new_zeroed() })?;
+    Ok(ResourceCaps {
+        nqs: r.max_msix.get(),
+        cmpl_rings: r.max_cmpl_rings.get(),
+        rx_rings: r.max_rx_rings.get(),
+        stat_ctxs: r.max_stat_ctx.get(),
+        vnics: r.max_vnics.get(),
+        rss_ctxs: r.max_rsscos_ctx.get(),
+    })
+}
+
+/// What FUNC_QCFG tells the driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FuncCfg {
+    /// Where the doorbells are.
+    pub doorbells: Doorbells,
+    /// The largest MTU the function may be given (`max_mtu_configured`; bnxt_en takes 9500,
+    /// `BNXT_MAX_MTU`, when it is 0: bnxt.c `bnxt_hwrm_func_qcfg`).
+    pub max_mtu: u16,
+}
+
+/// `BNXT_MAX_MTU` (bnxt.h).
+const DEFAULT_MAX_MTU: u16 = 9500;
+
 /// HWRM_FUNC_QCFG for this function: where its doorbells are. On P7 the RoCE doorbells start
 /// past the L2 ones, at `legacy_l2_db_size_kb` KB; the doorbell area is
 /// `l2_doorbell_bar_size_kb` KB rounded up to pages (bnxt.c `bnxt_hwrm_func_qcfg`). bnxt_en falls
 /// back to the whole BAR when that size is 0 or not past the offset; the seam does not know BAR
 /// sizes, so the size is then unknown.
-pub(crate) fn func_qcfg(nic: &str, ch: &mut Channel) -> Result<Doorbells, Error> {
+pub(crate) fn func_qcfg(nic: &str, ch: &mut Channel) -> Result<FuncCfg, Error> {
     let resp = ch.send(HwrmFuncQcfgInput { fid: FID_SELF.into(), ..FromZeros::new_zeroed() })?;
+    let max_mtu = match resp.max_mtu_configured.get() {
+        0 => DEFAULT_MAX_MTU,
+        n => n,
+    };
     let offset = u64::from(resp.legacy_l2_db_size_kb.get()) * 1024;
     let size = (u64::from(resp.l2_doorbell_bar_size_kb.get()) * 1024).next_multiple_of(bnxt_pci::dma::PAGE_SIZE as u64);
     let size = (size != 0 && size > offset).then_some(size);
@@ -199,7 +254,28 @@ pub(crate) fn func_qcfg(nic: &str, ch: &mut Channel) -> Result<Doorbells, Error>
             "FUNC_QCFG gives no usable doorbell area size"
         );
     }
-    Ok(Doorbells { offset, size })
+    Ok(FuncCfg { doorbells: Doorbells { offset, size }, max_mtu })
+}
+
+/// The VNIC mode that lets RoCE traffic reach the RoCE engine beside the L2 rings, as bnxt_en
+/// picks it for VNIC 0 once a RoCE driver is registered (bnxt.c `bnxt_get_roce_vnic_mode`):
+/// ROCE_MIRRORING_CAPABLE when HWRM_VNIC_QCAPS reports the capability (`bnxt_hwrm_vnic_qcaps`),
+/// else ROCE_DUAL. A refused VNIC_QCAPS only loses the capability, as in bnxt_en.
+pub(crate) fn vnic_qcaps(nic: &str, ch: &mut Channel) -> Result<u32, Error> {
+    type O = HwrmVnicQcapsOutput;
+    let mirror = match ch.send(HwrmVnicQcapsInput::new_zeroed()) {
+        Ok(r) => r.flags.get() & O::FLAGS_ROCE_MIRRORING_CAPABLE_VNIC_CAP != 0,
+        Err(e @ (Error::Timeout { .. } | Error::Wedged { .. })) => return Err(e),
+        Err(e) => {
+            tracing::warn!(nic, error = %e, "VNIC_QCAPS failed; the RoCE VNIC mode is ROCE_DUAL");
+            false
+        }
+    };
+    Ok(if mirror {
+        HwrmVnicCfgInput::FLAGS_ROCE_MIRRORING_CAPABLE_VNIC_MODE
+    } else {
+        HwrmVnicCfgInput::FLAGS_ROCE_DUAL_VNIC_MODE
+    })
 }
 
 /// HWRM_PORT_PHY_QCAPS then HWRM_PORT_PHY_QCFG (bnxt_en's `bnxt_probe_phy`); whether the link

@@ -22,6 +22,7 @@ pub mod error;
 mod fw_health;
 pub mod held;
 mod hwrm;
+mod l2;
 pub mod qp;
 mod quarantine;
 pub mod region;

@@ -9,8 +9,10 @@ use crate::ctx_mem::{ContextMemory, caps};
 use crate::error::Error;
 use crate::fw_health::{self, StatusReg};
 use crate::hwrm::Channel;
+use crate::l2::{self, L2};
 use crate::nic::{Doorbells, Identity, Limits, OpenOptions, format_mac};
 use crate::quarantine::{self, Retained};
+use crate::roce::db::DbPage;
 use crate::roce::{self, Memory, Roce};
 use bnxt_pci::{ConfigExt, Machine, PciError, PciFunction, regs};
 
@@ -42,6 +44,8 @@ pub(crate) struct Session {
     ctx: ContextMemory,
     /// Memory named by a request that got no answer.
     retained: Vec<Retained>,
+    /// The L2 side, once open.
+    l2: Option<L2>,
     /// The RoCE engine, once up.
     roce: Option<Arc<Roce>>,
     /// Memory a RoCE bring-up that failed had given the firmware.
@@ -72,6 +76,7 @@ impl Session {
             registered: false,
             ctx: ContextMemory::default(),
             retained: Vec::new(),
+            l2: None,
             roce: None,
             roce_memory: Vec::new(),
         })
@@ -128,7 +133,7 @@ impl Session {
         bringup::ver_get(&name, ch, f.clock())?;
         bringup::func_reset(ch)?;
         let caps = bringup::func_qcaps(&name, ch)?;
-        bringup::drv_rgtr(ch)?;
+        let if_change = bringup::drv_rgtr(ch)?;
         self.registered = true;
         bringup::queue_qportcfg(&name, ch)?;
 
@@ -148,9 +153,31 @@ impl Session {
         }
 
         tracing::debug!(nic = %name, bytes = self.ctx.bytes(), "context memory given to the firmware");
-        let doorbells = bringup::func_qcfg(&name, ch)?;
+        let resources = bringup::resource_qcaps(ch)?;
+        let qcfg = bringup::func_qcfg(&name, ch)?;
+        let doorbells = qcfg.doorbells;
+        let roce_vnic_mode = bringup::vnic_qcaps(&name, ch)?;
         let link_up = bringup::port_phy(ch)?;
         let identity = Identity::from_mac(caps.mac);
+
+        let inputs = l2::Inputs {
+            nic: &name,
+            function: &function,
+            db: DbPage::new(&function, doorbells.offset),
+            mac: caps.mac,
+            if_change,
+            caps: resources,
+            max_mtu: qcfg.max_mtu,
+            roce_vnic_mode,
+            clock: f.clock(),
+        };
+        match l2::start(inputs, ch) {
+            Ok(opened) => self.l2 = Some(opened),
+            Err((e, memory)) => {
+                self.roce_memory = memory;
+                return Err(e);
+            }
+        }
         let command_timeout = options.command_timeout.unwrap_or_else(|| ch.timeouts().rcfw_wait());
         let inputs = roce::device::Inputs {
             nic: &name,
@@ -213,6 +240,9 @@ impl Session {
             let mut ch = channel.into_inner().unwrap_or_else(|e| e.into_inner());
             if let Some(engine) = self.roce.take() {
                 roce_memory.extend(engine.shut_down(&mut ch));
+            }
+            if let Some(l2) = self.l2.take() {
+                roce_memory.extend(l2.undo(&self.name, &mut ch));
             }
             if self.registered
                 && !ch.is_wedged()

@@ -24,6 +24,7 @@ use crate::firmware::Firmware;
 use crate::firmware::context_mem::ContextLimits;
 use crate::firmware::faults::FaultInjector;
 use crate::firmware::identity::NicIdentity;
+use crate::firmware::options::FirmwareOptions;
 use crate::host_memory::HostMemory;
 use crate::l2::L2Engine;
 use crate::net::pool::FramePool;
@@ -75,6 +76,13 @@ impl Device {
             next_fault_id: 1,
             no_peer_drops: 0,
         }
+    }
+
+    /// The same NIC, its firmware advertising `opts` (firmware resource limits, fast-destroy
+    /// QPs; see [`crate::firmware::options`]).
+    pub fn with_firmware_options(mut self, opts: FirmwareOptions) -> Device {
+        self.firmware = self.firmware.with_options(opts);
+        self
     }
 
     /// Read config space.
@@ -396,6 +404,11 @@ impl Device {
     /// BAR0 registers.
     pub fn bar0(&self) -> &Bar0 {
         &self.bar0
+    }
+
+    /// The objects the function holds in the firmware and the RoCE engine.
+    pub fn held(&self) -> crate::held::Held {
+        crate::held::Held::of(self.firmware.state(), self.roce.state())
     }
 
     /// What the configured context memory allows.

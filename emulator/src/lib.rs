@@ -23,6 +23,7 @@ pub mod device;
 pub mod events;
 pub mod faults;
 pub mod firmware;
+pub mod held;
 #[allow(unsafe_code)] // DMA and MMIO: each block has its SAFETY argument
 pub mod host_memory;
 pub mod l2;

@@ -4,7 +4,7 @@
 mod common;
 
 use bnxt_hsi::hwrm::layouts::*;
-use common::{Pages, Rig, page_tables, req};
+use common::{Pages, Rig, page_tables, req, reserve_rings};
 
 /// Context memory configured in the test: (type, entries) per type in ascending order; small
 /// enough to stay quick, within each type's [min, max].
@@ -164,6 +164,8 @@ fn the_whole_bring_up_and_teardown_in_bnxt_en_order() {
     let mut up: HwrmFuncDrvIfChangeInput = req();
     up.flags = HwrmFuncDrvIfChangeInput::FLAGS_UP.into();
     assert_eq!(rig.ok(0, up).flags.get(), 0);
+    // The reservation the rings and the statistics context below come out of.
+    rig.ok(0, reserve_rings(0, 0, 1, 2, 1, 0, 0));
 
     // A statistics context and an NQ on it, then a completion ring on the NQ.
     let stats = pages.take(1);

@@ -4,7 +4,7 @@
 mod common;
 
 use bnxt_hsi::hwrm::layouts::*;
-use common::{Pages, Rig, page_tables, req};
+use common::{Pages, Rig, page_tables, req, reserve_rings, roomy_reservation};
 
 const INVALID_PARAMS: u16 = 2;
 const CMD_NOT_SUPPORTED: u16 = 0xffff;
@@ -170,6 +170,7 @@ fn backing_store_cfg_v2_checks_fields_and_page_tables() {
 #[test]
 fn ring_alloc_checks_type_length_memory_and_ids() {
     let mut rig = Rig::new(1);
+    rig.ok(0, roomy_reservation());
     let mut pages = Pages::default();
     let mem = pages.take(1);
     let mut good: HwrmRingAllocInput = req();
@@ -234,6 +235,7 @@ fn ring_alloc_checks_type_length_memory_and_ids() {
 #[test]
 fn stat_ctx_alloc_needs_reachable_memory_and_free_needs_a_known_id() {
     let mut rig = Rig::new(1);
+    rig.ok(0, roomy_reservation());
     let mut s: HwrmStatCtxAllocInput = req();
     s.stats_dma_addr = 0x40_0000_0000u64.into();
     s.stats_dma_length = 256.into();
@@ -255,6 +257,7 @@ fn stat_ctx_alloc_needs_reachable_memory_and_free_needs_a_known_id() {
 #[test]
 fn func_reset_frees_rings_and_stat_contexts_but_keeps_the_registration() {
     let mut rig = Rig::new(1);
+    rig.ok(0, roomy_reservation());
     rig.ok(0, req::<HwrmFuncDrvRgtrInput>());
     let mut s: HwrmStatCtxAllocInput = req();
     s.stats_dma_addr = Pages::default().take(1).into();
@@ -288,4 +291,53 @@ fn backing_store_cfg_v2_takes_larger_pages_aligned_to_their_size() {
     rig.poke_u64s(0, table, &[(data + 4096) | 1]);
     assert_eq!(rig.call(0, r).code, INVALID_PARAMS);
     assert!(rig.last_reason().unwrap().contains("not aligned"));
+}
+
+#[test]
+fn allocations_past_the_functions_reservation_are_refused_until_it_grows() {
+    const RESOURCE_ALLOC_ERROR: u16 = 4;
+    type R = HwrmRingAllocInput;
+    let mut rig = Rig::new(1);
+    let mut pages = Pages::default();
+    let ring = |pages: &mut Pages, ty: u8| {
+        let mut r: R = req();
+        r.ring_type = ty;
+        r.length = 64.into();
+        r.page_tbl_addr = pages.take(1).into();
+        r
+    };
+    let nq = ring(&mut pages, R::RING_TYPE_NQ);
+    let a = rig.call(0, nq);
+    assert_eq!((a.code, a.cmd_err()), (RESOURCE_ALLOC_ERROR, HwrmRingAllocCmdErr::CODE_NO_RESOURCE_FOR_PF));
+    assert!(rig.last_reason().unwrap().contains("num_msix (NQs) is 0"), "nothing reserved yet");
+
+    // One of each (no TX rings).
+    rig.ok(0, reserve_rings(0, 1, 1, 1, 1, 1, 1));
+    rig.ok(0, nq);
+    let a = rig.call(0, ring(&mut pages, R::RING_TYPE_NQ));
+    assert_eq!((a.code, a.cmd_err()), (RESOURCE_ALLOC_ERROR, HwrmRingAllocCmdErr::CODE_NO_RESOURCE_FOR_PF));
+    assert!(rig.last_reason().unwrap().contains("num_msix (NQs) is 1 and 1 are allocated"));
+    rig.ok(0, ring(&mut pages, R::RING_TYPE_L2_CMPL));
+    assert_eq!(rig.call(0, ring(&mut pages, R::RING_TYPE_L2_CMPL)).code, RESOURCE_ALLOC_ERROR);
+    rig.ok(0, ring(&mut pages, R::RING_TYPE_RX));
+    assert_eq!(rig.call(0, ring(&mut pages, R::RING_TYPE_RX_AGG)).code, RESOURCE_ALLOC_ERROR, "RX and AGG share");
+    assert_eq!(rig.call(0, ring(&mut pages, R::RING_TYPE_TX)).code, RESOURCE_ALLOC_ERROR);
+    let mut s: HwrmStatCtxAllocInput = req();
+    s.stats_dma_addr = pages.take(1).into();
+    rig.ok(0, s);
+    let a = rig.call(0, s);
+    assert_eq!((a.code, a.cmd_err()), (RESOURCE_ALLOC_ERROR, HwrmStatCtxAllocCmdErr::CODE_RES_POOL_EXHAUSTED));
+    rig.ok(0, req::<HwrmVnicAllocInput>());
+    assert_eq!(rig.call(0, req::<HwrmVnicAllocInput>()).code, RESOURCE_ALLOC_ERROR);
+    rig.ok(0, req::<HwrmVnicRssCosLbCtxAllocInput>());
+    assert_eq!(rig.call(0, req::<HwrmVnicRssCosLbCtxAllocInput>()).code, RESOURCE_ALLOC_ERROR);
+    let st = rig.world.nic_state(0);
+    assert_eq!((st.rings, st.stat_contexts), (3, 1));
+
+    // A larger reservation lets the next through; FUNC_RESET frees everything and the
+    // reservation with it.
+    rig.ok(0, reserve_rings(1, 1, 1, 2, 1, 1, 1));
+    rig.ok(0, ring(&mut pages, R::RING_TYPE_NQ));
+    rig.ok(0, req::<HwrmFuncResetInput>());
+    assert_eq!(rig.call(0, ring(&mut pages, R::RING_TYPE_NQ)).code, RESOURCE_ALLOC_ERROR);
 }

@@ -5,7 +5,7 @@
 mod common;
 
 use bnxt_hsi::hwrm::layouts::*;
-use common::{Pages, Rig, req, reserve_rings};
+use common::{Pages, Rig, req, reserve_rings, roomy_reservation};
 
 const INVALID_PARAMS: u16 = 2;
 const RESOURCE_ALLOC_ERROR: u16 = 4;
@@ -84,6 +84,7 @@ fn func_cfg_assets_tests_ask_without_reserving_and_unknown_settings_are_refused(
 
 /// Allocate an L2 completion ring and an RX ring; their ids.
 fn rings(rig: &mut Rig, pages: &mut Pages) -> (u16, u16) {
+    rig.ok(0, roomy_reservation());
     let mut r: HwrmRingAllocInput = req();
     r.ring_type = HwrmRingAllocInput::RING_TYPE_L2_CMPL;
     r.length = 64.into();
@@ -163,6 +164,7 @@ fn vnics_take_their_rings_rss_tables_and_masks_and_refuse_bad_ones() {
 #[test]
 fn l2_filters_and_receive_masks() {
     let mut rig = Rig::new(1);
+    rig.ok(0, roomy_reservation());
     let vnic = rig.ok(0, req::<HwrmVnicAllocInput>()).vnic_id.get() as u16;
     let mut fl: HwrmCfaL2FilterAllocInput = req();
     type A = HwrmCfaL2FilterAllocInput;

@@ -188,7 +188,9 @@ fn plcmodes_cfg_refuses_what_it_does_not_model_and_a_threshold_past_ten_bits() {
     p.flags = 0.into();
     p.vnic_id = 77.into();
     assert_eq!(rig.call(0, p).code, 2, "no VNIC 77");
-    // An aggregation ring must name an RX ring when it names one.
+    // An aggregation ring must name an RX ring when it names one (asked within the function's
+    // reservation, so that it is the ring it names that is refused).
+    rig.ok(b.nic, reserve_rings(1, 2, 2, 1, 2, 1, 1));
     type R = HwrmRingAllocInput;
     let mut r: R = req();
     r.ring_type = R::RING_TYPE_RX_AGG;

@@ -9,13 +9,12 @@ use std::time::Duration;
 use bnxt_hsi::hwrm::layouts::*;
 use bnxt_model::config_space::*;
 use bnxt_model::events::EventKind;
-use bnxt_model::faults::FaultPlan;
 use bnxt_model_host::world::{World, WorldConfig};
 use common::{Pages, Rig, req};
 use zerocopy::IntoBytes;
 
 fn world() -> World {
-    World::new(WorldConfig { nics: 1, seed: 3, faults: FaultPlan::default() })
+    World::new(WorldConfig { nics: 1, seed: 3, ..WorldConfig::default() })
 }
 
 fn cfg32(w: &mut World, off: u16) -> u32 {
@@ -161,6 +160,7 @@ fn bus_master_off_means_no_dma_at_all() {
 #[test]
 fn function_level_reset_returns_config_and_firmware_to_reset_state() {
     let mut rig = Rig::new(1);
+    rig.ok(0, common::roomy_reservation());
     rig.ok(0, req::<HwrmFuncDrvRgtrInput>());
     let mut s: HwrmStatCtxAllocInput = req();
     s.stats_dma_addr = Pages::default().take(1).into();

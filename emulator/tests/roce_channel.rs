@@ -66,6 +66,7 @@ fn initialize_fw_checks_its_fields_and_gates_every_object_command() {
 #[test]
 fn initialize_fw_before_context_memory_is_refused_for_resources() {
     let mut rig = Rig::new(1);
+    rig.ok(0, common::roomy_reservation());
     let mut pages = common::Pages::default();
     let creq = nq_ring(&mut rig, 0, &mut pages, 64, 0);
     let s = {
@@ -89,6 +90,7 @@ fn initialize_fw_before_context_memory_is_refused_for_resources() {
         sb,
         async_events: vec![],
         mac: rig.world.nic_state(0).mac,
+        filter: 0,
     };
     f.write_init(&mut rig, cmdq, 256, 0, creq.id);
     let caps = f.query_func(&mut rig);

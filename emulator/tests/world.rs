@@ -14,7 +14,7 @@ use common::{Rig, req};
 use zerocopy::IntoBytes;
 
 fn config(nics: usize, seed: u64) -> WorldConfig {
-    WorldConfig { nics, seed, faults: FaultPlan::default() }
+    WorldConfig { nics, seed, ..WorldConfig::default() }
 }
 
 #[test]

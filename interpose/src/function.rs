@@ -7,10 +7,13 @@ use std::time::Duration;
 
 use bnxt_hsi::bar0::{HWRM_TRIGGER, RCFW_CMDQ_TRIG, RCFW_COMM_BASE, TRIGGER_VALUE};
 use bnxt_hsi::hwrm::Request;
-use bnxt_hsi::hwrm::layouts::{HwrmFuncResetInput, HwrmRingAllocInput};
+use bnxt_hsi::hwrm::layouts::{
+    HwrmCfaL2FilterAllocInput, HwrmFuncDrvIfChangeInput, HwrmFuncResetInput, HwrmRingAllocInput,
+};
 use bnxt_hsi::pci::{BAR_DOORBELLS, BAR_REGS};
 use bnxt_model::faults::{CommandAction, FaultPlan, FirmwareAction};
 use bnxt_pci::{Clock, ConfigExt, DmaBuffer, HostPages, Interrupted, PciError, PciFunction, regs};
+use zerocopy::FromBytes;
 
 use crate::hwrm::{self, Fate, Hwrm};
 use crate::machine::{Log, NicShared, lock};
@@ -146,6 +149,15 @@ impl Core {
         }
         if req_type == HwrmFuncResetInput::REQ_TYPE {
             st.rcfw.func_reset();
+        }
+        if req_type == HwrmFuncDrvIfChangeInput::REQ_TYPE
+            && HwrmFuncDrvIfChangeInput::ref_from_prefix(&request)
+                .is_ok_and(|(r, _)| r.flags.get() & HwrmFuncDrvIfChangeInput::FLAGS_UP != 0)
+        {
+            st.rcfw.l2_open_begins();
+        }
+        if req_type == HwrmCfaL2FilterAllocInput::REQ_TYPE {
+            st.rcfw.l2_open_ends();
         }
         let token = match fate {
             Some(fate) => match st.hwrm.redirect(&mut request, &name, fate, &st.memory, &*self.inner) {

@@ -7,7 +7,11 @@
 //! As bnxt_re drives the channel (qplib_rcfw.c `bnxt_qplib_start_rcfw`, `__send_message`,
 //! `bnxt_qplib_service_creq`; main.c `bnxt_re_dev_init`; hardware-map §4.1-§4.3):
 //! - the CREQ is the first NQ-type ring HWRM_RING_ALLOC makes after a reset (bnxt_re allocates
-//!   it before any NQ); its page table is read and a ring of the same shape given instead;
+//!   it before any NQ of its own), except while the function opens its L2 side: from
+//!   FUNC_DRV_IF_CHANGE up to the CFA_L2_FILTER_ALLOC that ends it, NQ-type rings are the L2
+//!   side's (bnxt.c `bnxt_open` sends the up, then `__bnxt_open_nic` allocates its NQs and rings
+//!   and `bnxt_init_chip` ends with the default VNIC's filter); the CREQ's page table is read and
+//!   a ring of the same shape given instead;
 //! - `cmdq_init` (BAR0 0x600-0x60f: the CMDQ's address, size and level, the CREQ's ring id, a
 //!   producer) is held and passed on naming the layer's CMDQ when the first command is;
 //! - each producer store (0x60c; bit 31 on the first) and trigger (0x700) makes the layer read
@@ -121,6 +125,9 @@ pub(crate) struct Rcfw {
     creq: Option<Creq>,
     /// The next NQ-type RING_ALLOC makes the CREQ.
     creq_next: bool,
+    /// The function is opening its L2 side (FUNC_DRV_IF_CHANGE up seen, its L2 filter not yet):
+    /// NQ-type rings now are the L2 side's, not the CREQ.
+    l2_opening: bool,
     /// Commands passed on whose completion the layer decides, by cookie.
     awaited: Vec<(u16, String, Fate)>,
     /// Completions to hand over, with when.
@@ -138,6 +145,7 @@ impl Default for Rcfw {
             cmdq: None,
             creq: None,
             creq_next: true,
+            l2_opening: false,
             awaited: Vec::new(),
             out: Vec::new(),
             lost: None,
@@ -155,7 +163,7 @@ impl Rcfw {
     /// A RING_ALLOC being passed on: when it makes the CREQ, give the device a ring of the
     /// layer's instead (in `request`). Whether `request` changed.
     pub(crate) fn ring_alloc(&mut self, request: &mut [u8], memory: &Memory, function: &dyn PciFunction) -> bool {
-        if self.lost.is_some() || !self.creq_next {
+        if self.lost.is_some() || !self.creq_next || self.l2_opening {
             return false;
         }
         let Ok((req, _)) = HwrmRingAllocInput::mut_from_prefix(request) else {
@@ -181,9 +189,20 @@ impl Rcfw {
         }
     }
 
+    /// FUNC_DRV_IF_CHANGE up passed on: the L2 side's rings follow, until its L2 filter.
+    pub(crate) fn l2_open_begins(&mut self) {
+        self.l2_opening = self.creq_next;
+    }
+
+    /// CFA_L2_FILTER_ALLOC passed on: the L2 side is open; the next NQ-type ring may be the CREQ.
+    pub(crate) fn l2_open_ends(&mut self) {
+        self.l2_opening = false;
+    }
+
     /// A FUNC_RESET passed on: the firmware forgets its rings; the next NQ ring is a new CREQ.
     pub(crate) fn func_reset(&mut self) {
         self.creq_next = true;
+        self.l2_opening = false;
     }
 
     /// A store to the mailbox (BAR0 0x600-0x60f): held.

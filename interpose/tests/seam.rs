@@ -18,7 +18,7 @@ use bnxt_pci::Clock;
 const SHORT: OpenOptions = OpenOptions { command_timeout: Some(Duration::from_secs(2)) };
 
 fn model(nics: usize) -> Arc<ModelMachine> {
-    ModelMachine::new(WorldConfig { nics, seed: 3, faults: FaultPlan::default() })
+    ModelMachine::new(WorldConfig { nics, seed: 3, ..WorldConfig::default() })
 }
 
 fn hwrm(nic: usize, request: &str, nth: Option<u32>, action: FirmwareAction) -> FaultPlan {

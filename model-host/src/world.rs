@@ -28,6 +28,8 @@ use bnxt_model::device::Device;
 use bnxt_model::events::{Event, EventKind};
 use bnxt_model::faults::{FaultPlan, WirePlanError};
 use bnxt_model::firmware::context_mem::ContextLimits;
+use bnxt_model::firmware::options::FirmwareOptions;
+use bnxt_model::held::Held;
 use bnxt_model::host_memory::{Access, DmaBacking, Iommu, MapError};
 use bnxt_model::net::capture::Captured;
 use bnxt_model::net::fault::FaultCounters;
@@ -45,6 +47,8 @@ pub struct WorldConfig {
     pub seed: u64,
     /// Faults to inject.
     pub faults: FaultPlan,
+    /// What every NIC's firmware advertises beyond its defaults.
+    pub firmware: FirmwareOptions,
 }
 
 /// What one NIC of a world looks like from outside, for tests, scenario checks and the
@@ -105,6 +109,8 @@ pub struct NicState {
     /// The faults armed while the NIC ran, with how often each fired.
     #[serde(default)]
     pub armed_faults: Vec<ArmedFault>,
+    /// The objects the function holds (rings, VNICs, filters, QPs, ...).
+    pub held: Held,
 }
 
 /// One NIC, its address space and its port on the segment.
@@ -260,7 +266,7 @@ impl World {
             .map(|(i, mac)| {
                 let bus = u8::try_from(i + 1).expect("a machine has at most 255 NICs");
                 Nic {
-                    device: Device::new(i, mac, bus, plan.clone()),
+                    device: Device::new(i, mac, bus, plan.clone()).with_firmware_options(config.firmware),
                     deadline: None,
                     stale: true,
                     iommu: Iommu::new(),
@@ -571,6 +577,7 @@ impl World {
             hwrm_requests: fw.counters().requests,
             hwrm_responses: fw.counters().responses,
             armed_faults: d.armed_faults(),
+            held: d.held(),
         }
     }
 
@@ -671,7 +678,7 @@ mod tests {
 
     #[test]
     fn time_passes_only_when_advanced() {
-        let mut w = World::new(WorldConfig { nics: 2, seed: 1, faults: FaultPlan::default() });
+        let mut w = World::new(WorldConfig { nics: 2, seed: 1, ..WorldConfig::default() });
         assert_eq!(w.switch.ports().count(), 2);
         assert_eq!(w.now(), Duration::ZERO);
         assert_eq!(w.next_deadline(), None);

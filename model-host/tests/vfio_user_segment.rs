@@ -9,7 +9,6 @@ use std::os::unix::net::UnixStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use bnxt_model::faults::FaultPlan;
 use bnxt_model_host::stream::{FrameDecoder, encode_frame};
 use bnxt_model_host::world::{World, WorldConfig};
 
@@ -130,7 +129,7 @@ fn peers_exchange_frames_garbage_is_dropped_and_the_pcap_holds_the_traffic() {
 
 #[test]
 fn the_world_switches_frames_between_its_external_ports_and_its_nics() {
-    let mut world = World::new(WorldConfig { nics: 1, seed: 1, faults: FaultPlan::default() });
+    let mut world = World::new(WorldConfig { nics: 1, seed: 1, ..WorldConfig::default() });
     let (a, b) = (world.add_external_port(), world.add_external_port());
     let (ma, mb) = ([2, 0, 0, 0, 0, 0xa], [2, 0, 0, 0, 0, 0xb]);
     world.send_external(a, frame([0xff; 6], ma, 1)).unwrap();

@@ -15,7 +15,12 @@ use bnxt_pci::Clock;
 use zerocopy::FromZeros;
 
 fn machine(nics: usize, faults: Vec<FirmwareFault>) -> Arc<ModelMachine> {
-    ModelMachine::new(WorldConfig { nics, seed: 7, faults: FaultPlan { firmware: faults, ..FaultPlan::default() } })
+    ModelMachine::new(WorldConfig {
+        nics,
+        seed: 7,
+        faults: FaultPlan { firmware: faults, ..FaultPlan::default() },
+        ..WorldConfig::default()
+    })
 }
 
 fn fault(nic: usize, request: &str, nth: Option<u32>, action: FirmwareAction) -> FirmwareFault {
@@ -139,7 +144,8 @@ fn memory_an_unanswered_open_named_stays_mapped_until_the_next_open_resets_the_n
 
 #[test]
 fn a_request_after_open_that_is_never_answered_wedges_the_nic() {
-    let m = machine(1, vec![fault(0, "FUNC_QCFG", Some(2), FirmwareAction::NoResponse)]);
+    // The third FUNC_QCFG: the open sends two (at probe, and reading the reservation back).
+    let m = machine(1, vec![fault(0, "FUNC_QCFG", Some(3), FirmwareAction::NoResponse)]);
     let mut nic = Nic::open(&*m, 0).unwrap();
     let err = nic.hwrm(HwrmFuncQcfgInput::new_zeroed()).unwrap_err();
     assert!(matches!(&err, Error::Timeout { request, .. } if request == "FUNC_QCFG"), "{err}");

@@ -127,7 +127,14 @@ fn the_model_is_given_the_opcode_the_status_value_and_the_nth() {
         2,
         "  - firmware: {nic: 0, request: VER_GET, action: no-response}\n  - firmware: {nic: 1, request: DEALLOCATE_KEY, action: error, code: INVALID_CMD, nth: 2}\n  - firmware: {nic: 0, request: QUERY_FUNC, action: delay, by: 2s}\n",
     ));
-    let plan = fault_plan(&MachinePlan { nics: 2, seed: 0, faults: &s.faults, pcap: None, events: false });
+    let plan = fault_plan(&MachinePlan {
+        nics: 2,
+        seed: 0,
+        faults: &s.faults,
+        firmware: s.firmware,
+        pcap: None,
+        events: false,
+    });
     assert_eq!(plan.firmware.len(), 1);
     assert_eq!(
         plan.roce_commands,

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bnxt::{Completion, Error, Nic, Qp, Region, Side, Status};
-use bnxt_model::faults::FaultPlan;
 use bnxt_model_host::machine::ModelMachine;
 use bnxt_model_host::world::WorldConfig;
 
@@ -14,7 +13,7 @@ const MIB: usize = 1 << 20;
 const WAIT: Duration = Duration::from_secs(5);
 
 fn machine(nics: usize) -> Arc<ModelMachine> {
-    ModelMachine::new(WorldConfig { nics, seed: 7, faults: FaultPlan::default() })
+    ModelMachine::new(WorldConfig { nics, seed: 7, ..WorldConfig::default() })
 }
 
 /// `len` bytes of a splitmix64 stream from `seed` (Steele, Lea, Flood, 2014): every byte of a

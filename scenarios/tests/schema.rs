@@ -64,14 +64,18 @@ fn yaml_blocks(markdown: &str) -> Vec<(usize, String)> {
 }
 
 /// An example as a whole scenario file: a scenario as it is, a list of steps as the steps of
-/// one, a `faults:` block as the faults of one.
+/// one, a `faults:` or `firmware:` block as that of one.
 fn as_scenario(example: &Value) -> Value {
     let minimal = |steps: Value| json!({ "name": "example", "about": "An example.", "nics": 64, "steps": steps });
     match example {
         Value::Object(o) if o.contains_key("steps") => example.clone(),
-        Value::Object(o) if o.contains_key("faults") => {
+        Value::Object(o) if o.contains_key("faults") || o.contains_key("firmware") => {
             let mut s = minimal(json!([{ "wait": "1s" }]));
-            s["faults"] = o["faults"].clone();
+            for key in ["faults", "firmware"] {
+                if let Some(v) = o.get(key) {
+                    s[key] = v.clone();
+                }
+            }
             s
         }
         Value::Array(_) => minimal(example.clone()),

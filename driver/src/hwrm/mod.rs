@@ -102,10 +102,22 @@ impl Channel {
 
     /// Send `req` and wait for its answer for at most `timeout`.
     pub(crate) fn send_within<R: Request>(&mut self, req: R, timeout: Duration) -> Result<R::Response, Error> {
+        self.send_len(req, size_of::<R>(), timeout)
+    }
+
+    /// Send the first `min(size, max_ext_req_len)` bytes of `req`, as bnxt_en sends FUNC_CFG
+    /// (bnxt_hwrm.h `bnxt_hwrm_func_cfg_short_req_init`: the 160-byte request cut to the longest
+    /// the firmware takes, whose tail only names features this driver does not ask for).
+    pub(crate) fn send_trimmed<R: Request>(&mut self, req: R) -> Result<R::Response, Error> {
+        let len = size_of::<R>().min(self.limits.max_ext_req_len);
+        let timeout = self.timeouts.default_wait();
+        self.send_len(req, len, timeout)
+    }
+
+    fn send_len<R: Request>(&mut self, req: R, len: usize, timeout: Duration) -> Result<R::Response, Error> {
         if let Some(by) = self.wedged.get() {
             return Err(Error::Wedged { nic: self.nic.clone(), request: R::NAME.to_string(), wedged_by: by.clone() });
         }
-        let len = size_of::<R>();
         let mode = framing::mode(len, &self.limits).map_err(|too_long| Error::RequestTooLong {
             nic: self.nic.clone(),
             request: R::NAME.to_string(),
@@ -115,7 +127,7 @@ impl Channel {
         let seq_id = self.seq_id;
         self.seq_id = self.seq_id.wrapping_add(1);
 
-        let mut request = req.as_bytes().to_vec();
+        let mut request = req.as_bytes()[..len].to_vec();
         framing::fill_header(&mut request, R::REQ_TYPE, seq_id, self.buffer.iova_at(RESP_OFFSET));
         self.buffer.zero(RESP_OFFSET, RESP_AREA);
         self.buffer.write(0, &request);

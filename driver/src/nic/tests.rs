@@ -26,7 +26,11 @@ fn expected_order() -> Vec<u16> {
     let mut v = BRING_UP.to_vec();
     v.extend([0x1a8; 9]);
     v.extend([0x1a3; 10]); // nine types, FP_TQM_RING twice (two instances)
-    v.extend([0x16, 0x2a, 0x27]);
+    // FUNC_RESOURCE_QCAPS, FUNC_QCFG, VNIC_QCAPS, the PHY.
+    v.extend([0x190, 0x16, 0x4a, 0x2a, 0x27]);
+    // The L2 side (l2/tests.rs): IF_CHANGE, the reservation, statistics, three rings, VNIC, RSS
+    // context and table, VNIC_CFG, the filter.
+    v.extend([0x0d, 0x17, 0x16, 0xb0, 0x50, 0x50, 0x50, 0x40, 0x70, 0x46, 0x42, 0x90]);
     // The RoCE engine: the CREQ, the statistics context, the NQ.
     v.extend([0x50, 0xb0, 0x50]);
     v
@@ -194,7 +198,7 @@ fn a_refusal_at_each_bring_up_request_fails_the_open_naming_request_and_code() {
 #[test]
 fn a_request_after_open_that_gets_no_answer_wedges_the_nic() {
     let m = FakeMachine::new(1);
-    m.fault(0x16, 2, Fault::Never);
+    m.fault(0x16, 3, Fault::Never); // the first after open
     let mut nic = Nic::open(&m, 0).unwrap();
     let err = nic.hwrm(HwrmFuncQcfgInput::new_zeroed()).unwrap_err();
     assert!(matches!(&err, Error::Timeout { request, .. } if request == "FUNC_QCFG"));

@@ -61,6 +61,7 @@ impl Half {
                 self.cq.drain(&mem.cq, &core.roce.db, |cqe| on_cqe(&core, ledger, cqe));
             }
         }
+        core.roce.service_nq();
         if core.errored.load(Ordering::Acquire) {
             self.ledger.flush();
         }

@@ -17,7 +17,7 @@ mod cq;
 mod endpoint;
 mod half;
 mod ledger;
-mod modify;
+pub(crate) mod modify;
 mod recv;
 mod send;
 mod status;

@@ -111,7 +111,7 @@ fn make_creates_two_cqs_then_an_rc_qp_and_takes_it_to_init() {
     for cq in [&made.scq, &made.rcq] {
         assert_eq!(cq.cq_size.get(), 4097, "a full ring's completions and the terminal entry");
         assert_eq!(cq.pg_size_lvl.get(), 1, "4-KB pages, one-level table");
-        assert_eq!(cq.cq_fco_cnq_id.get(), 1, "the NQ's ring id");
+        assert_eq!(cq.cq_fco_cnq_id.get(), 4, "the RoCE NQ's ring id (after the L2 rings and the CREQ)");
         assert_eq!(cq.dpi.get(), 16);
         let last = rig.u64_at(cq.pbl.get() + 63 * 8);
         assert_eq!(last & 0x7, 0x3, "8192 entries of 32 bytes in 64 pages, the last marked");
@@ -435,4 +435,88 @@ fn cqes_of_a_hostile_device_never_panic_nor_complete_more_than_was_posted() {
         assert!(done_rq <= receives, "seed {seed}: {done_rq} receive completions for {receives} receives");
         assert!(a.room(Side::Send) <= sq_room + sends as usize && a.room(Side::Receive) <= rq_room + receives as usize);
     }
+}
+
+/// The RoCE NQ's RING_ALLOC (the fifth: after the L2 side's three and the CREQ).
+fn roce_nq(rig: &Rig) -> bnxt_hsi::hwrm::layouts::HwrmRingAllocInput {
+    rig.m
+        .f(0)
+        .submissions()
+        .iter()
+        .filter(|s| crate::testing::req_type(&s.request) == 0x50)
+        .map(|s| crate::testing::parse(&s.request))
+        .nth(4)
+        .unwrap()
+}
+
+/// Write NQ entry `i` of the RoCE NQ with the first pass's valid bit.
+fn write_nqe(rig: &Rig, i: u64, ty: u16) {
+    let nq = roce_nq(rig);
+    let mut e = [0u8; 16];
+    e[..2].copy_from_slice(&ty.to_le_bytes());
+    e[8] = 1;
+    rig.m.f(0).dma_write(rig.ring_addr(nq.page_tbl_addr.get(), i * 16), &e);
+}
+
+#[test]
+fn a_whole_pass_of_nq_entries_is_taken_and_the_next_pass_is_told_by_its_flipped_valid_bit() {
+    let rig = Rig::new();
+    let (mut a, _b) = pair(&rig);
+    let nq = roce_nq(&rig);
+    let (entries, table) = (u64::from(nq.length.get()), nq.page_tbl_addr.get());
+    // Every entry of the ring written in the first pass (valid bit 1), a page at a time.
+    let mut page = [0u8; 4096];
+    for e in page.chunks_mut(16) {
+        e[..2].copy_from_slice(&NqBase::TYPE_CQ_NOTIFICATION.to_le_bytes());
+        e[8] = 1;
+    }
+    for at in (0..entries * 16).step_by(4096) {
+        rig.m.f(0).dma_write(rig.ring_addr(table, at), &page);
+    }
+    assert_eq!(a.poll(Side::Send), None);
+    let counts = rig.nic.roce().nq_counts().unwrap();
+    assert_eq!(counts.cq_notifications, entries, "the whole ring taken in one service");
+    let arms: Vec<(u32, bool)> =
+        rig.doorbells().iter().filter(|d| d.ty == DbType::NqArm && d.xid == 4).map(|d| (d.index, d.epoch)).collect();
+    assert_eq!(arms, [(0, false), (0, true)], "re-armed at the wrapped consumer, its epoch flipped");
+    // The first entry again, as the firmware writes it in the second pass (valid bit 0).
+    let mut e = [0u8; 16];
+    e[..2].copy_from_slice(&NqBase::TYPE_DBQ_EVENT.to_le_bytes());
+    rig.m.f(0).dma_write(rig.ring_addr(table, 0), &e);
+    assert_eq!(a.poll(Side::Receive), None);
+    assert_eq!(rig.nic.roce().nq_counts().unwrap().dbq_events, 1);
+    assert_eq!(
+        rig.doorbells().iter().rfind(|d| d.xid == 4).map(|d| (d.ty, d.index, d.epoch)),
+        Some((DbType::NqArm, 1, true))
+    );
+}
+
+#[test]
+fn polling_services_the_nq_taking_its_entries_and_rearming_it_at_the_new_consumer() {
+    let rig = Rig::new();
+    let (mut a, _b) = pair(&rig);
+    let nq_arms = |rig: &Rig| -> Vec<u32> {
+        rig.doorbells().iter().filter(|d| d.ty == DbType::NqArm && d.xid == 4).map(|d| d.index).collect()
+    };
+    assert_eq!(nq_arms(&rig), [0], "armed once at start");
+    assert_eq!(a.poll(Side::Send), None);
+    assert_eq!(nq_arms(&rig), [0], "an empty NQ is not rung again");
+
+    write_nqe(&rig, 0, NqBase::TYPE_CQ_NOTIFICATION);
+    write_nqe(&rig, 1, NqBase::TYPE_DBQ_EVENT);
+    write_nqe(&rig, 2, 0x3e);
+    assert_eq!(a.poll(Side::Receive), None);
+    assert_eq!(nq_arms(&rig), [0, 3], "consumed three, re-armed at the consumer");
+    let counts = rig.nic.roce().nq_counts().unwrap();
+    assert_eq!((counts.cq_notifications, counts.dbq_events, counts.other, counts.srq_events), (1, 1, 1, 0));
+    assert_eq!(a.poll(Side::Send), None);
+    assert_eq!(nq_arms(&rig), [0, 3], "nothing new");
+
+    // At close the consumer is written without arming, before the NQ's RING_FREE.
+    let mut nic = rig.nic;
+    drop((a, _b));
+    nic.close();
+    let last: Vec<Doorbell> = rig.m.f(0).doorbells().iter().map(|(_, _, v)| Doorbell::decode(*v).unwrap()).collect();
+    let stop = last.iter().rposition(|d| d.xid == 4 && d.path == bnxt_hsi::roce::doorbell::DbPath::Roce).unwrap();
+    assert_eq!((last[stop].ty, last[stop].index), (DbType::Nq, 3));
 }

@@ -7,7 +7,7 @@
 //! 3. HWRM_STAT_CTX_ALLOC with the RoCE flag (`bnxt_re_net_stats_ctx_alloc`);
 //! 4. INITIALIZE_FW with the statistics context and the flags P7 takes
 //!    (`bnxt_qplib_init_rcfw`), then QUERY_FUNC and QUERY_VERSION again;
-//! 5. one NQ (`bnxt_re_setup_nqs`), armed;
+//! 5. one NQ (`bnxt_re_setup_nqs`), armed, then serviced on every CQ poll ([`super::nq`]);
 //! 6. ADD_GID of the NIC's GID `::ffff:10.x.y.z` (`bnxt_qplib_add_sgid`).
 //!
 //! Down runs the reverse: DELETE_GID, RING_FREE of the NQ, DEINITIALIZE_FW, STAT_CTX_FREE,
@@ -18,7 +18,6 @@ use std::time::Duration;
 
 use bnxt_hsi::hwrm::INTF_VERSION;
 use bnxt_hsi::hwrm::layouts::{HwrmRingAllocInput, HwrmRingFreeInput, HwrmStatCtxAllocInput, HwrmStatCtxFreeInput};
-use bnxt_hsi::roce::doorbell::{DbType, Doorbell};
 use bnxt_hsi::roce::gid::{gid_for_command, mac_for_command};
 use bnxt_hsi::roce::layouts::{
     CmdqAddGid, CmdqDeinitializeFw, CmdqDeleteGid, CmdqInitializeFw, CmdqQueryFunc, CmdqQueryVersion,
@@ -27,12 +26,14 @@ use zerocopy::{FromZeros, IntoBytes};
 
 use super::caps::DevCaps;
 use super::db::DbPage;
+use super::nq::NqService;
 use super::pbl::PblKind;
 use super::queue::{Queue, Shape};
 use super::rcfw::Rcfw;
 use super::{Info, Memory, Roce};
 use crate::error::Error;
 use crate::hwrm::Channel;
+use crate::l2::{HW_STATS_BYTES, STATS_PERIOD_MS};
 use crate::nic::{Doorbells, Identity, Limits};
 use bnxt_pci::PciFunction;
 use bnxt_pci::dma::{DmaBuffer, PAGE_SIZE};
@@ -41,20 +42,20 @@ use bnxt_pci::dma::{DmaBuffer, PAGE_SIZE};
 const NQ_ENTRIES: u32 = 128 * 1024;
 /// Bytes of an NQ entry (`sizeof(struct nq_base)`).
 const NQE_BYTES: usize = 16;
-/// MSI-X vector of the CREQ (`BNXT_RE_AEQ_IDX`) and of the first NQ; without interrupts these
+/// MSI-X vector of the CREQ (`BNXT_RE_AEQ_IDX`, the first of the vectors bnxt_en hands the RoCE
+/// driver, after its own: `bnxt_get_ulp_msix_base`) and of the first NQ; without interrupts these
 /// only tie the rings to vectors, as RING_ALLOC's `logical_id` does for bnxt_re.
-const CREQ_VECTOR: u16 = 0;
-const NQ_VECTOR: u16 = 1;
+const CREQ_VECTOR: u16 = crate::l2::L2_NQS;
+const NQ_VECTOR: u16 = CREQ_VECTOR + 1;
+/// NQ-type rings the RoCE engine allocates (the CREQ and one NQ), which the function's
+/// reservation counts among its MSI-X vectors (bnxt_en's `bnxt_get_ulp_msix_num`).
+pub(crate) const ROCE_NQS: u16 = 2;
+/// Statistics contexts it allocates (`bnxt_get_ulp_stat_ctxs`).
+pub(crate) const ROCE_STAT_CTXS: u16 = 1;
 /// `page_size` of a multi-page ring's table (`BNXT_PAGE_SHIFT`), and what bnxt_re writes for a
 /// single-page ring (main.c `bnxt_re_net_ring_alloc`, "FIXME: hardconding").
 const RING_PAGE_SHIFT: u8 = 12;
 const SINGLE_PAGE_RING_PAGE_SIZE: u8 = 4;
-/// Bytes of the counters a statistics context writes: `struct ctx_hw_stats` (bnxt_hsi.h, 20
-/// 64-bit counters), which bnxt_en reports as `hw_ring_stats_size` unless VNIC_QCAPS says
-/// otherwise (bnxt.c `bnxt_hwrm_vnic_qcaps`).
-const HW_STATS_BYTES: u16 = 20 * 8;
-/// How often the firmware updates them (`bnxt_re_net_stats_ctx_alloc`).
-const STATS_PERIOD_MS: u32 = 1000;
 /// The protection domain every object is made in: the first id bnxt_re's PD table hands out
 /// (qplib_res.c `bnxt_qplib_alloc_pd`).
 const PD_ID: u32 = 0;
@@ -70,7 +71,8 @@ pub(crate) struct Parts {
     stats: Option<DmaBuffer>,
     stat_ctx: Option<u32>,
     initialized: bool,
-    nq: Option<Queue>,
+    nq_memory: Option<Queue>,
+    nq: Option<NqService>,
     nq_ring: Option<u16>,
     gid_index: Option<u16>,
 }
@@ -113,6 +115,9 @@ impl Parts {
         }
         let mut memory = Vec::new();
         if let Some(nq) = self.nq.take() {
+            memory.push(nq.into_memory());
+        }
+        if let Some(nq) = self.nq_memory.take() {
             let bytes = nq.bytes();
             memory.push(Memory::new(nq, bytes));
         }
@@ -175,7 +180,10 @@ pub(crate) struct Inputs<'a> {
 pub(crate) fn start(inputs: Inputs<'_>, hwrm: &mut Channel) -> Result<Roce, (Error, Vec<Memory>)> {
     let mut parts = Parts::default();
     match bring_up(&inputs, hwrm, &mut parts) {
-        Ok(info) => Ok(Roce::new(info, parts, hwrm.wedged())),
+        Ok(info) => {
+            let nq = parts.nq.take().expect("a started engine has its NQ");
+            Ok(Roce::new(info, parts, nq, hwrm.wedged()))
+        }
         Err(e) => Err((e, parts.undo(inputs.nic, hwrm))),
     }
 }
@@ -217,11 +225,13 @@ fn bring_up(inputs: &Inputs<'_>, hwrm: &mut Channel, parts: &mut Parts) -> Resul
     check_caps(nic, &caps)?;
 
     let nq = Queue::alloc(&**function, Shape::ring(NQ_ENTRIES, NQE_BYTES), PblKind::Queue).map_err(pci)?;
-    let nq = parts.nq.insert(nq);
+    // Held in `parts` until the engine is up: an unanswered RING_ALLOC keeps it.
+    let nq = parts.nq_memory.insert(nq);
     let nq_ring = ring_alloc(hwrm, nq, NQ_VECTOR)?;
     parts.nq_ring = Some(nq_ring);
-    // `bnxt_qplib_nq_start_irq`: arm the NQ at consumer 0.
-    db.ring(Doorbell::roce(DbType::NqArm, u32::from(nq_ring), 0, false, 0));
+    let nq = NqService::new(nic, parts.nq_memory.take().expect("allocated above"), nq_ring, db.clone());
+    nq.start();
+    parts.nq = Some(nq);
 
     let rcfw = parts.rcfw.as_mut().expect("allocated above");
     let mut add = CmdqAddGid::new_zeroed();

@@ -9,6 +9,7 @@
 pub(crate) mod caps;
 pub(crate) mod db;
 pub(crate) mod device;
+pub(crate) mod nq;
 pub(crate) mod pbl;
 pub(crate) mod queue;
 pub(crate) mod rcfw;
@@ -26,6 +27,7 @@ use bnxt_pci::PciFunction;
 use caps::DevCaps;
 use db::DbPage;
 use device::Parts;
+use nq::NqService;
 use rcfw::Rcfw;
 
 /// Memory the firmware was pointed at, held until it may be freed (after the firmware let go of
@@ -59,6 +61,8 @@ pub(crate) trait Object: Send + Sync {
 pub(crate) struct Roce {
     info: Info,
     parts: Mutex<Parts>,
+    /// The NQ, serviced on every poll of a CQ; taken at close.
+    nq: Mutex<Option<NqService>>,
     wedged: Arc<OnceLock<String>>,
     closed: AtomicBool,
     qps: AtomicU32,
@@ -113,10 +117,11 @@ pub(crate) struct Info {
 impl Roce {
     /// The engine the bring-up started, holding what it gave the firmware; `wedged` is the
     /// NIC's wedge state.
-    pub(crate) fn new(info: Info, parts: Parts, wedged: Arc<OnceLock<String>>) -> Roce {
+    pub(crate) fn new(info: Info, parts: Parts, nq: NqService, wedged: Arc<OnceLock<String>>) -> Roce {
         Roce {
             info,
             parts: Mutex::new(parts),
+            nq: Mutex::new(Some(nq)),
             wedged,
             closed: AtomicBool::new(false),
             qps: AtomicU32::new(0),
@@ -261,9 +266,31 @@ impl Roce {
         }
         self.closed.store(true, Ordering::Release);
         memory.append(&mut self.orphans.lock().unwrap_or_else(|e| e.into_inner()));
+        if let Some(nq) = self.nq.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            if !self.is_wedged() {
+                nq.stop();
+            }
+            memory.push(nq.into_memory());
+        }
         let parts = std::mem::take(&mut *self.parts());
         memory.extend(parts.undo(&self.name, hwrm));
         memory
+    }
+
+    /// Service the NQ, unless another thread is servicing it now (qplib_fp.c
+    /// `bnxt_qplib_service_nq` runs under the NQ's lock; a poll never waits for another).
+    pub(crate) fn service_nq(&self) {
+        if let Ok(mut nq) = self.nq.try_lock()
+            && let Some(nq) = nq.as_mut()
+        {
+            nq.service();
+        }
+    }
+
+    /// What the NQ has taken so far (none once closed).
+    #[cfg(test)]
+    pub(crate) fn nq_counts(&self) -> Option<nq::NqCounts> {
+        self.nq.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(NqService::counts)
     }
 
     /// Send a command during teardown (the engine may already be marked closed).

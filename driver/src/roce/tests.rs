@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use bnxt_hsi::hwrm::ErrorCode;
 use bnxt_hsi::hwrm::layouts::*;
-use bnxt_hsi::roce::doorbell::{DbType, Doorbell};
+use bnxt_hsi::roce::doorbell::{DbPath, DbType, Doorbell};
 use bnxt_hsi::roce::layouts::*;
 
 use crate::error::Error;
@@ -33,7 +33,8 @@ fn open_brings_the_roce_engine_up_in_bnxt_re_order() {
     let nic = Nic::open(&m, 0).unwrap();
     assert_eq!(opcodes(&m), [QUERY_FUNC, QUERY_VERSION, INITIALIZE_FW, QUERY_FUNC, QUERY_VERSION, ADD_GID]);
 
-    // The CREQ: an NQ-type ring of 64 Ki entries behind a one-level table, on vector 0.
+    // The CREQ: an NQ-type ring of 64 Ki entries behind a one-level table, on vector 1 (after
+    // the L2 side's NQ on vector 0, whose rings come first).
     let allocs: Vec<HwrmRingAllocInput> = m
         .f(0)
         .submissions()
@@ -41,18 +42,19 @@ fn open_brings_the_roce_engine_up_in_bnxt_re_order() {
         .filter(|s| crate::testing::req_type(&s.request) == 0x50)
         .map(|s| parse(&s.request))
         .collect();
-    let (creq, nq) = (&allocs[0], &allocs[1]);
+    let (creq, nq) = (&allocs[3], &allocs[4]);
     assert_eq!((creq.ring_type, creq.length.get(), creq.page_size, creq.page_tbl_depth), (5, 65_536, 12, 1));
-    assert_eq!((creq.logical_id.get(), creq.int_mode), (0, HwrmRingAllocInput::INT_MODE_MSIX));
+    assert_eq!((creq.logical_id.get(), creq.int_mode), (1, HwrmRingAllocInput::INT_MODE_MSIX));
     let first_pte = u64::from_le_bytes(m.f(0).dma_read(creq.page_tbl_addr.get(), 8).try_into().unwrap());
     assert_eq!(first_pte & 0x7, 1, "VALID, not yet LAST");
     let last_pte = u64::from_le_bytes(m.f(0).dma_read(creq.page_tbl_addr.get() + 255 * 8, 8).try_into().unwrap());
     assert_eq!(last_pte & 0x7, 3, "the 256th page is the ring's last");
-    assert_eq!((nq.ring_type, nq.length.get(), nq.logical_id.get()), (5, 131_072, 1));
+    assert_eq!((nq.ring_type, nq.length.get(), nq.logical_id.get()), (5, 131_072, 2));
 
     // The statistics context, with the RoCE flag, named by INITIALIZE_FW.
-    let stat: HwrmStatCtxAllocInput =
-        parse(&m.f(0).submissions().iter().find(|s| crate::testing::req_type(&s.request) == 0xb0).unwrap().request);
+    let stat: HwrmStatCtxAllocInput = parse(
+        &m.f(0).submissions().iter().filter(|s| crate::testing::req_type(&s.request) == 0xb0).nth(1).unwrap().request,
+    );
     assert_eq!((stat.stat_ctx_flags, stat.stats_dma_length.get(), stat.update_period_ms.get()), (1, 160, 1000));
     let cmds = m.f(0).roce_commands();
     let init: CmdqInitializeFw = cmds[2].parse();
@@ -91,15 +93,16 @@ fn the_channel_is_announced_after_the_creq_is_armed_and_the_first_producer_carri
         .doorbells()
         .iter()
         .map(|(bar, off, v)| {
-            assert_eq!((*bar, *off), (2, 64 * 1024), "every RoCE doorbell on the page at legacy_l2_db_size_kb");
+            assert_eq!((*bar, *off), (2, 64 * 1024), "every doorbell on the page at legacy_l2_db_size_kb");
             Doorbell::decode(*v).unwrap()
         })
+        .filter(|d| d.path == DbPath::Roce)
         .collect();
-    assert_eq!((dbs[0].ty, dbs[0].xid, dbs[0].index, dbs[0].valid), (DbType::NqArm, 0, 0, true), "CREQ armed first");
+    assert_eq!((dbs[0].ty, dbs[0].xid, dbs[0].index, dbs[0].valid), (DbType::NqArm, 3, 0, true), "CREQ armed first");
     // Each answered command is acknowledged with an NQ doorbell at the new consumer.
-    let acks: Vec<u32> = dbs.iter().filter(|d| d.ty == DbType::Nq && d.xid == 0).map(|d| d.index).collect();
+    let acks: Vec<u32> = dbs.iter().filter(|d| d.ty == DbType::Nq && d.xid == 3).map(|d| d.index).collect();
     assert_eq!(acks, [1, 2, 3, 4, 5, 6]);
-    assert!(dbs.iter().any(|d| d.ty == DbType::NqArm && d.xid == 1), "the NQ is armed");
+    assert!(dbs.iter().any(|d| d.ty == DbType::NqArm && d.xid == 4), "the NQ is armed");
 }
 
 #[test]
@@ -110,17 +113,14 @@ fn close_tears_the_engine_down_in_reverse_before_unregistering() {
     nic.close();
     assert_eq!(&opcodes(&m)[6..], [DELETE_GID, DEINITIALIZE_FW]);
     let after: Vec<u16> = m.f(0).submissions()[before..].iter().map(|s| crate::testing::req_type(&s.request)).collect();
-    assert_eq!(
-        after,
-        [0x51, 0xb1, 0x51, 0x1a],
-        "RING_FREE NQ, (DEINITIALIZE_FW), STAT_CTX_FREE, RING_FREE CREQ, UNRGTR"
-    );
+    assert_eq!(&after[..3], [0x51, 0xb1, 0x51], "RING_FREE NQ, (DEINITIALIZE_FW), STAT_CTX_FREE, RING_FREE CREQ");
+    assert_eq!(*after.last().unwrap(), 0x1a, "then the L2 side, and FUNC_DRV_UNRGTR last");
     let frees: Vec<HwrmRingFreeInput> = m.f(0).submissions()[before..]
         .iter()
         .filter(|s| crate::testing::req_type(&s.request) == 0x51)
         .map(|s| parse(&s.request))
         .collect();
-    assert_eq!(frees.iter().map(|f| (f.ring_type, f.ring_id.get())).collect::<Vec<_>>(), [(5, 1), (5, 0)]);
+    assert_eq!(frees[..2].iter().map(|f| (f.ring_type, f.ring_id.get())).collect::<Vec<_>>(), [(5, 4), (5, 3)]);
     assert_eq!(m.f(0).dma_live(), 0);
 }
 
@@ -170,7 +170,7 @@ fn a_roce_command_refused_fails_the_open_naming_it_and_undoes_the_engine() {
 #[test]
 fn a_refused_ring_alloc_for_the_creq_fails_before_any_roce_command() {
     let m = FakeMachine::new(1);
-    m.fault(0x50, 1, Fault::Refuse(ErrorCode::ResourceAllocError.value()));
+    m.fault(0x50, 4, Fault::Refuse(ErrorCode::ResourceAllocError.value())); // after the L2 side's three
     let err = Nic::open(&m, 0).unwrap_err();
     assert!(matches!(&err, Error::Refused { request, .. } if request == "RING_ALLOC"), "{err}");
     assert!(opcodes(&m).is_empty());

@@ -24,6 +24,8 @@ pub(crate) enum Fault {
 pub(crate) type Faults = Arc<Mutex<HashMap<(u16, u32), Fault>>>;
 
 pub(crate) const MAC: [u8; 6] = [0x02, 0x11, 0x22, 0x33, 0x44, 0x55];
+/// The id the fake firmware gives its L2 filter.
+pub(crate) const FILTER_ID: u64 = 0x1234_5678_9abc;
 const TYPES: [u16; 9] = [0, 1, 2, 3, 4, 5, 6, 0xe, 0xf];
 
 fn qcaps_v2(ty: u16) -> HwrmFuncBackingStoreQcapsV2Output {
@@ -55,6 +57,7 @@ fn qcaps_v2(ty: u16) -> HwrmFuncBackingStoreQcapsV2Output {
 pub(crate) fn firmware(faults: Faults) -> impl FnMut(&[u8]) -> Reply + Send + 'static {
     let mut seen: HashMap<u16, u32> = HashMap::new();
     let mut next_ring = 0u16;
+    let mut reserved = HwrmFuncCfgInput::new_zeroed();
     move |req: &[u8]| {
         let ty = req_type(req);
         let n = seen.entry(ty).or_insert(0);
@@ -88,7 +91,48 @@ pub(crate) fn firmware(faults: Faults) -> impl FnMut(&[u8]) -> Reply + Send + 's
                 r.mac_address = MAC;
                 respond::<HwrmFuncQcapsInput>(req, r, 0)
             }
-            0x1d => respond::<HwrmFuncDrvRgtrInput>(req, FromZeros::new_zeroed(), 0),
+            0x1d => {
+                let mut r = HwrmFuncDrvRgtrOutput::new_zeroed();
+                r.flags = HwrmFuncDrvRgtrOutput::FLAGS_IF_CHANGE_SUPPORTED.into();
+                respond::<HwrmFuncDrvRgtrInput>(req, r, 0)
+            }
+            0x0d => respond::<HwrmFuncDrvIfChangeInput>(req, FromZeros::new_zeroed(), 0),
+            0x190 => {
+                let mut r = HwrmFuncResourceQcapsOutput::new_zeroed();
+                r.max_msix = 16.into();
+                r.max_cmpl_rings = 16.into();
+                r.max_rx_rings = 16.into();
+                r.max_tx_rings = 16.into();
+                r.max_stat_ctx = 16.into();
+                r.max_vnics = 4.into();
+                r.max_rsscos_ctx = 4.into();
+                respond::<HwrmFuncResourceQcapsInput>(req, r, 0)
+            }
+            0x17 => {
+                let cfg: HwrmFuncCfgInput = parse(req);
+                reserved = cfg;
+                respond::<HwrmFuncCfgInput>(req, FromZeros::new_zeroed(), 0)
+            }
+            0x40 => {
+                let mut r = HwrmVnicAllocOutput::new_zeroed();
+                r.vnic_id = 0.into();
+                respond::<HwrmVnicAllocInput>(req, r, 0)
+            }
+            0x41 => respond::<HwrmVnicFreeInput>(req, FromZeros::new_zeroed(), 0),
+            0x42 => respond::<HwrmVnicCfgInput>(req, FromZeros::new_zeroed(), 0),
+            0x46 => respond::<HwrmVnicRssCfgInput>(req, FromZeros::new_zeroed(), 0),
+            0x70 => {
+                let mut r = HwrmVnicRssCosLbCtxAllocOutput::new_zeroed();
+                r.rss_cos_lb_ctx_id = 7.into();
+                respond::<HwrmVnicRssCosLbCtxAllocInput>(req, r, 0)
+            }
+            0x71 => respond::<HwrmVnicRssCosLbCtxFreeInput>(req, FromZeros::new_zeroed(), 0),
+            0x90 => {
+                let mut r = HwrmCfaL2FilterAllocOutput::new_zeroed();
+                r.l2_filter_id = FILTER_ID.into();
+                respond::<HwrmCfaL2FilterAllocInput>(req, r, 0)
+            }
+            0x91 => respond::<HwrmCfaL2FilterFreeInput>(req, FromZeros::new_zeroed(), 0),
             0x1a => respond::<HwrmFuncDrvUnrgtrInput>(req, FromZeros::new_zeroed(), 0),
             0x30 => {
                 let mut r = HwrmQueueQportcfgOutput::new_zeroed();
@@ -105,6 +149,13 @@ pub(crate) fn firmware(faults: Faults) -> impl FnMut(&[u8]) -> Reply + Send + 's
                 r.legacy_l2_db_size_kb = 64.into();
                 r.l2_doorbell_bar_size_kb = 1024.into();
                 r.mac_address = MAC;
+                // What the last FUNC_CFG reserved (bnxt.c `bnxt_hwrm_get_rings`).
+                r.alloc_rx_rings = reserved.num_rx_rings;
+                r.alloc_cmpl_rings = reserved.num_cmpl_rings;
+                r.alloc_msix = reserved.num_msix;
+                r.alloc_stat_ctx = reserved.num_stat_ctxs;
+                r.alloc_vnics = reserved.num_vnics;
+                r.alloc_rsscos_ctx = reserved.num_rsscos_ctxs;
                 respond::<HwrmFuncQcfgInput>(req, r, 0)
             }
             0x2a => respond::<HwrmPortPhyQcapsInput>(req, FromZeros::new_zeroed(), 0),

@@ -25,11 +25,12 @@ use bnxt_hsi::hwrm::layouts::{
 use super::Ctx;
 use super::caps::{CtxCaps, ctx_caps, next_offered_after, type_defined};
 use super::context_mem::ContextRegion;
+use super::options::FirmwareOptions;
 use super::page_table::{TableSpec, walk};
 use super::response::{Outcome, Reject, parse, reply};
 
 /// FUNC_BACKING_STORE_QCAPS_V2 for one type.
-pub fn qcaps_v2(bytes: &[u8]) -> Outcome {
+pub fn qcaps_v2(bytes: &[u8], opts: &FirmwareOptions) -> Outcome {
     let req: HwrmFuncBackingStoreQcapsV2Input = parse(bytes);
     let ty = req.type_.get();
     if !type_defined(ty) {
@@ -51,12 +52,12 @@ pub fn qcaps_v2(bytes: &[u8]) -> Outcome {
         o.max_num_entries = c.max_entries.into();
         o.min_num_entries = c.min_entries.into();
         o.next_valid_type = next.into();
-        o.subtype_valid_cnt = c.splits.len() as u8;
-        let split = |i: usize| c.splits.get(i).copied().unwrap_or(0).into();
-        o.split_entry_0 = split(0);
-        o.split_entry_1 = split(1);
-        o.split_entry_2 = split(2);
-        o.split_entry_3 = split(3);
+        let (splits, count) = c.offered_splits(opts);
+        o.subtype_valid_cnt = count;
+        o.split_entry_0 = splits[0].into();
+        o.split_entry_1 = splits[1].into();
+        o.split_entry_2 = splits[2].into();
+        o.split_entry_3 = splits[3].into();
         o.max_instance_count = (c.instances().count() as u16).into();
     })
 }

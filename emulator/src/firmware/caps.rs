@@ -10,6 +10,7 @@
 
 use bnxt_hsi::backing_store::CtxType;
 
+use super::options::{FW_LIMIT_AVS, FirmwareOptions};
 use crate::config_space::MSIX_VECTORS;
 
 /// FUNC_QCAPS `max_rsscos_ctx`.
@@ -102,6 +103,24 @@ pub fn type_defined(ty: u16) -> bool {
 }
 
 impl CtxCaps {
+    /// The split entries QCAPS_V2 reports with `opts`, and how many count (`subtype_valid_cnt`):
+    /// the QP type adds the fast-destroy QPs as its third when there are any, and the MRAV type
+    /// states [`FW_LIMIT_AVS`] address vectors when the firmware states its limits.
+    pub fn offered_splits(&self, opts: &FirmwareOptions) -> ([u32; 4], u8) {
+        let mut splits = [0u32; 4];
+        splits[..self.splits.len()].copy_from_slice(self.splits);
+        let mut count = self.splits.len();
+        match self.ty {
+            CtxType::Qp if opts.fast_destroy_qps > 0 => {
+                splits[2] = opts.fast_destroy_qps;
+                count = 3;
+            }
+            CtxType::Mrav if opts.resource_limits => splits[0] = FW_LIMIT_AVS,
+            _ => {}
+        }
+        (splits, count as u8)
+    }
+
     /// Instances of this type (bits of `instance_bit_map`, or just instance 0).
     pub fn instances(&self) -> impl Iterator<Item = u16> + '_ {
         let map = if self.instance_bit_map == 0 { 1 } else { self.instance_bit_map };

@@ -112,7 +112,7 @@ pub fn dispatch(req_type: u16, bytes: &[u8], ctx: &mut Ctx<'_>) -> Option<Outcom
         FUNC_DRV_UNRGTR => driver_reg::drv_unrgtr(bytes, ctx),
         FUNC_DRV_IF_CHANGE => driver_reg::drv_if_change(bytes, ctx),
         QUEUE_QPORTCFG => queue::queue_qportcfg(bytes),
-        BS_QCAPS_V2 => backing_store::qcaps_v2(bytes),
+        BS_QCAPS_V2 => backing_store::qcaps_v2(bytes, ctx.opts),
         BS_CFG_V2 => backing_store::cfg_v2(bytes, ctx),
         STAT_CTX_ALLOC => stats::stat_ctx_alloc(bytes, ctx),
         STAT_CTX_FREE => stats::stat_ctx_free(bytes, ctx),

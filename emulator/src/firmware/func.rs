@@ -69,7 +69,7 @@ pub fn func_reset(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
 pub fn func_qcaps(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     let req: HwrmFuncQcapsInput = parse(bytes);
     check_fid(req.fid.get())?;
-    let id = ctx.id;
+    let (id, ctx) = (ctx.id, &*ctx);
     reply::<HwrmFuncQcapsOutput>(|o| {
         o.fid = PF_FID.into();
         o.port_id = PORT_ID.into();
@@ -84,6 +84,9 @@ pub fn func_qcaps(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
         o.max_stat_ctx = MAX_STAT_CTX.into();
         o.max_hw_ring_grps = MAX_HW_RING_GRPS.into();
         o.flags_ext = HwrmFuncQcapsOutput::FLAGS_EXT_BS_V2_SUPPORTED.into();
+        if ctx.opts.resource_limits {
+            o.flags_ext2 = HwrmFuncQcapsOutput::FLAGS_EXT2_SW_MAX_RESOURCE_LIMITS_SUPPORTED.into();
+        }
         o.device_serial_number = id.serial.to_le_bytes();
     })
 }

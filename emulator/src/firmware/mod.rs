@@ -33,6 +33,7 @@ pub mod identity;
 pub mod l2_config;
 pub mod l2_filter;
 pub mod nvm;
+pub mod options;
 pub mod page_table;
 pub mod placement;
 pub mod port;
@@ -40,6 +41,7 @@ pub mod port_cfg;
 pub mod port_stats;
 pub mod qos_caps;
 pub mod queue;
+pub mod reservation;
 pub mod reset;
 pub mod response;
 pub mod rings;
@@ -65,6 +67,7 @@ use crate::regs::bar0::WINDOW_LEN;
 use faults::FaultInjector;
 use identity::{HWRM_LATENCY, MAX_EXT_REQ_LEN, NicIdentity};
 use l2_config::Notice;
+use options::FirmwareOptions;
 use response::Response;
 use state::FwState;
 use submission::{SubmitError, window_req_type};
@@ -77,6 +80,8 @@ pub struct Ctx<'a> {
     pub state: &'a mut FwState,
     /// Who the NIC is.
     pub id: &'a NicIdentity,
+    /// What it advertises beyond its defaults.
+    pub opts: &'a FirmwareOptions,
 }
 
 /// Work the firmware has queued.
@@ -154,6 +159,7 @@ pub struct FwCounters {
 #[derive(Debug)]
 pub struct Firmware {
     id: NicIdentity,
+    opts: FirmwareOptions,
     state: FwState,
     jobs: BTreeMap<(Duration, u64), Job>,
     next_job: u64,
@@ -173,6 +179,7 @@ impl Firmware {
     pub fn new(id: NicIdentity, faults: FaultInjector) -> Firmware {
         Firmware {
             id,
+            opts: FirmwareOptions::default(),
             state: FwState::default(),
             jobs: BTreeMap::new(),
             next_job: 0,
@@ -183,6 +190,17 @@ impl Firmware {
             restarted: false,
             resetting: false,
         }
+    }
+
+    /// The same firmware advertising `opts`.
+    pub fn with_options(mut self, opts: FirmwareOptions) -> Firmware {
+        self.opts = opts;
+        self
+    }
+
+    /// What it advertises beyond its defaults.
+    pub fn options(&self) -> FirmwareOptions {
+        self.opts
     }
 
     /// The HWRM trigger was written at `now` with `window` in the request window.
@@ -329,7 +347,7 @@ impl Firmware {
         mem: &dyn HostMemory,
         rec: &mut Recorder,
     ) -> (Response, String) {
-        let mut ctx = Ctx { mem, state: &mut self.state, id: &self.id };
+        let mut ctx = Ctx { mem, state: &mut self.state, id: &self.id, opts: &self.opts };
         match dispatch::dispatch(req_type, bytes, &mut ctx) {
             Some(Ok(body)) => (response::success(body, req_type, seq_id), String::new()),
             Some(Err(reject)) => {

@@ -8,6 +8,16 @@
 //! the length, the page size and depth, that every ring byte is reachable by DMA, the ids the
 //! enables name (statistics context, NQ, completion ring) and the per-type maxima FUNC_QCAPS
 //! reports. Refusals carry the HSI's `RING_ALLOC_CMD_ERR_CODE_*` where one fits.
+//!
+//! A ring past the function's FUNC_CFG reservation is refused (RESOURCE_ALLOC_ERROR,
+//! `NO_RESOURCE_FOR_PF`): on P5 and later bnxt_en reserves every ring before it allocates one
+//! and holds itself to what FUNC_QCFG says was granted (bnxt.c `bnxt_need_reserve_rings`,
+//! `__bnxt_reserve_rings`, `bnxt_hwrm_get_rings`: "Able to reserve only ..." trims its rings),
+//! and the RoCE driver's NQs come out of the same reservation (`bnxt_get_ulp_msix_num` in
+//! `bnxt_nq_rings_in_use`). NQs count against `num_msix`, completion rings against
+//! `num_cmpl_rings`, TX rings against `num_tx_rings`, RX and aggregation rings together against
+//! `num_rx_rings` (bnxt_en doubles its RX count with aggregation rings). See
+//! [`super::reservation`].
 
 use bnxt_hsi::hwrm::ErrorCode;
 use bnxt_hsi::hwrm::layouts::{
@@ -18,6 +28,7 @@ use bnxt_hsi::hwrm::layouts::{
 use super::Ctx;
 use super::caps::{MAX_CMPL_RINGS, MAX_NQS, MAX_RX_RINGS, MAX_TX_RINGS};
 use super::page_table::{PageTableError, TableSpec, walk};
+use super::reservation::{self, Reserved};
 use super::response::{Outcome, Reject, parse, reply};
 use super::state::{Ring, RingType};
 use crate::config_space::MSIX_VECTORS;
@@ -64,6 +75,8 @@ pub fn ring_alloc(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
         )
         .cmd_err(AllocErr::CODE_NO_RESOURCE_FOR_PF));
     }
+    reservation::check(&ctx.state.l2.reservation, Reserved::of_ring(ty), used)
+        .map_err(|r| r.cmd_err(AllocErr::CODE_NO_RESOURCE_FOR_PF))?;
     let enables = req.enables.get();
     let stat_ctx_id = if enables & R::ENABLES_STAT_CTX_ID_VALID != 0 {
         let id = req.stat_ctx_id.get();

@@ -5,6 +5,7 @@
 //! bytes); the model checks it is reachable and hands out the lowest free id. A length of 0 means
 //! the basic `ctx_hw_stats` block (bnxt_hsi.h, 20 counters of 8 bytes) as older drivers send it.
 //! The model does not yet DMA counters into that memory (the periodic update is not modelled).
+//! A context past the function's FUNC_CFG reservation is refused ([`super::reservation`]).
 
 use bnxt_hsi::hwrm::ErrorCode;
 use bnxt_hsi::hwrm::layouts::{
@@ -14,6 +15,7 @@ use bnxt_hsi::hwrm::layouts::{
 
 use super::Ctx;
 use super::caps::MAX_STAT_CTX;
+use super::reservation::{self, Reserved};
 use super::response::{Outcome, Reject, parse, reply};
 use super::state::StatCtx;
 
@@ -42,6 +44,8 @@ pub fn stat_ctx_alloc(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
         )
         .cmd_err(AllocErr::CODE_RES_POOL_EXHAUSTED));
     }
+    reservation::check(&ctx.state.l2.reservation, Reserved::StatCtxs, ctx.state.stat_ctxs.len())
+        .map_err(|r| r.cmd_err(AllocErr::CODE_RES_POOL_EXHAUSTED))?;
     let id = ctx.state.free_stat_id().ok_or_else(|| {
         Reject::new(ErrorCode::ResourceAllocError, "no statistics context id left")
             .cmd_err(AllocErr::CODE_RES_POOL_EXHAUSTED)

@@ -12,8 +12,11 @@
 //! VNIC_QCAPS reports what the model's L2 engine does: it strips VLAN tags when asked
 //! (`VLAN_STRIP_CAP`), writes P7 (v3) RX completions (`RX_CMPL_V3_CAP`), selects rings with the
 //! Toeplitz hash, and aggregates nothing (`max_aggs_supported` 0: no TPA; bnxt_en still uses
-//! aggregation rings for frames larger than a page, placed as [`super::placement`] says). VNIC modes for the RoCE driver (`ROCE_DUAL_VNIC_MODE`) are accepted and
-//! kept: RoCE frames go to the RoCE engine whatever the VNIC says.
+//! aggregation rings for frames larger than a page, placed as [`super::placement`] says). VNIC
+//! modes for the RoCE driver (`ROCE_DUAL_VNIC_MODE`) are accepted and kept; a RoCE frame reaches
+//! the RoCE engine through an L2 filter to a VNIC (see [`crate::roce::l2_gate`]). VNIC_ALLOC and
+//! VNIC_RSS_COS_LB_CTX_ALLOC past the function's FUNC_CFG reservation are refused
+//! ([`super::reservation`]).
 
 use bnxt_hsi::hwrm::ErrorCode;
 use bnxt_hsi::hwrm::layouts::{
@@ -27,6 +30,7 @@ use super::Ctx;
 use super::caps::{MAX_RSSCOS_CTX, MAX_VNICS};
 use super::func::MAX_MTU;
 use super::l2_config::{RSS_KEY_BYTES, RSS_PAIRS_PER_CTX, RssTable, Vnic, lowest_free_u16};
+use super::reservation::{self, Reserved};
 use super::response::{Outcome, Reject, parse, reply};
 use super::state::RingType;
 
@@ -69,6 +73,7 @@ pub fn vnic_alloc(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     if default && l2.default_vnic().is_some() {
         return Err(Reject::invalid("the function already has a default VNIC"));
     }
+    reservation::check(&l2.reservation, Reserved::Vnics, l2.vnics.len())?;
     let id = lowest_free_u16(l2.vnics.keys().copied(), MAX_VNICS)
         .ok_or_else(|| Reject::new(ErrorCode::ResourceAllocError, format!("all {MAX_VNICS} VNICs are in use")))?;
     l2.vnics.insert(id, Vnic { default, ..Vnic::default() });
@@ -145,6 +150,7 @@ pub fn vnic_cfg(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
 pub fn rss_ctx_alloc(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     let _req: HwrmVnicRssCosLbCtxAllocInput = parse(bytes);
     let l2 = &mut ctx.state.l2;
+    reservation::check(&l2.reservation, Reserved::RssCtxs, l2.rss_ctxs.len())?;
     let id = lowest_free_u16(l2.rss_ctxs.keys().copied(), MAX_RSSCOS_CTX).ok_or_else(|| {
         Reject::new(ErrorCode::ResourceAllocError, format!("all {MAX_RSSCOS_CTX} RSS/COS/LB contexts are in use"))
     })?;

@@ -60,7 +60,11 @@ pub struct RoceCounters {
     pub frames_received: u64,
     /// Frames dropped at parsing, by reason (a bad ICRC among them).
     pub rx_drops: DropCounters,
-    /// Frames not addressed to this NIC (MAC or IP).
+    /// RoCE frames no L2 filter of the function passes to the RoCE engine (none matches the
+    /// destination MAC, or those that do carry L2 traffic only); see [`super::l2_gate`].
+    pub rx_no_l2_filter: u64,
+    /// Frames an L2 filter passed that are not addressed to this NIC's RoCE engine (no GID of
+    /// the destination IP on the destination MAC).
     pub rx_not_ours: u64,
     /// Frames for a QP that does not exist or is not ready to receive.
     pub rx_no_qp: u64,

@@ -45,6 +45,7 @@ use crate::roce::transport::{
 use super::caps::LOOPBACK_LATENCY;
 use super::cq::CqeOutcome;
 use super::engine::{Env, RoceEngine};
+use super::l2_gate::{self, Admission};
 use super::memory::{INLINE_LKEY, QpMemory};
 use super::qp::{Qp, QpKind};
 use super::state::RoceState;
@@ -394,6 +395,15 @@ impl RoceEngine {
             }
         };
         let dst_mac = parsed.eth.dst.0;
+        match l2_gate::admit(&env.fw.l2, &dst_mac, len) {
+            Admission::Admitted { unsourced: Some(why), .. } => self.warn_once(why),
+            Admission::Admitted { unsourced: None, .. } => {}
+            Admission::Dropped(why) => {
+                self.counters.rx_no_l2_filter += 1;
+                env.rec.record(now, EventKind::FrameDropped { reason: format!("RoCE: {why} (rx_no_l2_filter)") });
+                return;
+            }
+        }
         let dst_ip = parsed.ip.dst.octets();
         if !self.st.gids.accepts(self.mac, dst_mac, dst_ip) {
             self.counters.rx_not_ours += 1;

@@ -20,6 +20,7 @@ pub mod doorbell;
 pub mod engine;
 pub mod gid;
 mod gsi;
+pub mod l2_gate;
 pub mod memory;
 pub mod mr;
 pub mod nq;

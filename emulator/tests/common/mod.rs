@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bnxt_hsi::hwrm::Request;
-use bnxt_hsi::hwrm::layouts::{HwrmFuncCfgInput, HwrmShortInput};
+use bnxt_hsi::hwrm::layouts::{HwrmCfaL2FilterAllocInput, HwrmFuncCfgInput, HwrmShortInput, HwrmVnicAllocInput};
 use bnxt_model::config_space::{COMMAND, COMMAND_MASTER, COMMAND_MEMORY};
 use bnxt_model::faults::FaultPlan;
 use bnxt_model::host_memory::{HeapBacking, HostMemory, Iommu};
@@ -68,7 +68,7 @@ impl Rig {
 
     /// As [`Rig::new`] with a seed and a fault plan.
     pub fn with(nics: usize, seed: u64, faults: FaultPlan) -> Rig {
-        let mut world = World::new(WorldConfig { nics, seed, faults });
+        let mut world = World::new(WorldConfig { nics, seed, faults, ..WorldConfig::default() });
         let mut host = Vec::new();
         for nic in 0..nics {
             let mem = Arc::new(HeapBacking::new(MEM_LEN));
@@ -286,4 +286,27 @@ pub fn reserve_rings(tx: u16, rx: u16, cp: u16, msix: u16, stat: u16, vnic: u16,
     (c.num_tx_rings, c.num_rx_rings, c.num_cmpl_rings, c.num_msix) = (tx.into(), rx.into(), cp.into(), msix.into());
     (c.num_stat_ctxs, c.num_vnics, c.num_rsscos_ctxs) = (stat.into(), vnic.into(), rss.into());
     c
+}
+
+/// A reservation that covers what the tests allocate (FUNC_CFG; the firmware refuses rings,
+/// statistics contexts, VNICs and RSS contexts past it).
+pub fn roomy_reservation() -> HwrmFuncCfgInput {
+    reserve_rings(8, 8, 16, 32, 16, 4, 4)
+}
+
+/// The default VNIC and an L2 filter steering `mac` to it, with RoCE traffic (as bnxt_en gives a
+/// RoCE function before bnxt_re's traffic flows): RoCE frames reach the NIC's RoCE engine only
+/// through such a filter. The VNIC's id and the filter's.
+pub fn roce_filter(rig: &mut Rig, nic: usize, mac: [u8; 6]) -> (u32, u64) {
+    type F = HwrmCfaL2FilterAllocInput;
+    let mut v: HwrmVnicAllocInput = req();
+    v.flags = HwrmVnicAllocInput::FLAGS_DEFAULT.into();
+    let vnic = rig.ok(nic, v).vnic_id.get();
+    let mut f: F = req();
+    f.flags = (F::FLAGS_PATH_RX | F::FLAGS_OUTERMOST | F::FLAGS_TRAFFIC_ROCE).into();
+    f.enables = (F::ENABLES_L2_ADDR | F::ENABLES_L2_ADDR_MASK | F::ENABLES_DST_ID).into();
+    f.l2_addr = mac;
+    f.l2_addr_mask = [0xff; 6];
+    f.dst_id = (vnic as u16).into();
+    (vnic, rig.ok(nic, f).l2_filter_id.get())
 }

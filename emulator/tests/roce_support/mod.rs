@@ -18,7 +18,7 @@ use bnxt_hsi::roce::msn::{MsnEntry, table_entries};
 use bnxt_hsi::roce::rcfw::{CMD_DISCR_TLV_ENCAP, TLV_TYPE_MODIFY_ROCE_CC_GEN1, TLV_TYPE_ROCE_SP_COMMAND};
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
-use crate::common::{Pages, Rig, req};
+use crate::common::{Pages, Rig, req, roce_filter, roomy_reservation};
 
 /// BAR2 offset of the kernel doorbell page (FUNC_QCFG legacy_l2_db_size_kb × 1024).
 pub const DB: u64 = 0x10000;
@@ -168,6 +168,8 @@ pub struct Func {
     pub async_events: Vec<Creq>,
     /// The NIC's MAC.
     pub mac: [u8; 6],
+    /// The L2 filter steering the MAC to the default VNIC.
+    pub filter: u64,
 }
 
 /// Contiguous pages holding `bytes` and a level-1 page table naming them: (table, first data
@@ -275,15 +277,18 @@ impl NqRing {
 }
 
 impl Func {
-    /// Context memory, statistics context, CREQ (`creq_len` entries, vector 0) and a CMDQ of
+    /// A reservation, the default VNIC with an L2 filter for the NIC's MAC, context memory,
+    /// statistics context, CREQ (`creq_len` entries, vector 0) and a CMDQ of
     /// `cmdq_slots`, the CREQ armed and `cmdq_init` written; no command sent yet.
     pub fn bring_up(rig: &mut Rig, nic: usize, creq_len: u32, cmdq_slots: u32) -> Func {
         let mut pages = Pages::default();
+        rig.ok(nic, roomy_reservation());
+        let mac = rig.world.nic_state(nic).mac;
+        let (_, filter) = roce_filter(rig, nic, mac);
         let stat_ctx = context_memory(rig, nic, &mut pages);
         let creq = nq_ring(rig, nic, &mut pages, creq_len, 0);
         let cmdq = pages.take((u64::from(cmdq_slots) * 16).div_ceil(4096));
         let sb = pages.take(1);
-        let mac = rig.world.nic_state(nic).mac;
         let f = Func {
             nic,
             pages,
@@ -297,6 +302,7 @@ impl Func {
             sb,
             async_events: Vec::new(),
             mac,
+            filter,
         };
         ring(rig, nic, f.creq.doorbell(true));
         f.write_init(rig, cmdq, cmdq_slots, 0, f.creq.id);

@@ -222,6 +222,13 @@ impl Doorbell {
         }
     }
 
+    /// An L2-path doorbell with the valid bit set, as bnxt_en builds them on P7 (bnxt.c
+    /// `bnxt_set_db`: `DBR_PATH_L2 | DBR_VALID` and the ring id): `index` and `xid` are masked to
+    /// their fields.
+    pub fn l2(ty: DbType, xid: u32, index: u32, epoch: bool, toggle: u8) -> Doorbell {
+        Doorbell { path: DbPath::L2, ..Doorbell::roce(ty, xid, index, epoch, toggle) }
+    }
+
     /// The 64-bit value to store.
     pub fn encode(&self) -> u64 {
         u64::from(self.index & INDEX_MASK)
@@ -284,5 +291,9 @@ mod tests {
         assert_eq!(Doorbell::decode(3 << 56), Err(DoorbellError::UndefinedPath(3)));
         let l2 = Doorbell::decode(D::PATH_L2 | D::TYPE_NQ_ARM).unwrap();
         assert_eq!((l2.path, l2.valid, l2.ty), (DbPath::L2, false, DbType::NqArm));
+        let v = Doorbell::l2(DbType::NqMask, 3, 0, false, 0).encode();
+        assert_eq!(v & D::PATH_MASK, D::PATH_L2);
+        assert_eq!(v & D::VALID, D::VALID);
+        assert_eq!(v & D::TYPE_MASK, D::TYPE_NQ_MASK);
     }
 }

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use bnxt_model::faults::FaultPlan;
+use bnxt_model::firmware::options::FirmwareOptions;
 use bnxt_model::net::fault::FaultCounters;
 
 use crate::world::NicState;
@@ -29,6 +30,10 @@ pub struct Restart {
     /// descriptor comes with the command (see [`crate::vfio_user::capture`]).
     #[serde(default)]
     pub capture: bool,
+    /// What the NIC's firmware advertises beyond its defaults (firmware resource limits,
+    /// fast-destroy QPs).
+    #[serde(default)]
+    pub firmware: FirmwareOptions,
 }
 
 /// `BNXT_RIG_STATE` reply: the NIC as only a model can show it, and what its server did.

@@ -69,7 +69,7 @@ impl ServedNic {
         let wire = std::mem::take(&mut faults.wire);
         check_wire_plan(&wire)?;
         Ok(ServedNic {
-            world: World::with_macs(WorldConfig { nics: 1, seed, faults }, &[mac]),
+            world: World::with_macs(WorldConfig { nics: 1, seed, faults, ..WorldConfig::default() }, &[mac]),
             mac,
             epoch: Duration::ZERO,
             dma: DmaTable::new(),
@@ -219,7 +219,7 @@ impl ServedNic {
     /// Refused, with the NIC left as it was, when the wire plan cannot apply to one NIC, or when
     /// a capture is asked for without a file or a file comes without one being asked for.
     pub fn restart(&mut self, now: Duration, restart: Restart, capture: Option<OwnedFd>) -> Result<(), Refusal> {
-        let Restart { seed, mut faults, nic, capture: wanted } = restart;
+        let Restart { seed, mut faults, nic, capture: wanted, firmware } = restart;
         let wire = std::mem::take(&mut faults.wire);
         check_wire_plan(&wire).map_err(|e| refuse(errno::EINVAL, format!("the wire plan: {e}")))?;
         let capture = match (wanted, capture) {
@@ -234,7 +234,7 @@ impl ServedNic {
         };
         self.advance_to(now);
         self.finish_capture();
-        self.world = World::with_macs(WorldConfig { nics: 1, seed, faults }, &[self.mac]);
+        self.world = World::with_macs(WorldConfig { nics: 1, seed, faults, firmware }, &[self.mac]);
         self.epoch = now;
         self.stale.extend(self.dma.mappings().map(|m| m.iova));
         self.wire = wire;

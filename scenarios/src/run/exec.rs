@@ -17,11 +17,6 @@ use crate::scenario::{Action, CountCheck, IdentityCheck, NicRef, Step};
 use crate::target::Session;
 use crate::transcript::record::Recorder;
 
-/// Most queue pairs a NIC holds at once (the contract: the firmware's limit, at most 65,536).
-const MAX_QPS: u32 = 65_536;
-/// Most regions a NIC holds at once (the contract: at most 262,144).
-const MAX_REGIONS: u32 = 262_144;
-
 /// A step that did not do what it should: what should have happened, and what did.
 #[derive(Debug)]
 pub(super) struct Mismatch {
@@ -331,27 +326,7 @@ impl<'s> Exec<'s> {
                 checks.done()
             }
             Action::Identity(check) => self.identity(check),
-            Action::Limits { nic, qps, regions } => {
-                let limits = self.open_nic(&nic.name)?.limits();
-                let mut checks = Checks::default();
-                checks.check(
-                    (1..=MAX_QPS).contains(&limits.qps),
-                    format!("from 1 to {MAX_QPS} queue pairs"),
-                    format!("qps {}", limits.qps),
-                );
-                checks.check(
-                    (1..=MAX_REGIONS).contains(&limits.regions),
-                    format!("from 1 to {MAX_REGIONS} regions"),
-                    format!("regions {}", limits.regions),
-                );
-                if let Some(q) = qps {
-                    checks.check(limits.qps == *q, format!("qps {q}"), format!("qps {}", limits.qps));
-                }
-                if let Some(r) = regions {
-                    checks.check(limits.regions == *r, format!("regions {r}"), format!("regions {}", limits.regions));
-                }
-                checks.done().map(|_| Some(format!("{} queue pairs, {} regions", limits.qps, limits.regions)))
-            }
+            Action::Limits { nic, qps, regions } => super::limits::check(self.open_nic(&nic.name)?, *qps, *regions),
             Action::Count(check) => {
                 let n = bnxt::count(self.machine)
                     .map_err(|e| Mismatch::new("the machine's NICs can be listed", e.to_string()))?;
@@ -366,28 +341,13 @@ impl<'s> Exec<'s> {
                 let _ = self.clock.sleep(*d);
                 Ok(None)
             }
-            Action::Inspect { nic, dma_mappings, driver_registered } => {
+            Action::Inspect { nic, .. } => {
                 let index = self.index(nic)?;
                 let state = self
                     .session
                     .internals(index)
                     .map_err(|e| Mismatch::new("the NIC's inner state can be seen", e.to_string()))?;
-                let mut checks = Checks::default();
-                if let Some(n) = dma_mappings {
-                    checks.check(
-                        state.dma_mappings == *n as usize,
-                        format!("dma_mappings {n}"),
-                        format!("dma_mappings {}", state.dma_mappings),
-                    );
-                }
-                if let Some(r) = driver_registered {
-                    checks.check(
-                        state.driver_registered == *r,
-                        format!("driver_registered {r}"),
-                        format!("driver_registered {}", state.driver_registered),
-                    );
-                }
-                checks.done()
+                super::inspect::check(&state, &step.action)
             }
             Action::Repeat { .. } => unreachable!("repeat is run by step()"),
             other => unreachable!("`{}` is a RoCE step, run by roce()", other.keyword()),

@@ -7,6 +7,8 @@
 pub mod budget;
 pub mod exec;
 pub mod fill;
+mod inspect;
+mod limits;
 pub mod outcome;
 pub mod panic;
 pub mod record;
@@ -138,6 +140,7 @@ pub fn run_scenario(scenario: &Scenario, target: &dyn Target, options: &RunOptio
         nics: scenario.nics,
         seed,
         faults: &scenario.faults,
+        firmware: scenario.firmware,
         pcap: pcap.as_deref(),
         events: options.transcript.is_some(),
     };

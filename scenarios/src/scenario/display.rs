@@ -78,10 +78,12 @@ impl fmt::Display for Action {
             Action::Repeat { times, steps } => {
                 Flow::new().with("times", times).with("steps", format!("[{} steps]", steps.len())).to_string()
             }
-            Action::Inspect { nic, dma_mappings, driver_registered } => Flow::new()
+            Action::Inspect { nic, dma_mappings, driver_registered, firmware_objects, rx_no_l2_filter } => Flow::new()
                 .with("nic", nic)
                 .maybe("dma_mappings", *dma_mappings, |n| n.to_string())
                 .maybe("driver_registered", *driver_registered, |b| b.to_string())
+                .maybe("firmware_objects", *firmware_objects, |n| n.to_string())
+                .maybe("rx_no_l2_filter", *rx_no_l2_filter, |n| n.to_string())
                 .to_string(),
             Action::Region(r) => {
                 // The memory is written only when it is not the driver's own (as before it had

@@ -29,7 +29,7 @@ use std::time::Duration;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Deserialize;
 
-use kinds::{Kind, NicCount, Opt, ScenarioName, Seed, Sentence, Tags, TargetKind, Time};
+use kinds::{FastDestroyQps, Kind, NicCount, Opt, ScenarioName, Seed, Sentence, Switch, Tags, TargetKind, Time};
 
 pub use faults::{Fault, FaultKind, FirmwareEntry, WireEntry, WireRule, fault_plan};
 pub use load::{LoadError, Suite, load_paths};
@@ -93,6 +93,10 @@ pub struct Scenario {
     /// What the target injects.
     #[serde(default, with = "faults::Faults")]
     pub faults: Vec<Fault>,
+    /// What every NIC's firmware advertises beyond its defaults, where the target can set it
+    /// (the model's; elsewhere the scenario is skipped).
+    #[serde(default)]
+    pub firmware: FirmwareSettings,
     /// What to do, in order.
     #[serde(with = "StepList")]
     pub steps: Vec<Step>,
@@ -141,6 +145,29 @@ impl JsonSchema for Targets {
     fn json_schema(g: &mut SchemaGenerator) -> Schema {
         let item = g.subschema_for::<TargetKind>().to_value();
         json_schema!({ "type": "array", "minItems": 1, "items": item })
+    }
+}
+
+/// `firmware:`: what every NIC's firmware advertises beyond its defaults.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FirmwareSettings {
+    /// The firmware states resource limits of its own (FUNC_QCAPS `flags_ext2`
+    /// SW_MAX_RESOURCE_LIMITS_SUPPORTED), and its MRAV context type the address vectors it keeps:
+    /// the driver then holds every queue pair the firmware holds and the MRAV entries less those
+    /// address vectors as regions.
+    #[serde(default, with = "Opt::<Switch>")]
+    pub resource_limits: Option<bool>,
+    /// Queue pairs the firmware destroys fast (the QP context type's third split entry), which
+    /// the driver adds beyond its 65,536 without firmware limits.
+    #[serde(default, with = "Opt::<FastDestroyQps>")]
+    pub fast_destroy_qps: Option<u32>,
+}
+
+impl FirmwareSettings {
+    /// Whether it asks for anything beyond the defaults.
+    pub fn is_default(&self) -> bool {
+        !self.resource_limits.unwrap_or(false) && self.fast_destroy_qps.unwrap_or(0) == 0
     }
 }
 
@@ -216,6 +243,9 @@ impl Scenario {
                 FaultKind::Wire(_) => Capability::WireFaults,
             });
         }
+        if !self.firmware.is_default() {
+            needs.push(Capability::FirmwareSettings);
+        }
         visit_steps(&self.steps, &mut |step| match &step.action {
             Action::Inspect { .. } => needs.push(Capability::Inspect),
             action if action.is_roce() => needs.push(Capability::Roce),
@@ -268,17 +298,20 @@ pub enum Capability {
     Pcap,
     /// Move bytes over RoCE between NICs (regions, queue pairs).
     Roce,
+    /// Set what the NICs' firmware advertises (`firmware:`).
+    FirmwareSettings,
 }
 
 impl Capability {
     /// Every capability with its name in `requires:`.
-    pub const ALL: [(Capability, &'static str); 6] = [
+    pub const ALL: [(Capability, &'static str); 7] = [
         (Capability::Faults, "faults"),
         (Capability::WireFaults, "wire-faults"),
         (Capability::Inspect, "inspect"),
         (Capability::VirtualTime, "virtual-time"),
         (Capability::Pcap, "pcap"),
         (Capability::Roce, "roce"),
+        (Capability::FirmwareSettings, "firmware-settings"),
     ];
 
     /// Its name in `requires:` (`wire-faults`).

@@ -10,8 +10,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::kinds::{
-    Bar, Bus, CompareBytes, CompleteCount, CompletionStatus, Count, Gid, Ipv4, Kind, Mac, MessageBytes, NicIndex,
-    NicsCounted, Offset, Opt, RegionBytes, RepeatTimes, Ring, Switch, Time,
+    Bar, Bus, CompareBytes, CompleteCount, CompletionStatus, Count, FirmwareObjects, Frames, Gid, Ipv4, Kind, Mac,
+    MessageBytes, NicIndex, NicsCounted, Offset, Opt, RegionBytes, RepeatTimes, Ring, Switch, Time,
 };
 use super::names::{Alias, NicRef};
 use crate::yaml::{Located, OneOrMany, Pos};
@@ -106,6 +106,15 @@ pub enum Action {
         /// Whether a driver is registered with the firmware.
         #[serde(default, with = "Opt::<Switch>")]
         driver_registered: Option<bool>,
+        /// Objects the function holds in the firmware and the RoCE engine: rings, statistics
+        /// contexts, VNICs, RSS contexts, L2 filters, GIDs, CQs, QPs, SRQs, memory keys,
+        /// address handles (0 once a driver closed cleanly).
+        #[serde(default, with = "Opt::<FirmwareObjects>")]
+        firmware_objects: Option<u32>,
+        /// RoCE frames no L2 filter of the function passed to its RoCE engine (the model's
+        /// counter of that name).
+        #[serde(default, with = "Opt::<Frames>")]
+        rx_no_l2_filter: Option<u32>,
     },
     /// Register memory on a NIC.
     Region(RegionStep),

@@ -62,9 +62,13 @@ fn step_problems(step: &Step) -> Vec<DecodeError> {
         Action::Config { relaxed_ordering: None, bus_master: None, memory: None, .. } => {
             say("`config` checks nothing: give relaxed_ordering, bus_master or memory")
         }
-        Action::Inspect { dma_mappings: None, driver_registered: None, .. } => {
-            say("`inspect` checks nothing: give dma_mappings or driver_registered")
-        }
+        Action::Inspect {
+            dma_mappings: None,
+            driver_registered: None,
+            firmware_objects: None,
+            rx_no_l2_filter: None,
+            ..
+        } => say("`inspect` checks nothing: give dma_mappings, driver_registered, firmware_objects or rx_no_l2_filter"),
         Action::Count(c) => problems.extend(one_of_two(c.equals.is_some(), c.at_least.is_some(), at, &field)),
         Action::Room(r) => problems.extend(one_of_two(r.equals.is_some(), r.at_least.is_some(), at, &field)),
         Action::Region(r) => problems.extend(region_memory(r, at, &field)),

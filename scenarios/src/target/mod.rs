@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use bnxt::{Clock, Machine, PciError};
 
-use crate::scenario::{Capability, Fault};
+use crate::scenario::{Capability, Fault, FirmwareSettings};
 use crate::suggest::closest;
 use crate::transcript::record::EventSource;
 
@@ -46,6 +46,8 @@ pub struct MachinePlan<'a> {
     pub seed: u64,
     /// Faults to inject.
     pub faults: &'a [Fault],
+    /// What the NICs' firmware advertises beyond its defaults.
+    pub firmware: FirmwareSettings,
     /// Write the frames between the NICs to this pcap file (where the target can).
     pub pcap: Option<&'a Path>,
     /// Record the target's own events in full, data path included (for a transcript).
@@ -163,7 +165,7 @@ pub trait Target: Send + Sync {
             Capability::Faults => caps.faults,
             Capability::Inspect => caps.inspect,
             Capability::VirtualTime => caps.virtual_time,
-            Capability::WireFaults | Capability::Pcap | Capability::Roce => false,
+            Capability::WireFaults | Capability::Pcap | Capability::Roce | Capability::FirmwareSettings => false,
         }
     }
 

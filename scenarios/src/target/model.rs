@@ -6,10 +6,11 @@ use std::sync::Arc;
 use bnxt::{Clock, Machine};
 use bnxt_hsi::hwrm::req_name;
 use bnxt_model::faults::FaultPlan;
+use bnxt_model::firmware::options::FirmwareOptions;
 use bnxt_model_host::world::WorldConfig;
 
 use super::{Capabilities, ConfigState, Internals, MachinePlan, Session, Target, TargetError};
-use crate::scenario::{Capability, MAX_NICS};
+use crate::scenario::{Capability, FirmwareSettings, MAX_NICS};
 use crate::transcript::model::ModelEvents;
 use crate::transcript::record::EventSource;
 use bnxt_model_host::machine::{ModelClock, ModelMachine};
@@ -40,7 +41,12 @@ impl Target for ModelTarget {
     }
 
     fn start(&self, plan: &MachinePlan<'_>) -> Result<Box<dyn Session>, TargetError> {
-        let config = WorldConfig { nics: plan.nics, seed: plan.seed, faults: fault_plan(plan) };
+        let config = WorldConfig {
+            nics: plan.nics,
+            seed: plan.seed,
+            faults: fault_plan(plan),
+            firmware: firmware_options(plan.firmware),
+        };
         // A wire plan the model refuses panics here, naming why; the runner reports it. The
         // decoder has checked every probability and NIC already.
         let machine = ModelMachine::new(config);
@@ -62,6 +68,14 @@ impl Target for ModelTarget {
         }
         let clock = machine.clock();
         Ok(Box::new(ModelSession { machine, clock, nics: plan.nics }))
+    }
+}
+
+/// The scenario's firmware settings as the model takes them.
+pub fn firmware_options(s: FirmwareSettings) -> FirmwareOptions {
+    FirmwareOptions {
+        resource_limits: s.resource_limits.unwrap_or(false),
+        fast_destroy_qps: s.fast_destroy_qps.unwrap_or(0),
     }
 }
 

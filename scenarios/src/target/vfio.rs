@@ -128,7 +128,14 @@ mod tests {
         let target = VfioTarget::new(SysfsMachine::with_root(t.path())).unwrap();
         assert_eq!(target.capabilities().max_nics, 1);
         assert!(target.supports(Capability::Roce) && !target.supports(Capability::Faults));
-        let plan = MachinePlan { nics: 1, seed: 0, faults: &[], pcap: None, events: false };
+        let plan = MachinePlan {
+            nics: 1,
+            seed: 0,
+            faults: &[],
+            firmware: crate::scenario::FirmwareSettings::default(),
+            pcap: None,
+            events: false,
+        };
         let session = target.start(&plan).unwrap();
         let state = session.config_state(0).unwrap();
         assert_eq!(state, ConfigState { memory: true, bus_master: true, relaxed_ordering: true });

@@ -104,9 +104,12 @@ impl Target for VfioUserTarget {
     /// says; not virtual time.
     fn supports(&self, capability: Capability) -> bool {
         match capability {
-            Capability::Faults | Capability::Inspect | Capability::Roce | Capability::WireFaults | Capability::Pcap => {
-                true
-            }
+            Capability::Faults
+            | Capability::Inspect
+            | Capability::Roce
+            | Capability::WireFaults
+            | Capability::Pcap
+            | Capability::FirmwareSettings => true,
             Capability::VirtualTime => false,
         }
     }
@@ -121,7 +124,13 @@ impl Target for VfioUserTarget {
         for nic in 0..plan.nics {
             let client = client_of(&machine, nic)?;
             let file = capture.as_ref().map(|c| &c.parts[nic].1);
-            let restart = Restart { seed: plan.seed, faults: faults_of(&faults, nic)?, nic, capture: file.is_some() };
+            let restart = Restart {
+                seed: plan.seed,
+                faults: faults_of(&faults, nic)?,
+                nic,
+                capture: file.is_some(),
+                firmware: super::model::firmware_options(plan.firmware),
+            };
             let json = serde_json::to_vec(&restart).expect("a restart request serialises");
             let fds: Vec<_> = file.iter().map(|f| f.as_fd()).collect();
             client

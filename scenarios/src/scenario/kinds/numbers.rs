@@ -85,6 +85,19 @@ integer!(
     DmaMappings: u32, 0, u32::MAX, "a number of DMA mappings"
 );
 integer!(
+    /// A number of objects a function holds in the firmware and the RoCE engine.
+    FirmwareObjects: u32, 0, u32::MAX, "a number of firmware objects"
+);
+integer!(
+    /// A number of frames (a counter of the model's).
+    Frames: u32, 0, u32::MAX, "a number of frames"
+);
+integer!(
+    /// Queue pairs the firmware destroys fast (the QP context type's third split entry; at most
+    /// 65,535, as the driver's sizing takes them).
+    FastDestroyQps: u32, 0, u16::MAX, "a number of queue pairs"
+);
+integer!(
     /// A number of entries of a ring.
     RingEntries: u32, 0, u32::MAX, "a number of ring entries"
 );

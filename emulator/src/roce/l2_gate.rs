@@ -1,0 +1,120 @@
+//! Which received RoCE frames reach the RoCE engine: a frame must pass one of the function's L2
+//! filters (CFA_L2_FILTER_ALLOC) on its destination MAC, as every frame the NIC takes does.
+//!
+//! Sources: bnxt_en gives a RoCE function its L2 filter for the netdev's MAC before bnxt_re's
+//! traffic flows (bnxt.c `bnxt_init_chip` → `bnxt_hwrm_set_vnic_filter`; Broadcom's bnxt_en marks
+//! it `TRAFFIC_ROCE` on RoCE-capable functions, `bnxt_hwrm_l2_filter_alloc`), and the HSI's
+//! filter traffic types say which traffic a filter steers (bnxt_hsi.h
+//! `CFA_L2_FILTER_ALLOC_REQ_FLAGS_TRAFFIC_*`: `L2` is "L2 traffic only", `ROCE` "RoCE & L2",
+//! `NO_ROCE_L2` what drivers that predate the field send, hardware-map §3.2). So:
+//!
+//! - no filter matches the destination MAC: the frame is dropped, counted in `rx_no_l2_filter`;
+//! - every filter that matches is `TRAFFIC_L2`: dropped, counted in `rx_no_l2_filter`;
+//! - a `TRAFFIC_ROCE` filter matches: the frame goes on to the RoCE engine;
+//! - a `NO_ROCE_L2` filter matches: upstream bnxt_en sends that value and sets the VNIC's
+//!   `ROCE_DUAL_VNIC_MODE` (or `ROCE_MIRRORING_CAPABLE_VNIC_MODE`) while bnxt_re is registered
+//!   (`bnxt_hwrm_vnic_cfg`, `bnxt_get_roce_vnic_mode`), and bnxt_re's traffic flows on real cards
+//!   that way, so the frame goes on. Through a VNIC without either mode no source says what real
+//!   firmware does: the frame goes on, with a warning naming what is missing.
+//!
+//! A frame longer than the VNIC's MRU (VNIC_CFG `mru`) goes on too, with a warning: no public
+//! source says whether the MRU bounds RoCE frames as it bounds L2 ones.
+
+use bnxt_hsi::hwrm::layouts::{HwrmCfaL2FilterAllocInput as F, HwrmVnicCfgInput as V};
+
+use crate::firmware::l2_config::L2Config;
+
+/// VNIC modes that let RoCE traffic through beside the L2 rings.
+const ROCE_VNIC_MODES: u32 =
+    V::FLAGS_ROCE_DUAL_VNIC_MODE | V::FLAGS_ROCE_ONLY_VNIC_MODE | V::FLAGS_ROCE_MIRRORING_CAPABLE_VNIC_MODE;
+
+/// What the L2 filters decide for a RoCE frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admission {
+    /// On to the RoCE engine, with a warning when no source backs the decision.
+    Admitted {
+        /// The VNIC the filter steers to.
+        vnic: u16,
+        /// What is missing from the sources, if anything.
+        unsourced: Option<String>,
+    },
+    /// Dropped, for this reason.
+    Dropped(&'static str),
+}
+
+/// Whether a RoCE frame of `len` bytes to `dst` (untagged) reaches the RoCE engine.
+pub fn admit(l2: &L2Config, dst: &[u8; 6], len: usize) -> Admission {
+    let mut matched = false;
+    for f in l2.filters.values().filter(|f| f.matches(dst, None)) {
+        matched = true;
+        let traffic = f.flags & F::FLAGS_TRAFFIC_MASK;
+        if traffic == F::FLAGS_TRAFFIC_L2 {
+            continue;
+        }
+        let Some(vnic) = l2.vnics.get(&f.dst_vnic) else {
+            return Admission::Dropped("its L2 filter names a VNIC that is gone");
+        };
+        let mut unsourced = None;
+        if traffic == F::FLAGS_TRAFFIC_NO_ROCE_L2 && vnic.flags & ROCE_VNIC_MODES == 0 {
+            unsourced = Some(format!(
+                "a RoCE frame passed an L2 filter without TRAFFIC_ROCE to VNIC {} without a RoCE VNIC mode: no public source says whether real firmware delivers it (bnxt_en sets TRAFFIC_ROCE or ROCE_DUAL_VNIC_MODE); delivered",
+                f.dst_vnic
+            ));
+        } else if vnic.mru != 0 && len > usize::from(vnic.mru) {
+            unsourced = Some(format!(
+                "a RoCE frame of {len} bytes is longer than VNIC {}'s MRU of {}: no public source says whether the MRU bounds RoCE frames; delivered",
+                f.dst_vnic, vnic.mru
+            ));
+        }
+        return Admission::Admitted { vnic: f.dst_vnic, unsourced };
+    }
+    Admission::Dropped(if matched {
+        "its L2 filters carry L2 traffic only (TRAFFIC_L2)"
+    } else {
+        "no L2 filter of the function takes its destination MAC"
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::firmware::l2_config::{L2Filter, Vnic};
+
+    const MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
+
+    fn config(traffic: u32, vnic_flags: u32, mru: u16) -> L2Config {
+        let mut l2 = L2Config::default();
+        l2.vnics.insert(0, Vnic { flags: vnic_flags, mru, ..Vnic::default() });
+        let flags = F::FLAGS_PATH_RX | traffic;
+        l2.filters.insert(1, L2Filter { addr: MAC, mask: [0xff; 6], vlan: None, dst_vnic: 0, flags });
+        l2
+    }
+
+    #[test]
+    fn only_a_filter_for_the_mac_that_carries_roce_lets_a_frame_through() {
+        let l2 = config(F::FLAGS_TRAFFIC_ROCE, 0, 0);
+        assert_eq!(admit(&l2, &MAC, 100), Admission::Admitted { vnic: 0, unsourced: None });
+        assert_eq!(
+            admit(&l2, &[2, 0, 0, 0, 0, 2], 100),
+            Admission::Dropped("no L2 filter of the function takes its destination MAC")
+        );
+        assert_eq!(
+            admit(&L2Config::default(), &MAC, 100),
+            Admission::Dropped("no L2 filter of the function takes its destination MAC")
+        );
+        let l2 = config(F::FLAGS_TRAFFIC_L2, V::FLAGS_ROCE_DUAL_VNIC_MODE, 0);
+        assert_eq!(admit(&l2, &MAC, 100), Admission::Dropped("its L2 filters carry L2 traffic only (TRAFFIC_L2)"));
+    }
+
+    #[test]
+    fn an_old_style_filter_passes_quietly_with_a_roce_vnic_and_loudly_without() {
+        let l2 = config(F::FLAGS_TRAFFIC_NO_ROCE_L2, V::FLAGS_ROCE_DUAL_VNIC_MODE, 1518);
+        assert_eq!(admit(&l2, &MAC, 1100), Admission::Admitted { vnic: 0, unsourced: None });
+        let l2 = config(F::FLAGS_TRAFFIC_NO_ROCE_L2, 0, 0);
+        let Admission::Admitted { unsourced: Some(why), .. } = admit(&l2, &MAC, 100) else { panic!() };
+        assert!(why.contains("no public source"), "{why}");
+        let l2 = config(F::FLAGS_TRAFFIC_ROCE, 0, 1518);
+        let Admission::Admitted { unsourced: Some(why), .. } = admit(&l2, &MAC, 4200) else { panic!() };
+        assert!(why.contains("longer than VNIC 0's MRU of 1518"), "{why}");
+    }
+}
