@@ -3,8 +3,8 @@
 //!
 //! The table holds 16 bytes per vector: message address low (bits 1:0 read-only zero), message
 //! address high, message data, vector control (bit 0 = mask, set at reset; the other bits are
-//! reserved, read-only zero). The device raises vectors through
-//! [`crate::device::Device::take_interrupts`] and leaves masking and delivery to its executor
+//! reserved, read-only zero). The device hands the vectors it raises to its
+//! executor ([`crate::device::Device::take_interrupts`]) and leaves masking and delivery to its executor
 //! (QEMU emulates the table of a vfio-user device; the in-process executor has no interrupt sink
 //! and records each vector as an event), so no vector is ever pending here and every PBA bit
 //! reads 0. Stores to the PBA are ignored, as the spec lets a device do.
