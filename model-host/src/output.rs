@@ -9,6 +9,11 @@
 //! (a link is replaced, not followed), atomically; where the folder's sticky bit forbids
 //! replacing another user's entry, the rename fails and the error says so.
 //!
+//! A device or a FIFO at the path (`/dev/null`, `/dev/stdout`, a named pipe) is not a file to
+//! replace: it is opened for writing as it is (never created, never truncated). Replacing it
+//! would put a regular file where the system's device was. `/dev`'s own links (`/dev/stdout`
+//! to `/proc/self/fd/1`) are followed to theirs; a link elsewhere is replaced as above.
+//!
 //! [`write`] renames once the whole content is written (readers see the old file or the new
 //! one, never half of one); [`create`] renames at once and hands back the file, for outputs
 //! written as they go (logs, pcaps), which can then be read while they grow.
@@ -49,14 +54,46 @@ fn put_in_place(tmp: NamedTempFile, path: &Path) -> std::io::Result<File> {
     })
 }
 
-/// A new, empty file at `path`, replacing whatever entry is there (never writing through it).
+/// The device or FIFO at `path`, opened for writing, if that is what is there (see the module's
+/// doc); `None` for anything else (a regular file, a link outside `/dev`, nothing).
+fn device_at(path: &Path) -> std::io::Result<Option<File>> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let Ok(entry) = std::fs::symlink_metadata(path) else { return Ok(None) };
+    let is_device = |t: std::fs::FileType| t.is_char_device() || t.is_block_device() || t.is_fifo();
+    let in_dev = path.parent().is_some_and(|d| d == Path::new("/dev"));
+    let follow = if is_device(entry.file_type()) {
+        false
+    } else if entry.file_type().is_symlink() && in_dev {
+        match std::fs::metadata(path) {
+            Ok(target) if is_device(target.file_type()) => true,
+            _ => return Ok(None),
+        }
+    } else {
+        return Ok(None);
+    };
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true);
+    if !follow {
+        options.custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
+    }
+    options.open(path).map(Some)
+}
+
+/// A new, empty file at `path`, replacing whatever entry is there (never writing through it);
+/// a device or FIFO there is written to as it is.
 pub fn create(path: &Path) -> std::io::Result<File> {
+    if let Some(device) = device_at(path)? {
+        return Ok(device);
+    }
     put_in_place(new_beside(path)?, path)
 }
 
 /// Write `bytes` as the file at `path`, replacing whatever entry is there once they are all
 /// written (never writing through it).
 pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> std::io::Result<()> {
+    if let Some(mut device) = device_at(path)? {
+        return device.write_all(bytes.as_ref());
+    }
     let mut tmp = new_beside(path)?;
     tmp.write_all(bytes.as_ref())?;
     tmp.flush()?;
@@ -95,6 +132,26 @@ mod tests {
         assert_eq!(names, ["dangling", "hard.log", "soft.json", "victim"]);
         let mode = std::fs::metadata(&soft).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode & 0o600, 0o600, "readable and writable by its owner");
+    }
+
+    #[test]
+    fn a_device_at_the_path_is_written_to_and_stays_a_device() {
+        use std::os::unix::fs::FileTypeExt;
+        let null = Path::new("/dev/null");
+        assert!(std::fs::symlink_metadata(null).unwrap().file_type().is_char_device());
+        write(null, b"nothing").unwrap();
+        drop(create(null).unwrap());
+        assert!(std::fs::symlink_metadata(null).unwrap().file_type().is_char_device(), "still the device");
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, 0o600.into(), 0).unwrap();
+        let reader = std::thread::spawn({
+            let fifo = fifo.clone();
+            move || std::fs::read(fifo).unwrap()
+        });
+        write(&fifo, b"through the pipe").unwrap();
+        assert_eq!(reader.join().unwrap(), b"through the pipe");
+        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "still the FIFO");
     }
 
     #[test]
