@@ -28,6 +28,13 @@ const HUGE_COMMAND_DELAY_PLAN: &str = r#"{"firmware":[],"roce_commands":[{"nic":
     "action":{"delay":{"secs":18446744073709551615,"nanos":999999999}}}]}"#;
 
 /// A wire plan whose rule delays frames by the same amount.
+/// The same three as `serve --faults` files name them (requests by name, delays in ms).
+const HUGE_DELAY_FILES: [&str; 3] = [
+    r#"{"firmware":[{"request":"VER_GET","action":"delay","delay_ms":18446744073709551615}]}"#,
+    r#"{"firmware":[{"request":"CREATE_QP","action":"delay","delay_ms":18446744073709551615}]}"#,
+    HUGE_WIRE_DELAY_PLAN,
+];
+
 const HUGE_WIRE_DELAY_PLAN: &str = r#"{"firmware":[],"wire":{"rules":[{"kind":"delay",
     "delay":{"secs":18446744073709551615,"nanos":999999999}}]}}"#;
 
@@ -67,7 +74,7 @@ fn still_answers(c: &mut Raw) {
 
 #[test]
 fn a_fault_plan_file_with_a_huge_delay_is_refused_at_start_with_its_reason() {
-    for plan in [HUGE_DELAY_PLAN, HUGE_COMMAND_DELAY_PLAN, HUGE_WIRE_DELAY_PLAN] {
+    for plan in HUGE_DELAY_FILES {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("faults.json");
         let socket = dir.path().join("nic.sock");

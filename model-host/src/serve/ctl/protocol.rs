@@ -50,6 +50,14 @@ pub enum SpecError {
         /// Why.
         why: String,
     },
+    /// The delay is longer than a fault may have ([`bnxt_model::faults::MAX_DELAY`]).
+    #[error("request `{request}`: delay_ms: {source}")]
+    Delay {
+        /// The request.
+        request: String,
+        /// Why.
+        source: bnxt_model::faults::DelayTooLong,
+    },
     /// The action and its values do not hold together.
     #[error("request `{request}`: {source}")]
     Action {
@@ -79,7 +87,13 @@ impl FaultSpec {
                 return Err(SpecError::Request { written: self.request.clone(), why });
             }
         };
-        let delay = self.delay_ms.map(Duration::from_millis);
+        let delay = match self.delay_ms.map(Duration::from_millis) {
+            Some(d) => Some(
+                bnxt_model::faults::check_delay(d)
+                    .map_err(|source| SpecError::Delay { request: self.request.clone(), source })?,
+            ),
+            None => None,
+        };
         let action = armed::action(self.action, target, self.code.as_deref(), delay)
             .map_err(|source| SpecError::Action { request: self.request.clone(), source })?;
         Ok((target, action))
