@@ -9,7 +9,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use bnxt_model::host_memory::{DmaBacking, HeapBacking};
+use bnxt_model::host_memory::DmaBacking;
 use bnxt_pci::{
     Clock, ConfigExt, DmaBuffer, HostPages, Interrupted, IovaAllocator, IovaLease, Machine, PAGE_SIZE, PciError,
     PciFunction, check_config_access, regs,
@@ -201,9 +201,11 @@ impl PciFunction for ModelFunction {
 
     fn alloc_dma(&self, len: usize) -> Result<DmaBuffer, PciError> {
         let len = len.max(1).div_ceil(PAGE_SIZE) * PAGE_SIZE;
-        let backing = HeapBacking::try_new(len)
+        // HostPages: large buffers are mappings whose pages are zero until touched, so memory the
+        // driver gives the device and neither side writes (most of a context area) costs nothing.
+        let pages = HostPages::try_new(len)
             .ok_or_else(|| PciError::Dma { len, reason: "the machine has not that much memory to give".into() })?;
-        self.lend(Arc::new(backing))
+        self.lend(Arc::new(PagesBacking(pages)))
     }
 
     fn map_dma(&self, memory: HostPages) -> Result<DmaBuffer, PciError> {

@@ -200,6 +200,10 @@ impl DmaWatch {
 
 /// Process memory for the NIC: page-aligned, zeroed at allocation, owned by whoever holds it.
 ///
+/// From [`HostPages::MAPPED_FROM`] bytes on it is an anonymous mapping of its own, whose pages the
+/// kernel gives zeroed on first touch: a NIC's context memory (tens of MB, most of it never read
+/// by the device) then costs nothing until used. Smaller ones come from the heap.
+///
 /// A caller fills it (through [`HostPages::as_mut_slice`] while it holds it alone) and hands it
 /// to [`crate::PciFunction::map_dma`], which maps it for the device and returns a
 /// [`DmaBuffer`] that owns it from then on: the memory is freed when that buffer is dropped.
@@ -207,6 +211,8 @@ pub struct HostPages {
     ptr: NonNull<u8>,
     len: usize,
     capacity: usize,
+    /// An anonymous mapping of `capacity` bytes (freed with `munmap`), not a heap allocation.
+    mapped: bool,
 }
 
 // SAFETY: `HostPages` owns its allocation exclusively (like a `Box<[u8]>`); moving it to another
@@ -222,6 +228,9 @@ impl fmt::Debug for HostPages {
 }
 
 impl HostPages {
+    /// The size from which the pages are a mapping of their own rather than heap memory.
+    pub const MAPPED_FROM: usize = 64 * 1024;
+
     fn layout(capacity: usize) -> std::alloc::Layout {
         std::alloc::Layout::from_size_align(capacity, PAGE_SIZE).expect("a page-aligned layout of a page multiple")
     }
@@ -244,10 +253,26 @@ impl HostPages {
             return None;
         }
         let capacity = Self::capacity_of(len);
+        if capacity >= Self::MAPPED_FROM {
+            // SAFETY: a fresh private anonymous mapping: the kernel picks the address, so nothing
+            // else refers to it, and its pages read as zero until written.
+            let raw = unsafe {
+                rustix::mm::mmap_anonymous(
+                    std::ptr::null_mut(),
+                    capacity,
+                    rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
+                    rustix::mm::MapFlags::PRIVATE,
+                )
+            }
+            .ok()?;
+            return NonNull::new(raw.cast::<u8>()).map(|ptr| HostPages { ptr, len, capacity, mapped: true });
+        }
+        // Heap memory for small buffers: System's alloc_zeroed writes every byte (the alignment
+        // is above malloc's), which is cheap below MAPPED_FROM.
         let layout = Self::layout(capacity);
         // SAFETY: the layout has a non-zero size (capacity >= PAGE_SIZE).
         let raw = unsafe { std::alloc::alloc_zeroed(layout) };
-        NonNull::new(raw).map(|ptr| HostPages { ptr, len, capacity })
+        NonNull::new(raw).map(|ptr| HostPages { ptr, len, capacity, mapped: false })
     }
 
     /// `len` rounded up to whole pages (`len` at most `isize::MAX - PAGE_SIZE`).
@@ -302,7 +327,16 @@ impl HostPages {
 
 impl Drop for HostPages {
     fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this same layout, and not freed before.
+        if self.mapped {
+            // SAFETY: the mapping of `capacity` bytes made in `try_new`, unmapped once; whoever
+            // mapped it for a device (the DmaBuffer owning these pages) has unmapped it first.
+            if let Err(e) = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast(), self.capacity) } {
+                // Leaked rather than left half-freed; nothing else can be done in a drop.
+                debug_assert!(false, "munmap of {} bytes failed: {e}", self.capacity);
+            }
+            return;
+        }
+        // SAFETY: allocated in `try_new` with this same layout, and not freed before.
         unsafe { std::alloc::dealloc(self.ptr.as_ptr(), Self::layout(self.capacity)) }
     }
 }
@@ -319,6 +353,18 @@ mod tests {
         let p = HostPages::try_new(5000).unwrap();
         assert_eq!((p.len(), p.capacity()), (5000, 8192));
         assert!(p.as_slice().iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn large_host_pages_are_a_zeroed_mapping_of_their_own() {
+        for len in [HostPages::MAPPED_FROM - 1, HostPages::MAPPED_FROM, 2 << 20] {
+            let mut p = HostPages::new(len);
+            assert_eq!(p.mapped, p.capacity() >= HostPages::MAPPED_FROM, "{len} bytes");
+            assert_eq!(p.as_ptr().as_ptr() as usize % PAGE_SIZE, 0);
+            assert!(p.as_slice().iter().all(|&b| b == 0), "{len} bytes read as zero");
+            p.as_mut_slice()[len - 1] = 0xa5;
+            assert_eq!(p.as_slice()[len - 1], 0xa5);
+        }
     }
 
     #[test]
