@@ -367,7 +367,10 @@ run_suite() {
   fi
   local iommu=
   if [ $driver = 1 ]; then
-    words="intel_iommu=on bnxt.run_args=${BNXT_RUN_ARGS:-}"; iommu=1
+    # A pool of 2 MiB huge pages (256 MiB of the guest's 1 GiB): our driver takes DMA memory of
+    # whole 2 MiB pages from it, which the vIOMMU maps as 2 MiB pages, so QEMU sends the model one
+    # DMA_MAP per 2 MiB instead of one per 4 KiB (about 21,000 per NIC open otherwise).
+    words="intel_iommu=on hugepages=${DRIVER_HUGEPAGES:-128} bnxt.run_args=${BNXT_RUN_ARGS:-}"; iommu=1
     checks=(--nics "$nics")
   fi
   if [ $verbs = 1 ]; then

@@ -129,6 +129,22 @@ impl IovaAllocator {
     ///
     /// [`IovaError`] when nothing fits or the limit of live allocations is reached.
     pub fn lease(self: &Arc<Self>, len: usize) -> Result<IovaLease, IovaError> {
+        self.lease_aligned(len, PAGE_SIZE as u64)
+    }
+
+    /// As [`IovaAllocator::lease`], at an address that is a multiple of `align` (a power of two,
+    /// at least a page): memory of 2 MiB pages at a 2 MiB-aligned bus address is what lets an
+    /// IOMMU map it with 2 MiB entries (VT-d maps a large page only where both the bus and the
+    /// physical address are aligned to it). What lies before the aligned start stays free.
+    ///
+    /// # Errors
+    ///
+    /// As for [`IovaAllocator::lease`].
+    pub fn lease_aligned(self: &Arc<Self>, len: usize, align: u64) -> Result<IovaLease, IovaError> {
+        assert!(
+            align.is_power_of_two() && align >= PAGE_SIZE as u64,
+            "IOVA alignment {align:#x} is not a power of two of at least a page"
+        );
         if len == 0 {
             return Err(IovaError::Empty);
         }
@@ -138,16 +154,23 @@ impl IovaAllocator {
         if s.live >= self.limit {
             return Err(IovaError::TooMany { limit: self.limit });
         }
-        let Some((&start, &span)) = s.free.iter().find(|(_, l)| **l >= need) else {
+        let fits = |(&start, &span): (&u64, &u64)| {
+            let at = start.checked_next_multiple_of(align)?;
+            (at.checked_add(need)? <= start + span).then_some((start, span, at))
+        };
+        let Some((start, span, at)) = s.free.iter().find_map(fits) else {
             return Err(IovaError::Exhausted { len, ranges: self.describe() });
         };
         s.free.remove(&start);
-        if span > need {
-            s.free.insert(start + need, span - need);
+        if at > start {
+            s.free.insert(start, at - start);
+        }
+        if start + span > at + need {
+            s.free.insert(at + need, start + span - at - need);
         }
         s.live += 1;
         drop(s);
-        Ok(IovaLease { allocator: self.clone(), iova: start, len })
+        Ok(IovaLease { allocator: self.clone(), iova: at, len })
     }
 
     fn give(&self, start: u64, len: u64) {
@@ -230,6 +253,21 @@ mod tests {
         assert!(matches!(e, IovaError::Exhausted { len, .. } if len == 2 * P), "{e}");
         assert!(e.to_string().contains("0x1000-0x2fff, 0x100000-0x103fff"), "{e}");
         assert_eq!(a.lease(0).unwrap_err(), IovaError::Empty);
+    }
+
+    #[test]
+    fn aligned_leases_leave_what_lies_before_them_free_and_give_it_all_back() {
+        const HUGE: u64 = 2 << 20;
+        let a = Arc::new(IovaAllocator::default());
+        let small = a.lease(4096).unwrap();
+        let big = a.lease_aligned(HUGE as usize, HUGE).unwrap();
+        assert_eq!(big.iova() % HUGE, 0, "{:#x} is 2 MiB-aligned", big.iova());
+        assert_eq!(big.iova(), DEFAULT_BASE + HUGE, "the first aligned address after the small lease");
+        let between = a.lease(4096).unwrap();
+        assert_eq!(between.iova(), DEFAULT_BASE + 2 * P, "the gap before the aligned lease is reused");
+        drop((small, big, between));
+        assert_eq!(a.live(), 0);
+        assert_eq!(a.spans().free.len(), 1, "every span merged back into one");
     }
 
     #[test]
