@@ -195,7 +195,7 @@ driver_files() {
   local lib
   echo "$rig:bin/bnxt-rig"
   for lib in $(ldd "$rig" | awk '/=> \//{print $3} /^\t\/lib/{print $1}'); do echo "$lib:${lib#/}"; done
-  find "$BNXT_REPO/scenarios/nic" "$BNXT_REPO/scenarios/roce" -name '*.yaml' \
+  find "$BNXT_REPO/scenarios/nic" "$BNXT_REPO/scenarios/roce" "$BNXT_REPO/scenarios/firmware" -name '*.yaml' \
     | while read -r f; do echo "$f:scenarios/${f#"$BNXT_REPO"/scenarios/}"; done
 }
 
@@ -367,8 +367,8 @@ run_suite() {
   fi
   local iommu=
   if [ $driver = 1 ]; then
-    words="intel_iommu=on bnxt.run_args=${BNXT_RUN_ARGS:-}"; iommu=1
-    checks=(--nics "$nics")
+    words="intel_iommu=on bnxt.run_args=${BNXT_RUN_ARGS:-} bnxt.select=${BNXT_SELECT:-}"; iommu=1
+    checks=(--nics "$nics" --min-passed "${DRIVER_MIN_PASSED:-110}" --json "$dir/result.json")
   fi
   if [ $verbs = 1 ]; then
     words="bnxt.iters=${PP_ITERS:-100} bnxt.pp_wait=${PP_WAIT:-120} bnxt.pt_iters=${PT_ITERS:-500}"
