@@ -7,7 +7,7 @@
 //! skipped on the target, or none was chosen): a lab run that tested nothing is not a pass.
 
 mod diff;
-mod list;
+pub mod list;
 mod nics;
 mod run;
 

@@ -355,7 +355,7 @@ pub struct Assumption {
 impl std::fmt::Display for Assumption {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let on = if self.relaxed_ordering { "on" } else { "off" };
-        write!(f, "relaxed ordering {on} on NIC {} while the driver does not hold it (line {})", self.nic, self.line)
+        write!(f, "relaxed ordering {on} at NIC {} while the driver does not hold it (line {})", self.nic, self.line)
     }
 }
 
