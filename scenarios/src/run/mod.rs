@@ -217,6 +217,7 @@ pub fn run_scenario(scenario: &Scenario, target: &dyn Target, options: &RunOptio
         target: target.name(),
         lacks: Capability::ALL.iter().map(|(c, _)| *c).filter(|c| !target.supports(*c)).collect(),
         open: bnxt::OpenOptions { command_timeout: outcome.command_timeout },
+        seam_nics: if target.faults_at_seam() { scenario.firmware_fault_nics() } else { Vec::new() },
     };
 
     let watch = Watch::new(options.wall_limit);

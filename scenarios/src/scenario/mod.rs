@@ -267,6 +267,21 @@ impl Scenario {
         self.faults.iter().any(|f| matches!(f.kind, FaultKind::Firmware(_)))
     }
 
+    /// The NICs its firmware faults name.
+    pub fn firmware_fault_nics(&self) -> Vec<usize> {
+        let mut nics: Vec<usize> = self
+            .faults
+            .iter()
+            .filter_map(|f| match &f.kind {
+                FaultKind::Firmware(entry) => Some(entry.value.nic.value),
+                FaultKind::Wire(_) => None,
+            })
+            .collect();
+        nics.sort_unstable();
+        nics.dedup();
+        nics
+    }
+
     /// The steps a target without `supports` would skip (the scenario runs on without them):
     /// each with its number (`5`, `3.2` inside a repeat), line, text and the capability it needs.
     pub fn skipped_steps(&self, supports: &dyn Fn(Capability) -> bool) -> Vec<SkippedStep> {
