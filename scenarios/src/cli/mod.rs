@@ -20,7 +20,8 @@ use clap::{Args, Parser, Subcommand};
 use crate::run::select::Selection;
 use crate::scenario::{Scenario, Suite, load_paths};
 
-/// Runs YAML scenarios against the BCM57608 model (or NICs behind vfio-user sockets).
+/// Runs YAML scenarios against the BCM57608 model, NICs behind vfio-user sockets, or this
+/// machine's BCM57608 functions through vfio-pci.
 #[derive(Debug, Parser)]
 #[command(name = "bnxt-rig", version, about)]
 pub struct Cli {
