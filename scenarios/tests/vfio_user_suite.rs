@@ -332,7 +332,7 @@ fn the_roce_and_two_nic_firmware_fault_scenarios_pass_with_their_faults_at_the_s
     }
 }
 
-/// Every variant of every fault file (a few minutes on the real clock): `cargo nextest run -p
+/// Every variant of every fault file (159 s on a shared 2-core host): `cargo nextest run -p
 /// bnxt-rig --run-ignored only -E 'test(every_firmware_fault)'`.
 #[test]
 #[ignore = "every variant: minutes on the real clock"]
