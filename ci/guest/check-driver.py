@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """Checks what ci/guest/init-driver reported: our driver inside the guest, through vfio-pci.
 
-usage: check-driver.py CONSOLE_LOG --nics N
+usage: check-driver.py CONSOLE_LOG --nics N [--min-passed M] [--json FILE]
 
 Every BCM57608 function first bound to bnxt_en; each `bnxt-rig detach` succeeded and left it on
-vfio-pci; `bnxt-rig run --target vfio` passed at least one scenario and failed none; each
-`bnxt-rig attach` succeeded and bnxt_en took the function again. Prints what failed; exit 1 then.
+vfio-pci; `bnxt-rig run --target vfio` passed at least M scenarios (default 1) and failed none;
+every scenario `bnxt-rig list --target vfio` says runs did run and pass, and every one of them with
+firmware faults had them injected at the driver's seam (its report line says how many fired, and
+at least one did); each `bnxt-rig attach` succeeded and bnxt_en took the function again. Prints
+what failed (exit 1 then), the scenarios that do not run on the target with their reason, and each
+scenario's wall time.
 """
 import argparse
+import json
 import re
 import sys
 
@@ -16,17 +21,64 @@ def words(line):
     return dict(w.split("=", 1) for w in line.split() if "=" in w)
 
 
+def listing(lines):
+    """The scenarios `list --target vfio` names: name -> (runs, reason, has seam faults)."""
+    out = {}
+    current = None
+    for line in lines:
+        if line.startswith("NAME ") or not line.strip() or line.startswith("on "):
+            continue
+        if line.startswith("    "):
+            if current and "firmware faults: at the driver's seam" in line:
+                out[current]["seam"] = True
+            continue
+        m = re.match(r"(\S+)\s+(yes|no: .*?)\s+(\S+)$", line)
+        if m:
+            current = m.group(1)
+            out[current] = {"runs": m.group(2) == "yes", "why": m.group(2)[4:], "seam": False}
+    return out
+
+
+def run_report(lines):
+    """Each scenario of the run's console report: name -> (verdict, seconds, faults fired at the seam)."""
+    out = {}
+    current = None
+    for line in lines:
+        m = re.match(r"(PASS|FAIL|SKIP|TIMEOUT)\s+(\S+)\s+\((.*)\)$", line)
+        if m:
+            current = m.group(2)
+            secs = None
+            t = re.search(r", ([0-9.]+)(ms|s)\)?$", m.group(3))
+            if t:
+                secs = float(t.group(1)) / (1000 if t.group(2) == "ms" else 1)
+            out[current] = {"verdict": m.group(1), "secs": secs, "fired": None}
+            continue
+        m = re.match(r"\s+firmware faults at the driver's seam: (\d+) fired", line)
+        if m and current:
+            out[current]["fired"] = int(m.group(1))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("console")
     ap.add_argument("--nics", type=int, required=True)
+    ap.add_argument("--min-passed", type=int, default=1)
+    ap.add_argument("--json", help="write what was found here")
     a = ap.parse_args()
-    lines = []
+    lines, listed, ran = [], [], []
     with open(a.console, errors="replace") as f:
         for raw in f:
+            raw = raw.rstrip("\r\n")
             m = re.search(r"BNXT-SUMMARY (\S+)(.*)", raw)
             if m:
                 lines.append((m.group(1), words(m.group(2))))
+            m = re.search(r"BNXT-LIST (.*)", raw)
+            if m:
+                listed.append(m.group(1))
+            m = re.search(r"BNXT-RUN (.*)", raw)
+            if m:
+                ran.append(m.group(1))
     bad = []
 
     def of(kind):
@@ -47,24 +99,58 @@ def main():
     detached = of("detach")
     if len(detached) != a.nics or any(w.get("rc") != "0" or w.get("driver") != "vfio-pci" for w in detached):
         bad.append(f"detach: {detached}")
+    lists = of("list")
+    if len(lists) != 1 or lists[0].get("rc") != "0":
+        bad.append(f"bnxt-rig list --target vfio: {lists}")
+    plan = listing(listed)
+    report = run_report(ran)
     runs = of("run")
     if len(runs) != 1:
         bad.append(f"{len(runs)} run lines")
     else:
         r = runs[0]
-        if r.get("rc") != "0" or r.get("failed") != "0" or not r.get("passed", "0").isdigit() or int(r["passed"]) < 1:
+        passed = int(r["passed"]) if r.get("passed", "").isdigit() else -1
+        if r.get("rc") != "0" or r.get("failed") != "0":
             bad.append(f"bnxt-rig run: {r}")
+        if passed < a.min_passed:
+            bad.append(f"bnxt-rig run passed {passed} scenarios, fewer than the {a.min_passed} required")
+    should_run = [n for n, p in plan.items() if p["runs"]]
+    if not plan:
+        bad.append("no scenario listed")
+    for name in should_run:
+        got = report.get(name)
+        if got is None:
+            bad.append(f"{name}: listed as running on vfio, absent from the run")
+        elif got["verdict"] != "PASS":
+            bad.append(f"{name}: {got['verdict']}")
+        elif plan[name]["seam"] and not got["fired"]:
+            bad.append(f"{name}: has firmware faults, but none fired at the driver's seam ({got['fired']})")
+    seam = [n for n in should_run if plan[n]["seam"]]
     attached = of("attach")
     if len(attached) != a.nics or any(w.get("rc") != "0" for w in attached):
         bad.append(f"attach: {attached}")
     after = of("after")
     if len(after) != a.nics or any(w.get("driver") != "bnxt_en" for w in after):
         bad.append(f"after attach: {after}")
+    not_run = {n: p["why"] for n, p in plan.items() if not p["runs"]}
+    times = sorted(((v["secs"] or 0.0, n) for n, v in report.items() if v["verdict"] != "SKIP"), reverse=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"bad": bad, "runs": runs, "not_run": not_run, "seam_scenarios": seam,
+                       "times": {n: s for s, n in times}}, f, indent=1)
+    for name, why in sorted(not_run.items()):
+        print(f"  not on vfio: {name}: {why}")
+    if times:
+        total = sum(s for s, _ in times)
+        print(f"  {len(times)} scenarios ran in {total:.0f} s of their own wall time "
+              f"({total / len(times):.1f} s each on average); the longest: "
+              + ", ".join(f"{n} {s:.1f} s" for s, n in times[:5]))
     for b in bad:
         print(f"FAIL {a.console}: {b}")
     if not bad:
         r = runs[0]
-        print(f"PASS {a.console}: {r.get('passed')} scenarios passed, {r.get('skipped')} skipped, on {a.nics} NICs through vfio-pci")
+        print(f"PASS {a.console}: {r.get('passed')} scenarios passed ({len(seam)} of them with firmware faults at "
+              f"the driver's seam), {r.get('skipped')} skipped, on {a.nics} NICs through vfio-pci in {r.get('secs')} s")
     return 1 if bad else 0
 
 

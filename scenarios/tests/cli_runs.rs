@@ -222,3 +222,40 @@ fn the_schema_command_writes_the_committed_schema() {
     assert_eq!(code, 0);
     assert_eq!(out, std::fs::read_to_string(repo().join("docs/scenario.schema.json")).unwrap());
 }
+
+#[test]
+fn a_run_that_ran_nothing_exits_3_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let only = "name: elsewhere\nabout: x.\ntargets: [vfio-user]\nnics: 1\nsteps:\n  - count: {at_least: 1}\n";
+    write(dir.path(), "elsewhere.yaml", only);
+    let (code, out, err) = rig_in(dir.path(), &["run", "elsewhere.yaml"]);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.contains("scenarios: 0 passed, 0 failed, 1 skipped"), "{out}");
+    assert!(
+        err.contains("no scenario ran on the model target (1 skipped); `bnxt-rig list --target model` says why"),
+        "{err}"
+    );
+    // Nothing chosen is nothing run too.
+    let (code, _, _) = rig_in(dir.path(), &["run", "elsewhere.yaml", "--filter", "nothing-has-this-name"]);
+    assert_eq!(code, 3);
+    // One scenario that runs is a run: the skipped one beside it does not count against it.
+    write(dir.path(), "passes.yaml", PASSES);
+    let (code, out, err) = rig_in(dir.path(), &["run", "."]);
+    assert_eq!(code, 0, "{out}{err}");
+    // The listing says why, before anything runs.
+    let (code, out, _) = rig_in(dir.path(), &["list", "--target", "model", "."]);
+    assert_eq!(code, 0);
+    assert!(out.contains("no: runs only on: vfio-user"), "{out}");
+    assert!(out.ends_with("on model: 1 of 2 scenarios run (0 of them with steps skipped), 1 do not\n"), "{out}");
+}
+
+#[test]
+fn run_help_names_every_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, _) = rig_in(dir.path(), &["run", "--help"]);
+    assert_eq!(code, 0);
+    for kind in bnxt_rig::target::KINDS {
+        assert!(out.contains(&format!("`{kind}")), "`run --help` does not name {kind}:\n{out}");
+    }
+    assert!(out.contains("--command-timeout"), "{out}");
+}

@@ -172,6 +172,8 @@ fn the_seed_option_overrides_the_file() {
 #[derive(Clone, Copy, Default)]
 struct Fake {
     faults: bool,
+    /// Relaxed ordering off in the NICs' Device Control (as some platforms leave it).
+    relaxed_off: bool,
     panic_in_take: bool,
     panic_in_start: bool,
     unimplemented: bool,
@@ -210,6 +212,7 @@ struct FakeSession {
     machine: FakeMachine,
     clock: FakeClock,
     unimplemented: bool,
+    relaxed_off: bool,
 }
 
 impl Session for FakeSession {
@@ -220,7 +223,7 @@ impl Session for FakeSession {
         &self.clock
     }
     fn config_state(&self, _: usize) -> Result<ConfigState, TargetError> {
-        Ok(ConfigState { memory: false, bus_master: false, relaxed_ordering: true })
+        Ok(ConfigState { memory: false, bus_master: false, relaxed_ordering: !self.relaxed_off })
     }
     fn internals(&self, _: usize) -> Result<Internals, TargetError> {
         Err(TargetError::Cannot { target: "fake".into(), what: "look inside a NIC".into() })
@@ -245,7 +248,12 @@ impl Target for Fake {
             panic!("the stand-in target cannot start");
         }
         let machine = FakeMachine { panic_in_take: self.panic_in_take };
-        Ok(Box::new(FakeSession { machine, clock: FakeClock::default(), unimplemented: self.unimplemented }))
+        Ok(Box::new(FakeSession {
+            machine,
+            clock: FakeClock::default(),
+            unimplemented: self.unimplemented,
+            relaxed_off: self.relaxed_off,
+        }))
     }
 }
 
@@ -261,8 +269,13 @@ fn scenarios_a_target_cannot_run_are_skipped_with_the_reason() {
             "needs faults, which the fake target lacks",
         ),
         (
-            "name: t\nabout: x.\nnics: 1\nsteps:\n  - repeat: {times: 2, steps: [inspect: {nic: 0, dma_mappings: 0}]}\n",
+            "name: t\nabout: x.\nnics: 1\nrequires: [inspect]\nsteps:\n  - repeat: {times: 2, steps: [inspect: {nic: 0, dma_mappings: 0}]}\n",
             "needs inspect, which the fake target lacks",
+        ),
+        (
+            "name: t\nabout: x.\nnics: 1\nfaults:\n  - wire: {drop: 0.5}\nsteps:\n  - count: {equals: 1}\n",
+            "needs wire-faults, which the fake target lacks (wire faults need the model's segment between the NICs: \
+             they run on the model and vfio-user targets only)",
         ),
         (
             "name: t\nabout: x.\nnics: 1\nrequires: [virtual-time, pcap]\nsteps:\n  - count: {equals: 1}\n",
@@ -332,4 +345,83 @@ fn strict_mode_fails_a_run_that_asked_for_something_unimplemented() {
     assert_eq!(o.notes, vec!["NIC 0: something it does not do".to_string()]);
     let o = run_scenario(&scenario(PLAIN), &fake, &RunOptions { strict: true, ..RunOptions::default() });
     assert_eq!(failure(&o).got, "NIC 0: something it does not do");
+}
+
+#[test]
+fn a_model_only_step_is_skipped_and_reported_and_the_scenario_runs_on() {
+    let text =
+        "name: t\nabout: x.\nnics: 1\nsteps:\n  - wait: 1s\n  - inspect: {nic: 0, dma_mappings: 0}\n  - wait: 2s\n";
+    let s = scenario(text);
+    assert_eq!(skip_reason(&s, &Fake::default()), None);
+    let o = run_scenario(&s, &Fake::default(), &RunOptions::default());
+    assert_eq!(o.verdict, Verdict::Pass, "{o:#?}");
+    assert_eq!(o.steps.len(), 3);
+    let skipped: Vec<_> = o.skipped_steps().map(|s| (s.number.as_str(), s.line, s.skipped.as_deref())).collect();
+    assert_eq!(skipped, [("2", 6, Some("`inspect` needs inspect, which the fake target lacks"))]);
+    assert_eq!(o.target_time, Duration::from_secs(3), "the steps after it ran");
+    // The listing says the same before anything runs.
+    let listed = bnxt_rig::cli::list::on_target(&[&s], &Fake::default());
+    let row: Vec<&str> = listed.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(row, ["t", "yes", "test.yaml"], "{listed}");
+    assert!(
+        listed.contains("    skips step 2 (line 6): inspect: {nic: 0, dma_mappings: 0}  (needs inspect, which the fake target lacks)"),
+        "{listed}"
+    );
+    assert!(listed.ends_with("on fake: 1 of 1 scenarios run (1 of them with steps skipped), 0 do not\n"), "{listed}");
+    // Where the target can look inside, the step runs (and can fail).
+    let o = run_on_model(text);
+    assert_eq!(o.verdict, Verdict::Pass);
+    assert_eq!(o.skipped_steps().count(), 0);
+    let o = run_on_model(&text.replace("dma_mappings: 0", "dma_mappings: 1"));
+    assert_eq!(failure(&o).step.as_ref().unwrap().number, "2");
+}
+
+#[test]
+fn a_machine_state_the_scenario_assumes_skips_it_where_the_machine_differs() {
+    let s = scenario(PLAIN);
+    let a = s.assumptions();
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].to_string(), "relaxed ordering on at NIC 0 while the driver does not hold it (line 7)");
+    let o = run_scenario(&s, &Fake { relaxed_off: true, ..Fake::default() }, &RunOptions::default());
+    let why = "assumes relaxed ordering on at NIC 0 while the driver does not hold it (line 7); the fake target's \
+               NIC 0 has it off";
+    assert_eq!(o.verdict, Verdict::Skip(why.into()));
+    // A check while the driver holds the NIC is the driver's doing, not an assumption; one after
+    // a close is (close gives back the state it found).
+    let held = scenario(
+        "name: t\nabout: x.\nnics: 2\nsteps:\n  - open: {nic: 0, as: a}\n  - config: {nic: a, relaxed_ordering: off}\n  - close: a\n  - config: {nic: 1, relaxed_ordering: off}\n  - config: {nic: a, relaxed_ordering: on}\n",
+    );
+    let nics: Vec<(usize, bool, u64)> =
+        held.assumptions().iter().map(|a| (a.nic, a.relaxed_ordering, a.line)).collect();
+    assert_eq!(nics, [(1, false, 8), (0, true, 9)]);
+}
+
+#[test]
+fn the_command_timeout_is_the_scenarios_else_the_options_else_short_on_a_real_clock() {
+    let plain = scenario(PLAIN);
+    let own = scenario(&PLAIN.replace("nics: 1\n", "nics: 1\ncommand_timeout: 5s\n"));
+    let given = RunOptions { command_timeout: Some(Duration::from_millis(700)), ..RunOptions::default() };
+    let on = |s: &Scenario, t: &dyn Target, o: &RunOptions| run_scenario(s, t, o).command_timeout;
+    assert_eq!(on(&plain, &Fake::default(), &RunOptions::default()), Some(Duration::from_secs(2)));
+    assert_eq!(on(&plain, &Fake::default(), &given), Some(Duration::from_millis(700)));
+    assert_eq!(on(&own, &Fake::default(), &given), Some(Duration::from_secs(5)));
+    assert_eq!(on(&plain, &ModelTarget, &RunOptions::default()), None, "the firmware's own on a virtual clock");
+    assert_eq!(on(&own, &ModelTarget, &RunOptions::default()), Some(Duration::from_secs(5)));
+    // And the driver is opened with it: a RoCE command never answered fails after it.
+    let text = "name: t\nabout: x.\nnics: 1\ncommand_timeout: 1500ms\nfaults:\n  - firmware: {nic: 0, request: CREATE_QP, action: no-response, nth: 1}\nsteps:\n  - open: {nic: 0, as: a}\n  - qp: {on: a, as: q}\n    expect: {error: \"CREATE_QP: no answer from the firmware within 1500 ms\", takes_at_least: 1500ms, takes_at_most: 1600ms}\n";
+    assert_eq!(run_on_model(text).verdict, Verdict::Pass);
+}
+
+#[test]
+fn an_upper_bound_on_a_steps_time_is_checked_only_on_a_virtual_clock() {
+    let text =
+        "name: t\nabout: x.\nnics: 1\nsteps:\n  - wait: 5s\n    expect: {takes_at_least: 2s, takes_at_most: 3s}\n";
+    let o = run_scenario(&scenario(text), &Fake::default(), &RunOptions::default());
+    assert_eq!(o.verdict, Verdict::Pass, "{o:#?}");
+    assert_eq!(o.steps[0].note.as_deref(), Some("takes_at_most 3s not checked on a real clock"));
+    assert_eq!(failure(&run_on_model(text)).expected, "takes at most 3s");
+    // The lower bound holds on every clock.
+    let short = text.replace("takes_at_least: 2s, takes_at_most: 3s", "takes_at_least: 6s, takes_at_most: 7s");
+    let o = run_scenario(&scenario(&short), &Fake::default(), &RunOptions::default());
+    assert_eq!(failure(&o).expected, "takes at least 6s");
 }

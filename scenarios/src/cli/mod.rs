@@ -3,10 +3,11 @@
 //! Exit status: 0 when every scenario run passed (skipped ones do not count against it), the
 //! files checked are valid, or two transcripts agree; 1 when a scenario failed or timed out, or
 //! two transcripts differ; 2 when the command line or a scenario file is wrong (nothing runs
-//! then).
+//! then); 3 ([`EXIT_NOTHING_RAN`]) when a run ran no scenario at all (every one chosen was
+//! skipped on the target, or none was chosen): a lab run that tested nothing is not a pass.
 
 mod diff;
-mod list;
+pub mod list;
 mod nics;
 mod run;
 
@@ -19,7 +20,8 @@ use clap::{Args, Parser, Subcommand};
 use crate::run::select::Selection;
 use crate::scenario::{Scenario, Suite, load_paths};
 
-/// Runs YAML scenarios against the BCM57608 model (or NICs behind vfio-user sockets).
+/// Runs YAML scenarios against the BCM57608 model, NICs behind vfio-user sockets, or this
+/// machine's BCM57608 functions through vfio-pci.
 #[derive(Debug, Parser)]
 #[command(name = "bnxt-rig", version, about)]
 pub struct Cli {
@@ -129,9 +131,17 @@ pub struct RunArgs {
     /// Scenario files and folders.
     #[command(flatten)]
     pub paths: PathArgs,
-    /// What to run against: `model` (the in-process model), or `vfio-user:SOCK[,SOCK…]`.
-    #[arg(long, default_value = "model")]
+    /// What to run against: `model` (the in-process model, on a virtual clock),
+    /// `vfio-user:SOCK[,SOCK…]` (model processes, `bnxt-model serve`, one NIC per socket), or
+    /// `vfio` (this machine's BCM57608 functions bound to vfio-pci: `bnxt-rig detach N` first).
+    /// `bnxt-rig list --target T` shows what runs on T.
+    #[arg(long, default_value = "model", value_name = "TARGET")]
     pub target: String,
+    /// How long the driver waits for a RoCE firmware command before it calls the NIC wedged, for
+    /// scenarios that do not set their own `command_timeout:` (`2s`). Default: the firmware's
+    /// ceiling on the model, 2 s on the real-clock targets (`vfio-user`, `vfio`).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
+    pub command_timeout: Option<std::time::Duration>,
     /// Seed for every scenario, instead of each one's own `seed:`.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -161,6 +171,12 @@ pub struct ListArgs {
     /// Scenario files and folders.
     #[command(flatten)]
     pub paths: PathArgs,
+    /// Say for each scenario whether it runs on this target (`model`, `vfio-user:SOCK,…`,
+    /// `vfio`) and why not, and which of its steps the target skips and why. A state of the
+    /// machine a scenario takes for granted is named too; whether the target has it is known
+    /// only when the scenario runs.
+    #[arg(long, value_name = "TARGET")]
+    pub target: Option<String>,
     /// Which scenarios.
     #[command(flatten)]
     pub select: SelectArgs,
@@ -232,6 +248,9 @@ pub struct BindArgs {
 pub const EXIT_FAILED: u8 = 1;
 /// Exit status when the command line or a scenario file is wrong.
 pub const EXIT_INVALID: u8 = 2;
+/// Exit status of a run that ran no scenario (each was skipped on the target, or none was
+/// chosen).
+pub const EXIT_NOTHING_RAN: u8 = 3;
 
 /// Parse the command line and do what it says.
 pub fn main() -> ExitCode {

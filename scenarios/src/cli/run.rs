@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::{EXIT_FAILED, EXIT_INVALID, OutputArgs, ReplayArgs, RunArgs, load, say_error};
+use super::{EXIT_FAILED, EXIT_INVALID, EXIT_NOTHING_RAN, OutputArgs, ReplayArgs, RunArgs, load, say_error};
 use crate::report::console::{Console, Tally};
 use crate::report::{json, junit};
 use crate::run::outcome::ScenarioOutcome;
@@ -28,6 +28,7 @@ struct Plan {
     selection: Selection,
     strict: bool,
     wall_limit: Duration,
+    command_timeout: Option<Duration>,
     output: OutputArgs,
     /// Only the scenarios with these names (a replay of the failed ones).
     only: Option<Vec<String>>,
@@ -42,6 +43,7 @@ pub fn run(args: &RunArgs, verbose: bool) -> ExitCode {
         selection: args.select.selection(),
         strict: args.strict,
         wall_limit: args.wall_limit,
+        command_timeout: args.command_timeout,
         output: args.output.clone(),
         only: None,
     };
@@ -98,6 +100,7 @@ pub fn replay(args: &ReplayArgs, verbose: bool) -> ExitCode {
         },
         strict: record.strict,
         wall_limit: Duration::from_millis(record.wall_limit_ms),
+        command_timeout: record.command_timeout_ms.map(Duration::from_millis),
         output,
         only,
     };
@@ -131,6 +134,7 @@ fn execute(plan: &Plan, verbose: bool) -> ExitCode {
         pcap: plan.output.pcap.clone(),
         transcript: plan.output.transcript.clone(),
         wall_limit: plan.wall_limit,
+        command_timeout: plan.command_timeout,
     };
     let jobs = usize::from(plan.output.jobs);
     let mut console = Console::new(std::io::stdout().lock(), verbose, target.capabilities().virtual_time);
@@ -173,6 +177,13 @@ fn execute(plan: &Plan, verbose: bool) -> ExitCode {
     write_record(plan, &outcomes);
     if tally.is_bad() {
         ExitCode::from(EXIT_FAILED)
+    } else if tally.passed == 0 {
+        say_error(&format!(
+            "no scenario ran on the {target_name} target ({} skipped); `bnxt-rig list --target {}` says why",
+            tally.skipped,
+            crate::report::console::shell_word(&plan.target)
+        ));
+        ExitCode::from(EXIT_NOTHING_RAN)
     } else if !wrote_ok {
         ExitCode::from(EXIT_INVALID)
     } else {
@@ -215,6 +226,7 @@ fn write_record(plan: &Plan, outcomes: &[ScenarioOutcome]) {
         skip_tags: plan.selection.skip_tags.clone(),
         strict: plan.strict,
         wall_limit_ms: plan.wall_limit.as_millis() as u64,
+        command_timeout_ms: plan.command_timeout.map(|t| t.as_millis() as u64),
         files,
         scenarios: outcomes
             .iter()

@@ -74,9 +74,21 @@ impl<W: Write> Console<W> {
                 wall(o.wall_time)
             )?,
         }
+        if !self.verbose {
+            for s in o.skipped_steps() {
+                let why = s.skipped.as_deref().unwrap_or_default();
+                writeln!(self.out, "      skipped step {} (line {}): {}  ({why})", s.number, s.line, s.text)?;
+            }
+        }
         if self.verbose {
             for s in &o.steps {
-                let mark = if s.ok { "ok  " } else { "FAIL" };
+                let mark = if s.skipped.is_some() {
+                    "skip"
+                } else if s.ok {
+                    "ok  "
+                } else {
+                    "FAIL"
+                };
                 write!(
                     self.out,
                     "      {mark} {:>3}  line {:<4} {}  [at {}, took {}]",
@@ -86,7 +98,7 @@ impl<W: Write> Console<W> {
                     format_duration(s.started),
                     format_duration(s.took)
                 )?;
-                match &s.note {
+                match s.skipped.as_ref().or(s.note.as_ref()) {
                     Some(note) => writeln!(self.out, "  {note}")?,
                     None => writeln!(self.out)?,
                 }
@@ -108,6 +120,18 @@ impl<W: Write> Console<W> {
         };
         if step {
             writeln!(self.out, "      replay: {}", o.replay)?;
+        }
+        if !matches!(o.verdict, Verdict::Skip(_))
+            && let Some(t) = o.command_timeout
+        {
+            writeln!(self.out, "      command timeout: {}", format_duration(t))?;
+        }
+        if let Some(seam) = &o.seam {
+            let fired = seam.iter().filter(|l| seam_fired(l)).count();
+            writeln!(self.out, "      firmware faults at the driver's seam: {fired} fired")?;
+            for line in seam {
+                writeln!(self.out, "        seam: {line}")?;
+            }
         }
         for note in &o.notes {
             writeln!(self.out, "      note: {note}")?;
@@ -153,6 +177,17 @@ impl<W: Write> Console<W> {
     }
 }
 
+/// Whether a line of the seam's log says a fault fired on a request or command
+/// (`NIC 0: VER_GET #1: no-response: not passed on`), rather than what followed from one (an
+/// answer handed over late) or a fault the layer could not inject.
+pub fn seam_fired(line: &str) -> bool {
+    let fired = line.split(" #").nth(1).is_some_and(|rest| {
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
+        digits > 0 && rest[digits..].starts_with(": ")
+    });
+    fired && !line.contains("passed on as written") && !line.contains("cannot be passed on")
+}
+
 fn wall(d: Duration) -> String {
     if d < Duration::from_secs(1) { format!("{}ms", d.as_millis()) } else { format!("{:.2}s", d.as_secs_f64()) }
 }
@@ -186,6 +221,8 @@ mod tests {
             notes: vec!["NIC 0: something".into()],
             artifacts: vec![],
             replay: "bnxt-rig run 'scenarios/nic/my x.yaml' --target model --seed 7 --strict".into(),
+            command_timeout: None,
+            seam: None,
         }
     }
 

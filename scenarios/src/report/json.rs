@@ -14,6 +14,14 @@ pub fn duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())
 }
 
+/// An optional duration: seconds, or `null`.
+pub fn optional_duration<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_f64(d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
+}
+
 /// A run as the JSON report holds it.
 #[derive(Debug, Serialize)]
 pub struct JsonReport<'a> {
@@ -68,6 +76,8 @@ mod tests {
             notes: vec![],
             artifacts: vec![],
             replay: "bnxt-rig run x.yaml --target model --seed 7".into(),
+            command_timeout: Some(Duration::from_secs(2)),
+            seam: None,
         };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r/report.json");
@@ -79,6 +89,7 @@ mod tests {
         assert_eq!(v["scenarios"][0]["verdict"]["verdict"], "fail");
         assert_eq!(v["scenarios"][0]["verdict"]["detail"]["got"], "b");
         assert_eq!(v["scenarios"][0]["target_time"], 1.5);
+        assert_eq!(v["scenarios"][0]["command_timeout"], 2.0);
         assert_eq!(v["scenarios"][0]["replay"], "bnxt-rig run x.yaml --target model --seed 7");
     }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
 use crate::run::outcome::{ScenarioOutcome, Verdict};
+use crate::scenario::values::format_duration;
 
 /// The JUnit XML of `outcomes`, run on `target`, taking `wall_time` in all.
 pub fn to_xml(target: &str, wall_time: Duration, outcomes: &[ScenarioOutcome]) -> String {
@@ -42,6 +43,14 @@ pub fn to_xml(target: &str, wall_time: Duration, outcomes: &[ScenarioOutcome]) -
         let mut case = TestCase::new(o.name.as_str(), status);
         case.set_classname(o.file.display().to_string());
         case.set_time(o.wall_time);
+        if let Some(t) = o.command_timeout {
+            case.add_property(quick_junit::Property::new("command-timeout", format_duration(t)));
+        }
+        for step in o.skipped_steps() {
+            let why = step.skipped.as_deref().unwrap_or_default();
+            let value = format!("line {}: {}: {why}", step.line, step.text);
+            case.add_property(quick_junit::Property::new(format!("skipped-step-{}", step.number), value));
+        }
         let mut out = String::new();
         for note in &o.notes {
             out.push_str(&format!("note: {note}\n"));
@@ -88,6 +97,8 @@ mod tests {
             notes: vec!["a <note> & more".into()],
             artifacts: vec![],
             replay: "bnxt-rig run s/x.yaml --target model --seed 1".into(),
+            command_timeout: None,
+            seam: None,
         }
     }
 

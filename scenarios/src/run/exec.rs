@@ -6,14 +6,14 @@ use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bnxt::{Clock, Nic};
+use bnxt::{Clock, Nic, OpenOptions};
 
 use super::outcome::{FailedStep, Failure, StepRecord, TimedOut, TimeoutClock, Verdict};
 use super::panic::{Panic, catch, catch_panic};
 use super::roce::Objects;
 use super::watch::{Expiry, Limit, Watch, WatchedClock, WatchedMachine, Whose};
 use crate::scenario::values::{format_duration, format_gid, format_mac};
-use crate::scenario::{Action, CountCheck, IdentityCheck, NicRef, Step};
+use crate::scenario::{Action, Capability, CountCheck, IdentityCheck, NicRef, Step};
 use crate::target::Session;
 use crate::transcript::record::Recorder;
 
@@ -55,6 +55,22 @@ pub(super) struct Held {
     pub(super) open: bool,
 }
 
+/// What the target decides of how steps run: the model-only steps it skips, and how the driver
+/// opens NICs on it.
+#[derive(Debug, Clone, Default)]
+pub struct StepRules {
+    /// The target, as `--target` names it (said in a skipped step's reason).
+    pub target: String,
+    /// What the target cannot do: a step that needs one of these is skipped
+    /// ([`Action::step_needs`]).
+    pub lacks: Vec<Capability>,
+    /// How the driver opens NICs (the RoCE command timeout).
+    pub open: OpenOptions,
+    /// The NICs whose firmware faults the layer at the driver's seam injects (its memory counts
+    /// among theirs).
+    pub seam_nics: Vec<usize>,
+}
+
 /// The state of one scenario run: the NICs, regions and queue pairs its steps made.
 pub struct Exec<'s> {
     session: &'s dyn Session,
@@ -77,6 +93,7 @@ pub struct Exec<'s> {
     iterations: Vec<(u32, u32)>,
     /// Numbers of the enclosing steps (`5` for the steps of repeat 5).
     numbers: Vec<usize>,
+    rules: StepRules,
 }
 
 impl<'s> Exec<'s> {
@@ -103,7 +120,25 @@ impl<'s> Exec<'s> {
             stray: Vec::new(),
             iterations: Vec::new(),
             numbers: Vec::new(),
+            rules: StepRules::default(),
         }
+    }
+
+    /// The run under `rules` (by default: every step runs, NICs open as the firmware decides).
+    pub fn with_rules(mut self, rules: StepRules) -> Exec<'s> {
+        self.rules = rules;
+        self
+    }
+
+    /// Why the target skips `step`, if it does.
+    fn skips(&self, step: &Step) -> Option<String> {
+        let needs = step.action.step_needs().filter(|c| self.rules.lacks.contains(c))?;
+        Some(format!(
+            "`{}` needs {}, which the {} target lacks",
+            step.action.keyword(),
+            needs.name(),
+            self.rules.target
+        ))
     }
 
     /// Run `steps` in order, recording each in `records`; the first failure stops the run.
@@ -111,6 +146,25 @@ impl<'s> Exec<'s> {
         for (i, step) in steps.iter().enumerate() {
             self.numbers.push(i + 1);
             let started = self.now();
+            if let Some(reason) = self.skips(step) {
+                let number = self.number();
+                self.recorder.note(
+                    started,
+                    format!("{} line {}: {} SKIPPED: {reason}", self.place(), step.at.line, step.action),
+                );
+                self.numbers.pop();
+                records.push(StepRecord {
+                    number,
+                    line: step.at.line,
+                    text: step.action.to_string(),
+                    started,
+                    took: Duration::ZERO,
+                    ok: true,
+                    note: None,
+                    skipped: Some(reason),
+                });
+                continue;
+            }
             let result = self.step(step);
             let took = self.now().saturating_sub(started);
             let number = self.number();
@@ -127,6 +181,7 @@ impl<'s> Exec<'s> {
                 took,
                 ok,
                 note,
+                skipped: None,
             });
             result?;
         }
@@ -294,7 +349,18 @@ impl<'s> Exec<'s> {
             );
             return Err(fail(self, m));
         }
+        let mut note = note;
         if let Some(most) = step.expect.takes_at_most
+            && !self.virtual_time
+        {
+            // An upper bound on a real clock is a claim about the machine's speed (a guest under
+            // emulation, a loaded host), not about the driver: only a virtual clock makes it exact.
+            let said = format!("takes_at_most {} not checked on a real clock", format_duration(most));
+            note = Some(match note {
+                Some(n) => format!("{n}; {said}"),
+                None => said,
+            });
+        } else if let Some(most) = step.expect.takes_at_most
             && took > most
         {
             let m = Mismatch::new(
@@ -347,7 +413,7 @@ impl<'s> Exec<'s> {
                     .session
                     .internals(index)
                     .map_err(|e| Mismatch::new("the NIC's inner state can be seen", e.to_string()))?;
-                super::inspect::check(&state, &step.action)
+                super::inspect::check(&state, &step.action, self.rules.seam_nics.contains(&index))
             }
             Action::Repeat { .. } => unreachable!("repeat is run by step()"),
             other => unreachable!("`{}` is a RoCE step, run by roce()", other.keyword()),
@@ -356,7 +422,7 @@ impl<'s> Exec<'s> {
 
     fn open(&mut self, index: usize, alias: &str, step: &Step) -> Result<Option<String>, Mismatch> {
         self.indices.insert(alias.to_string(), index);
-        let result = Nic::open(self.machine, index);
+        let result = Nic::open_with(self.machine, index, &self.rules.open);
         match (result, &step.expect.error) {
             (Ok(nic), None) => {
                 let note = format!("opened {}", nic.name());

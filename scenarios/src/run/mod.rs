@@ -35,6 +35,13 @@ use crate::transcript::{Transcript, ladder};
 /// How long a scenario may take in wall time unless `--wall-limit` says otherwise.
 pub const DEFAULT_WALL_LIMIT: Duration = Duration::from_secs(300);
 
+/// The RoCE command timeout the driver is opened with on a real-clock target unless
+/// `--command-timeout` or the scenario says otherwise: a command a faulty firmware never answers
+/// then costs two seconds, not the firmware's 40. Far above what a firmware that answers takes
+/// (bnxt_re's commands are answered in milliseconds; the model under emulation in a guest, in
+/// well under a second).
+pub const REAL_CLOCK_COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// How scenarios are run.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -49,12 +56,50 @@ pub struct RunOptions {
     pub transcript: Option<PathBuf>,
     /// The most wall time one scenario may take.
     pub wall_limit: Duration,
+    /// The RoCE command timeout for scenarios that do not set their own (`--command-timeout`);
+    /// `None`: the firmware's on virtual-clock targets, [`REAL_CLOCK_COMMAND_TIMEOUT`] on the
+    /// others.
+    pub command_timeout: Option<Duration>,
 }
 
 impl Default for RunOptions {
     fn default() -> RunOptions {
-        RunOptions { seed: None, strict: false, pcap: None, transcript: None, wall_limit: DEFAULT_WALL_LIMIT }
+        RunOptions {
+            seed: None,
+            strict: false,
+            pcap: None,
+            transcript: None,
+            wall_limit: DEFAULT_WALL_LIMIT,
+            command_timeout: None,
+        }
     }
+}
+
+/// The RoCE command timeout `scenario` runs with on `target` (`None`: the firmware's ceiling):
+/// the scenario's own, else `--command-timeout`, else [`REAL_CLOCK_COMMAND_TIMEOUT`] on a
+/// real-clock target.
+pub fn command_timeout_of(scenario: &Scenario, target: &dyn Target, options: &RunOptions) -> Option<Duration> {
+    scenario.command_timeout.or(options.command_timeout).or_else(|| {
+        let real_clock = !target.capabilities().virtual_time;
+        real_clock.then_some(REAL_CLOCK_COMMAND_TIMEOUT)
+    })
+}
+
+/// Why `scenario`, which started, does not run on the machine `session` gave: a state it takes
+/// for granted ([`Scenario::assumptions`]) that the machine does not have.
+fn assumption_broken(scenario: &Scenario, session: &dyn crate::target::Session, target: &dyn Target) -> Option<String> {
+    for a in scenario.assumptions() {
+        let state = match catch(|| session.config_state(a.nic)) {
+            Ok(Ok(state)) => state,
+            // Unreadable here: the step itself will say so.
+            _ => continue,
+        };
+        if state.relaxed_ordering != a.relaxed_ordering {
+            let is = if state.relaxed_ordering { "on" } else { "off" };
+            return Some(format!("assumes {a}; the {} target's NIC {} has it {is}", target.name(), a.nic));
+        }
+    }
+    None
 }
 
 /// The seed a scenario runs with.
@@ -62,20 +107,27 @@ pub fn seed_of(scenario: &Scenario, options: &RunOptions) -> u64 {
     options.seed.or(scenario.seed).unwrap_or(0)
 }
 
-/// Why `scenario` cannot run on `target`, if it cannot.
+/// Said of a scenario with wire faults where it does not run: they need a switch between the NICs
+/// that drops, reorders and corrupts frames, which only the model's segment is.
+const WIRE_FAULTS_WHY: &str =
+    " (wire faults need the model's segment between the NICs: they run on the model and vfio-user targets only)";
+
+/// Why `scenario` cannot run on `target`, if it cannot (before anything starts; a state of the
+/// machine it takes for granted is checked once the machine is built).
 pub fn skip_reason(scenario: &Scenario, target: &dyn Target) -> Option<String> {
     if let Some(reason) = &scenario.skip {
         return Some(format!("skipped: {reason}"));
     }
+    let needs = scenario.needs();
+    let wire = if needs.contains(&Capability::WireFaults) { WIRE_FAULTS_WHY } else { "" };
     if let Some(kinds) = &scenario.targets
         && !kinds.iter().any(|k| k == target.kind())
     {
-        return Some(format!("runs only on: {}", kinds.join(", ")));
+        return Some(format!("runs only on: {}{wire}", kinds.join(", ")));
     }
-    let lacking: Vec<&str> =
-        scenario.needs().into_iter().filter(|c| !target.supports(*c)).map(Capability::name).collect();
+    let lacking: Vec<&str> = needs.into_iter().filter(|c| !target.supports(*c)).map(Capability::name).collect();
     if !lacking.is_empty() {
-        return Some(format!("needs {}, which the {} target lacks", lacking.join(", "), target.name()));
+        return Some(format!("needs {}, which the {} target lacks{wire}", lacking.join(", "), target.name()));
     }
     let max = target.capabilities().max_nics;
     if scenario.nics > max {
@@ -94,6 +146,9 @@ pub fn replay_command(scenario: &Scenario, target: &dyn Target, options: &RunOpt
     cmd.push_str(&format!(" --target {} --seed {}", shell_word(&target.name()), seed_of(scenario, options)));
     if options.strict {
         cmd.push_str(" --strict");
+    }
+    if let Some(t) = options.command_timeout {
+        cmd.push_str(&format!(" --command-timeout {}", crate::scenario::values::format_duration(t)));
     }
     cmd
 }
@@ -117,6 +172,8 @@ pub fn blank_outcome(scenario: &Scenario, target: &dyn Target, options: &RunOpti
         notes: Vec::new(),
         artifacts: Vec::new(),
         replay: replay_command(scenario, target, options),
+        command_timeout: None,
+        seam: None,
     }
 }
 
@@ -150,6 +207,19 @@ pub fn run_scenario(scenario: &Scenario, target: &dyn Target, options: &RunOptio
         Err(panic) => return fail_to_start(outcome, panic, wall),
     };
 
+    if let Some(reason) = assumption_broken(scenario, &*session, target) {
+        outcome.verdict = Verdict::Skip(reason);
+        outcome.wall_time = wall.elapsed();
+        return outcome;
+    }
+    outcome.command_timeout = command_timeout_of(scenario, target, options);
+    let rules = exec::StepRules {
+        target: target.name(),
+        lacks: Capability::ALL.iter().map(|(c, _)| *c).filter(|c| !target.supports(*c)).collect(),
+        open: bnxt::OpenOptions { command_timeout: outcome.command_timeout },
+        seam_nics: if target.faults_at_seam() { scenario.firmware_fault_nics() } else { Vec::new() },
+    };
+
     let watch = Watch::new(options.wall_limit);
     let buses = catch(|| session.machine().buses()).ok().and_then(Result::ok).unwrap_or_default();
     let recorder = Recorder::new(buses, session.events(), options.transcript.is_some());
@@ -171,7 +241,8 @@ pub fn run_scenario(scenario: &Scenario, target: &dyn Target, options: &RunOptio
         }
     }
     let ran = crate::transcript::record::recording(recorder.clone(), || {
-        let mut exec = Exec::new(&*session, &machine, watch.clone(), recorder.clone(), seed, virtual_time);
+        let mut exec =
+            Exec::new(&*session, &machine, watch.clone(), recorder.clone(), seed, virtual_time).with_rules(rules);
         let ran = exec.run(&scenario.steps, &mut outcome.steps);
         watch.disarm();
         let closed = exec.close_all();
@@ -186,6 +257,13 @@ pub fn run_scenario(scenario: &Scenario, target: &dyn Target, options: &RunOptio
         ran.and(closed).and(dropped)
     });
 
+    let seam = catch(|| session.seam_log()).unwrap_or_default();
+    for (at, line) in &seam {
+        recorder.note(*at, format!("seam {line}"));
+    }
+    if target.faults_at_seam() && scenario.has_firmware_faults() {
+        outcome.seam = Some(seam.into_iter().map(|(_, line)| line).collect());
+    }
     outcome.target_time = catch(|| session.clock().now()).unwrap_or_default().saturating_sub(started);
     let unimplemented = catch(|| session.unimplemented())
         .unwrap_or_else(|panic| vec![format!("the target could not say what it left unimplemented: {panic}")]);

@@ -122,6 +122,9 @@ pub struct StepRecord {
     pub ok: bool,
     /// What happened, in a few words (an expected error's message, say).
     pub note: Option<String>,
+    /// Not run on this target, for this reason (a model-only step, as `inspect`); the scenario
+    /// ran on without it.
+    pub skipped: Option<String>,
 }
 
 /// Everything a run of one scenario on one target gave.
@@ -151,4 +154,19 @@ pub struct ScenarioOutcome {
     pub artifacts: Vec<PathBuf>,
     /// The command that runs this scenario again the same way.
     pub replay: String,
+    /// How long the driver waited for a RoCE firmware command (`None`: the firmware's own
+    /// ceiling), when the scenario ran.
+    #[serde(serialize_with = "crate::report::json::optional_duration")]
+    pub command_timeout: Option<Duration>,
+    /// For a scenario with firmware faults on a target that injects them at the driver's seam
+    /// (`vfio-user`, `vfio`): what the layer did, in order (`VER_GET #1: no-response: not passed
+    /// on`). `None` elsewhere.
+    pub seam: Option<Vec<String>>,
+}
+
+impl ScenarioOutcome {
+    /// The steps the target skipped.
+    pub fn skipped_steps(&self) -> impl Iterator<Item = &StepRecord> {
+        self.steps.iter().filter(|s| s.skipped.is_some())
+    }
 }

@@ -40,6 +40,9 @@ pub struct RunRecord {
     pub strict: bool,
     /// `--wall-limit`, in milliseconds.
     pub wall_limit_ms: u64,
+    /// `--command-timeout`, in milliseconds (absent from records written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_timeout_ms: Option<u64>,
     /// Each scenario file read, with a checksum of its text then.
     pub files: Vec<FileSum>,
     /// Each scenario run, with its verdict.
@@ -165,6 +168,7 @@ mod tests {
             skip_tags: vec![],
             strict: true,
             wall_limit_ms: 1000,
+            command_timeout_ms: Some(2000),
             files: vec![FileSum { path: "a.yaml".into(), crc32: checksum(&file).unwrap() }],
             scenarios: vec![RecordedScenario { name: "a".into(), seed: 3, verdict: "FAIL".into() }],
         };

@@ -78,6 +78,13 @@ pub struct Scenario {
     /// past it the verdict is TIMEOUT.
     #[serde(default, with = "Opt::<Time>")]
     pub timeout: Option<Duration>,
+    /// How long the driver waits for a RoCE firmware command before it calls the NIC wedged
+    /// (`OpenOptions::command_timeout`), on every target; the error messages and times the steps
+    /// expect follow from it. Absent: the firmware's own ceiling (40 s on the model) on targets
+    /// with a virtual clock, and `run --command-timeout` (2 s unless it says otherwise) on
+    /// real-clock targets.
+    #[serde(default, with = "Opt::<Time>")]
+    pub command_timeout: Option<Duration>,
     /// Do not run the scenario, for this reason (it is reported as skipped).
     #[serde(default, with = "Opt::<SkipReason>")]
     pub skip: Option<String>,
@@ -238,7 +245,8 @@ impl Scenario {
     pub fn needs(&self) -> Vec<Capability> {
         let mut needs = self.requires.clone();
         for fault in &self.faults {
-            needs.push(match fault.kind {
+            needs.push(match &fault.kind {
+                FaultKind::Firmware(f) if !f.value.action.value.applies_to_roce() => Capability::MalformedAnswers,
                 FaultKind::Firmware(_) => Capability::Faults,
                 FaultKind::Wire(_) => Capability::WireFaults,
             });
@@ -246,12 +254,123 @@ impl Scenario {
         if !self.firmware.is_default() {
             needs.push(Capability::FirmwareSettings);
         }
-        visit_steps(&self.steps, &mut |step| match &step.action {
-            Action::Inspect { .. } => needs.push(Capability::Inspect),
-            action if action.is_roce() => needs.push(Capability::Roce),
-            _ => {}
+        visit_steps(&self.steps, &mut |step| {
+            if step.action.is_roce() {
+                needs.push(Capability::Roce);
+            }
         });
         Capability::ALL.iter().map(|(c, _)| *c).filter(|c| needs.contains(c)).collect()
+    }
+
+    /// Whether it has firmware faults (HWRM requests or RoCE commands).
+    pub fn has_firmware_faults(&self) -> bool {
+        self.faults.iter().any(|f| matches!(f.kind, FaultKind::Firmware(_)))
+    }
+
+    /// The NICs its firmware faults name.
+    pub fn firmware_fault_nics(&self) -> Vec<usize> {
+        let mut nics: Vec<usize> = self
+            .faults
+            .iter()
+            .filter_map(|f| match &f.kind {
+                FaultKind::Firmware(entry) => Some(entry.value.nic.value),
+                FaultKind::Wire(_) => None,
+            })
+            .collect();
+        nics.sort_unstable();
+        nics.dedup();
+        nics
+    }
+
+    /// The steps a target without `supports` would skip (the scenario runs on without them):
+    /// each with its number (`5`, `3.2` inside a repeat), line, text and the capability it needs.
+    pub fn skipped_steps(&self, supports: &dyn Fn(Capability) -> bool) -> Vec<SkippedStep> {
+        fn walk(steps: &[Step], prefix: &str, supports: &dyn Fn(Capability) -> bool, out: &mut Vec<SkippedStep>) {
+            for (i, step) in steps.iter().enumerate() {
+                let number = if prefix.is_empty() { (i + 1).to_string() } else { format!("{prefix}.{}", i + 1) };
+                if let Some(needs) = step.action.step_needs().filter(|c| !supports(*c)) {
+                    out.push(SkippedStep {
+                        number: number.clone(),
+                        line: step.at.line,
+                        text: step.action.to_string(),
+                        needs,
+                    });
+                }
+                if let Action::Repeat { steps, .. } = &step.action {
+                    walk(steps, &number, supports, out);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.steps, "", supports, &mut out);
+        out
+    }
+
+    /// What the scenario takes for granted of the machine before its first step: relaxed
+    /// ordering on or off in a NIC's Device Control while the driver does not hold the NIC, as a
+    /// `config` step checking it before the NIC's first `open`, after a failed one or after a
+    /// `close` says (the driver turns it off while it holds the NIC and gives the state it found
+    /// back). The model powers its NICs on with it on; on real machines the platform decides, so
+    /// where it differs the scenario is skipped with the reason (bus mastering and memory space
+    /// are the driver's to set and stay checks).
+    pub fn assumptions(&self) -> Vec<Assumption> {
+        let mut held: Vec<(String, usize)> = Vec::new();
+        let mut aliases: Vec<(String, usize)> = Vec::new();
+        let mut out: Vec<Assumption> = Vec::new();
+        visit_steps(&self.steps, &mut |step| match &step.action {
+            Action::Open { nic, alias } => {
+                aliases.push((alias.name.clone(), nic.value));
+                if step.expect.error.is_none() {
+                    held.push((alias.name.clone(), nic.value));
+                }
+            }
+            Action::Close(alias) => held.retain(|(a, _)| *a != alias.name),
+            Action::Config { nic, relaxed_ordering: Some(on), .. } => {
+                let index = match nic {
+                    NicRef::Index { nic, .. } => Some(*nic),
+                    NicRef::Alias(a) => aliases.iter().rev().find(|(n, _)| *n == a.name).map(|(_, i)| *i),
+                };
+                if let Some(index) = index
+                    && !held.iter().any(|(_, i)| *i == index)
+                    && !out.iter().any(|a| a.nic == index)
+                {
+                    out.push(Assumption { nic: index, relaxed_ordering: *on, line: step.at.line });
+                }
+            }
+            _ => {}
+        });
+        out
+    }
+}
+
+/// A step a target cannot do, which it skips.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedStep {
+    /// Its number (`5`, `3.2`).
+    pub number: String,
+    /// Its line in the file.
+    pub line: u64,
+    /// The step as written.
+    pub text: String,
+    /// What it needs of the target.
+    pub needs: Capability,
+}
+
+/// A machine state a scenario takes for granted before its first step ([`Scenario::assumptions`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Assumption {
+    /// The NIC's index.
+    pub nic: usize,
+    /// Relaxed ordering on (or off) before the NIC is first opened.
+    pub relaxed_ordering: bool,
+    /// The line of the `config` step that says so.
+    pub line: u64,
+}
+
+impl std::fmt::Display for Assumption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let on = if self.relaxed_ordering { "on" } else { "off" };
+        write!(f, "relaxed ordering {on} at NIC {} while the driver does not hold it (line {})", self.nic, self.line)
     }
 }
 
@@ -300,11 +419,15 @@ pub enum Capability {
     Roce,
     /// Set what the NICs' firmware advertises (`firmware:`).
     FirmwareSettings,
+    /// Make the firmware write malformed answers (`wrong-resp-len`, `wrong-seq-id`,
+    /// `no-valid-byte`): only the model's firmware can; a layer at the seam withholds, delays
+    /// and refuses, it does not forge.
+    MalformedAnswers,
 }
 
 impl Capability {
     /// Every capability with its name in `requires:`.
-    pub const ALL: [(Capability, &'static str); 7] = [
+    pub const ALL: [(Capability, &'static str); 8] = [
         (Capability::Faults, "faults"),
         (Capability::WireFaults, "wire-faults"),
         (Capability::Inspect, "inspect"),
@@ -312,6 +435,7 @@ impl Capability {
         (Capability::Pcap, "pcap"),
         (Capability::Roce, "roce"),
         (Capability::FirmwareSettings, "firmware-settings"),
+        (Capability::MalformedAnswers, "malformed-answers"),
     ];
 
     /// Its name in `requires:` (`wire-faults`).

@@ -4,8 +4,14 @@
 //! The in-process model (`model`), NICs behind vfio-user sockets (`vfio-user:SOCKET,...`) and
 //! this machine's functions bound to vfio-pci (`vfio`: real cards, or model NICs a QEMU guest
 //! sees) implement the same trait. A scenario that needs what a
-//! target cannot do ([`Target::supports`]: inject faults, look inside the NIC, move bytes over
-//! RoCE, more NICs than it has) is skipped on it with the reason.
+//! target cannot do ([`Target::supports`]: wire faults, malformed firmware answers, a virtual
+//! clock, more NICs than it has) is skipped on it with the reason; a step that needs what it
+//! cannot do (`inspect`) is skipped and the scenario runs on.
+//!
+//! Firmware faults run on every target: the model's firmware injects them on `model`; on
+//! `vfio-user` and `vfio` the runner puts [`bnxt_interpose::Interposed`] between the driver and
+//! the functions ([`seam_faults`]), so the same `faults: firmware:` lines withhold, delay and
+//! refuse HWRM requests and RoCE commands of a model behind a socket or of a real card.
 
 pub mod model;
 pub mod vfio;
@@ -165,8 +171,18 @@ pub trait Target: Send + Sync {
             Capability::Faults => caps.faults,
             Capability::Inspect => caps.inspect,
             Capability::VirtualTime => caps.virtual_time,
-            Capability::WireFaults | Capability::Pcap | Capability::Roce | Capability::FirmwareSettings => false,
+            Capability::WireFaults
+            | Capability::Pcap
+            | Capability::Roce
+            | Capability::FirmwareSettings
+            | Capability::MalformedAnswers => false,
         }
+    }
+
+    /// Whether it injects firmware faults at the driver's seam ([`bnxt_interpose`]) rather than
+    /// in the device's firmware. By default not.
+    fn faults_at_seam(&self) -> bool {
+        false
     }
 
     /// Whether several scenarios may run on it at once (each on its own machine). By default
@@ -196,11 +212,32 @@ pub trait Session {
         None
     }
 
+    /// What the layer at the driver's seam did since the last call (each line with its time on
+    /// the function's clock), where the target has one. By default nothing.
+    fn seam_log(&self) -> Vec<(std::time::Duration, String)> {
+        Vec::new()
+    }
+
     /// Finish the pcap file the plan asked for: how many frames it holds, or `None` when there
     /// is none.
     fn finish_pcap(&self) -> Result<Option<u64>, String> {
         Ok(None)
     }
+}
+
+/// `plan` split between the layer at the driver's seam and the device behind it: the firmware
+/// faults the layer injects (every HWRM and RoCE command fault but the malformed answers, which
+/// only the model's firmware writes), and what is left for the device (those malformed answers
+/// and the wire plan, which only the model's segment applies).
+pub fn seam_faults(
+    plan: bnxt_model::faults::FaultPlan,
+) -> (bnxt_model::faults::FaultPlan, bnxt_model::faults::FaultPlan) {
+    use bnxt_model::faults::FaultPlan;
+    let (device_firmware, seam_firmware): (Vec<_>, Vec<_>) =
+        plan.firmware.into_iter().partition(|f| !f.action.kind().applies_to_roce());
+    let seam = FaultPlan { firmware: seam_firmware, roce_commands: plan.roce_commands, ..FaultPlan::default() };
+    let device = FaultPlan { firmware: device_firmware, roce_commands: Vec::new(), wire: plan.wire };
+    (seam, device)
 }
 
 /// The target `spec` names (`model`).

@@ -4,14 +4,20 @@
 //! lab machine, or model NICs a QEMU guest sees through `vfio-user-pci` (the guest test
 //! `ci/guest-test.sh --driver` runs the suite so).
 //!
-//! Real time, real firmware: no fault injection, no look inside the NIC, no captures. The NICs
-//! move RoCE traffic between them when they share an Ethernet. Config-space checks read the
-//! function's `config` file in sysfs, beside the driver rather than through it.
+//! Real time, real firmware. Firmware faults are injected at the driver's seam
+//! ([`bnxt_interpose::Interposed`] over the functions): a request or command a fault names is
+//! withheld, answered late or refused there, so a real card's firmware never sees what it should
+//! not. What the seam cannot do is not offered: malformed answers (only the model's firmware
+//! writes them), wire faults (they need a switch between the cards that loses, reorders and
+//! corrupts frames), a look inside the NIC (`inspect` steps are skipped), captures. The NICs move
+//! RoCE traffic between them when they share an Ethernet. Config-space checks read the function's
+//! `config` file in sysfs, beside the driver rather than through it.
 
 use std::os::unix::fs::FileExt;
 
 use bnxt::sysfs::SysfsMachine;
 use bnxt::{Clock, Machine, PciError, RealClock};
+use bnxt_interpose::Interposed;
 
 use super::{Capabilities, ConfigState, Internals, MachinePlan, Session, Target, TargetError};
 use crate::scenario::Capability;
@@ -42,26 +48,33 @@ impl Target for VfioTarget {
         KIND
     }
 
-    fn capabilities(&self) -> Capabilities {
-        Capabilities { faults: false, inspect: false, max_nics: self.count, virtual_time: false }
+    fn faults_at_seam(&self) -> bool {
+        true
     }
 
-    /// RoCE, and nothing a model alone can do.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { faults: true, inspect: false, max_nics: self.count, virtual_time: false }
+    }
+
+    /// RoCE and firmware faults (at the seam), and nothing a model alone can do.
     fn supports(&self, capability: Capability) -> bool {
-        matches!(capability, Capability::Roce)
+        matches!(capability, Capability::Roce | Capability::Faults)
     }
 
     fn start(&self, plan: &MachinePlan<'_>) -> Result<Box<dyn Session>, TargetError> {
-        if !plan.faults.is_empty() {
-            return Err(TargetError::Cannot { target: KIND.into(), what: "inject faults".into() });
+        let (seam, device) = super::seam_faults(super::model::fault_plan(plan));
+        if !device.firmware.is_empty() || !device.wire.is_empty() {
+            let what = "inject malformed firmware answers or wire faults (only the model can)".into();
+            return Err(TargetError::Cannot { target: KIND.into(), what });
         }
-        Ok(Box::new(VfioSession { machine: self.machine.clone(), nics: plan.nics, clock: RealClock::new() }))
+        let machine = Interposed::new(self.machine.clone(), seam);
+        Ok(Box::new(VfioSession { machine, nics: plan.nics, clock: RealClock::new() }))
     }
 }
 
-/// One scenario's NICs.
+/// One scenario's NICs, through the firmware-fault layer.
 struct VfioSession {
-    machine: SysfsMachine,
+    machine: Interposed<SysfsMachine>,
     nics: usize,
     clock: RealClock,
 }
@@ -74,7 +87,7 @@ impl VfioSession {
         }
         let buses = self.machine.buses()?;
         let bus = buses.get(nic).ok_or(TargetError::NoSuchNic { nic, count: buses.len() })?;
-        let path = self.machine.root().join(bus).join("config");
+        let path = self.machine.inner().root().join(bus).join("config");
         let len = data.len();
         let fail = |reason: String| TargetError::Pci(PciError::Config { offset, len, reason });
         let file = std::fs::File::open(&path).map_err(|e| fail(format!("{}: {e}", path.display())))?;
@@ -97,6 +110,10 @@ impl Session for VfioSession {
 
     fn internals(&self, _nic: usize) -> Result<Internals, TargetError> {
         Err(TargetError::Cannot { target: KIND.into(), what: "show a NIC's inner state".into() })
+    }
+
+    fn seam_log(&self) -> Vec<(std::time::Duration, String)> {
+        self.machine.take_log().into_iter().map(|l| (l.at, format!("NIC {}: {}", l.nic, l.text))).collect()
     }
 
     fn unimplemented(&self) -> Vec<String> {
@@ -127,7 +144,8 @@ mod tests {
         std::fs::write(dir.join("config"), &config).unwrap();
         let target = VfioTarget::new(SysfsMachine::with_root(t.path())).unwrap();
         assert_eq!(target.capabilities().max_nics, 1);
-        assert!(target.supports(Capability::Roce) && !target.supports(Capability::Faults));
+        assert!(target.supports(Capability::Roce) && target.supports(Capability::Faults));
+        assert!(!target.supports(Capability::WireFaults) && !target.supports(Capability::MalformedAnswers));
         let plan = MachinePlan {
             nics: 1,
             seed: 0,

@@ -4,9 +4,15 @@
 //! The sockets are connected once, when the first scenario starts, and the connections are kept
 //! for the whole run (a server serves one client at a time). Each scenario still gets fresh NICs:
 //! at its start every NIC it uses is replaced on its server by one just powered on, with the
-//! scenario's seed and the faults that name it, through the model's extension command
-//! `BNXT_RIG_RESTART` (`bnxt_vfio_user::ext`); the scenario's NIC *i* is socket *i*, so a fault
-//! on NIC *i* goes to server *i* as a fault on its NIC 0. `inspect` steps and the list of what
+//! scenario's seed, through the model's extension command `BNXT_RIG_RESTART`
+//! (`bnxt_vfio_user::ext`); the scenario's NIC *i* is socket *i*.
+//!
+//! Firmware faults are injected at the driver's seam, as on the `vfio` target: the driver works
+//! on the sockets' functions through [`bnxt_interpose::Interposed`], which withholds, delays and
+//! refuses the HWRM requests and RoCE commands the faults name, so the servers' firmware sees
+//! what a real card's would. Only what the seam cannot do goes to the servers with the restart
+//! ([`super::seam_faults`]): the malformed answers (which only the model's firmware writes), as
+//! faults on the server's NIC 0. `inspect` steps and the list of what
 //! the model left unimplemented come from `BNXT_RIG_STATE`. Config-space checks read config
 //! space through the protocol, as they would on any vfio-user device.
 //!
@@ -34,6 +40,7 @@ use std::time::Duration;
 use bnxt::vfio_user::{Client, VfioUserMachine};
 use bnxt::{Clock, Machine, PciError};
 use bnxt_hsi::hwrm::req_name;
+use bnxt_interpose::Interposed;
 use bnxt_model::faults::{FaultPlan, WirePlan};
 use bnxt_model_host::pcap::PcapTap;
 use bnxt_model_host::vfio_user::control::{Restart, State};
@@ -96,12 +103,16 @@ impl Target for VfioUserTarget {
         KIND
     }
 
+    fn faults_at_seam(&self) -> bool {
+        true
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities { faults: true, inspect: true, max_nics: self.sockets.len(), virtual_time: false }
     }
 
-    /// Firmware faults, `inspect`, RoCE, wire faults and captures, as the module documentation
-    /// says; not virtual time.
+    /// Firmware faults (at the seam; malformed answers by the servers' firmware), `inspect`,
+    /// RoCE, wire faults and captures, as the module documentation says; not virtual time.
     fn supports(&self, capability: Capability) -> bool {
         match capability {
             Capability::Faults
@@ -109,14 +120,15 @@ impl Target for VfioUserTarget {
             | Capability::Roce
             | Capability::WireFaults
             | Capability::Pcap
-            | Capability::FirmwareSettings => true,
+            | Capability::FirmwareSettings
+            | Capability::MalformedAnswers => true,
             Capability::VirtualTime => false,
         }
     }
 
     fn start(&self, plan: &MachinePlan<'_>) -> Result<Box<dyn Session>, TargetError> {
         let machine = self.machine()?;
-        let faults = fault_plan(plan);
+        let (seam, faults) = super::seam_faults(fault_plan(plan));
         let capture = match plan.pcap {
             Some(path) => Some(Capture::create(path, plan.nics)?),
             None => None,
@@ -137,7 +149,8 @@ impl Target for VfioUserTarget {
                 .call(Command::RigRestart, &[&json], &fds)
                 .map_err(|e| cannot(format!("give NIC {nic} a fresh state: {e}")))?;
         }
-        Ok(Box::new(VfioUserSession { machine, nics: plan.nics, capture }))
+        let seam = Interposed::new(machine.clone(), seam);
+        Ok(Box::new(VfioUserSession { machine, seam, nics: plan.nics, capture }))
     }
 }
 
@@ -264,6 +277,8 @@ fn state_of(machine: &VfioUserMachine, nic: usize) -> Result<State, TargetError>
 /// One scenario's NICs.
 struct VfioUserSession {
     machine: Arc<VfioUserMachine>,
+    /// The machine the driver works on: the sockets' functions, through the firmware-fault layer.
+    seam: Interposed<Arc<VfioUserMachine>>,
     nics: usize,
     capture: Option<Capture>,
 }
@@ -290,7 +305,7 @@ impl VfioUserSession {
 
 impl Session for VfioUserSession {
     fn machine(&self) -> &dyn Machine {
-        &*self.machine
+        &self.seam
     }
 
     fn clock(&self) -> &dyn Clock {
@@ -313,6 +328,10 @@ impl Session for VfioUserSession {
             counted.push(state.captured_frames.ok_or_else(|| format!("NIC {nic}'s server kept no capture"))?);
         }
         capture.merge(&counted).map(Some)
+    }
+
+    fn seam_log(&self) -> Vec<(std::time::Duration, String)> {
+        self.seam.take_log().into_iter().map(|l| (l.at, format!("NIC {}: {}", l.nic, l.text))).collect()
     }
 
     fn unimplemented(&self) -> Vec<String> {
