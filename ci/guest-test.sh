@@ -25,11 +25,13 @@
 #                      probe to pass without a refused RoCE command (only record how far it got)
 #   --out DIR          where consoles, model logs and results go (default <repo>/out/guest)
 #   --driver           instead of Linux's drivers, our own: the guest gets an emulated Intel IOMMU
-#                      (intel_iommu=on), vfio-pci, bnxt-rig and the scenarios; bnxt_en takes the
-#                      functions, `bnxt-rig detach` moves them to vfio-pci, `bnxt-rig run --target
-#                      vfio` runs scenarios/nic and scenarios/roce on them (what needs the model's
-#                      fault injection or virtual time is skipped), `bnxt-rig attach` gives them
-#                      back and bnxt_en must take them again (ci/guest/init-driver)
+#                      (intel_iommu=on), vfio-pci, bnxt-rig and the scenarios; the NICs are functions
+#                      0 and 1 of one device (multifunction=on), as a dual-port card's ports are;
+#                      bnxt_en takes them, `bnxt-rig detach 0` alone is refused, `detach 0 1` moves
+#                      both to vfio-pci, `bnxt-rig run --target vfio` runs scenarios/nic and
+#                      scenarios/roce on them (what needs the model's fault injection or virtual
+#                      time is skipped; regions-10k must pass), `bnxt-rig attach --device 0` gives
+#                      both back and bnxt_en must take them again (ci/guest/init-driver)
 #   --verbs            rdma-core's user space on Linux's bnxt_re (two NICs on the segment): the guest
 #                      gets sid's ibverbs-utils, libibverbs, libbnxt_re and glibc; ci/guest/init-verbs
 #                      addresses both netdevs on one subnet, runs ibv_devinfo, ibv_rc_pingpong,
@@ -365,10 +367,11 @@ run_suite() {
     for i in $(seq "$nics"); do p="$p,nic=00:$(printf '%02x' $((4 + i))).0"; done
     qemu_extra="$qemu_extra -plugin $p"
   fi
-  local iommu=
+  local iommu= multifunction=
   if [ $driver = 1 ]; then
-    words="intel_iommu=on bnxt.run_args=${BNXT_RUN_ARGS:-}"; iommu=1
-    checks=(--nics "$nics")
+    # The NICs are the functions of one two-function device, as a dual-port card's ports are.
+    words="intel_iommu=on bnxt.run_args=${BNXT_RUN_ARGS:-}"; iommu=1; multifunction=1
+    checks=(--nics "$nics" --expect-pass regions-10k)
   fi
   if [ $verbs = 1 ]; then
     words="bnxt.iters=${PP_ITERS:-100} bnxt.pp_wait=${PP_WAIT:-120} bnxt.pt_iters=${PT_ITERS:-500}"
@@ -383,7 +386,7 @@ run_suite() {
     conduct "$dir/console.log" "$dir/ctl-nic1.sock" "$dir/ctl.log" & conductor=$!; pids+=("$conductor")
   fi
   t0=$(date +%s)
-  IOMMU=$iommu QEMU_EXTRA=$qemu_extra APPEND="$words ${APPEND:-}" bash "$G/run-guest.sh" "$suite" "$dir/initramfs.cpio.gz" "$dir/console.log" \
+  IOMMU=$iommu MULTIFUNCTION=$multifunction QEMU_EXTRA=$qemu_extra APPEND="$words ${APPEND:-}" bash "$G/run-guest.sh" "$suite" "$dir/initramfs.cpio.gz" "$dir/console.log" \
     "${SOCKS[@]}" || guest_rc=$?
   [ -n "$conductor" ] && { kill "$conductor" 2>/dev/null || true; wait "$conductor" 2>/dev/null || true; }
   stop_models

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Checks what ci/guest/init-driver reported: our driver inside the guest, through vfio-pci.
 
-usage: check-driver.py CONSOLE_LOG --nics N
+usage: check-driver.py CONSOLE_LOG --nics N [--expect-pass NAME ...]
 
-Every BCM57608 function first bound to bnxt_en; each `bnxt-rig detach` succeeded and left it on
-vfio-pci; `bnxt-rig run --target vfio` passed at least one scenario and failed none; each
-`bnxt-rig attach` succeeded and bnxt_en took the function again. Prints what failed; exit 1 then.
+Every BCM57608 function first bound to bnxt_en, all of them functions of one device in one IOMMU
+group; `bnxt-rig detach 0` alone was refused naming the other function and its driver; `bnxt-rig
+detach 0 1 ...` left every one on vfio-pci; `bnxt-rig run --target vfio` passed at least one
+scenario and failed none, and each --expect-pass scenario passed; `bnxt-rig attach --device 0`
+succeeded and bnxt_en took every function again. Prints what failed; exit 1 then.
 """
 import argparse
 import re
@@ -20,10 +22,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("console")
     ap.add_argument("--nics", type=int, required=True)
+    ap.add_argument("--expect-pass", action="append", default=[], metavar="NAME",
+                    help="a scenario that must be among those the run passed")
     a = ap.parse_args()
     lines = []
+    passed = {}
     with open(a.console, errors="replace") as f:
         for raw in f:
+            p = re.match(r"\s*PASS\s+(\S+)\s+(.*)", raw)
+            if p:
+                passed[p.group(1)] = p.group(2).strip()
             m = re.search(r"BNXT-SUMMARY (\S+)(.*)", raw)
             if m:
                 lines.append((m.group(1), words(m.group(2))))
@@ -44,6 +52,15 @@ def main():
     for w in functions:
         if w.get("driver") != "bnxt_en":
             bad.append(f"{w.get('bdf')}: bound to {w.get('driver')} before detach, expected bnxt_en")
+    # One device: every function at the same domain:bus:slot, in one IOMMU group.
+    slots = {w.get("bdf", "").rsplit(".", 1)[0] for w in functions}
+    groups = {w.get("iommu_group") for w in functions}
+    if a.nics >= 2 and (len(slots) != 1 or len(groups) != 1):
+        bad.append(f"not the functions of one device in one IOMMU group: slots {sorted(slots)}, groups {sorted(groups)}")
+    alone = of("detach-alone")
+    if a.nics >= 2 and (len(alone) != 1 or alone[0].get("rc") == "0" or alone[0].get("driver") != "bnxt_en"
+                        or alone[0].get("names_other") != "1"):
+        bad.append(f"detach of one function while the other is on bnxt_en was not refused naming it: {alone}")
     detached = of("detach")
     if len(detached) != a.nics or any(w.get("rc") != "0" or w.get("driver") != "vfio-pci" for w in detached):
         bad.append(f"detach: {detached}")
@@ -54,6 +71,9 @@ def main():
         r = runs[0]
         if r.get("rc") != "0" or r.get("failed") != "0" or not r.get("passed", "0").isdigit() or int(r["passed"]) < 1:
             bad.append(f"bnxt-rig run: {r}")
+    for name in a.expect_pass:
+        if name not in passed:
+            bad.append(f"scenario {name} did not pass in the guest")
     attached = of("attach")
     if len(attached) != a.nics or any(w.get("rc") != "0" for w in attached):
         bad.append(f"attach: {attached}")
@@ -65,6 +85,8 @@ def main():
     if not bad:
         r = runs[0]
         print(f"PASS {a.console}: {r.get('passed')} scenarios passed, {r.get('skipped')} skipped, on {a.nics} NICs through vfio-pci")
+        for name in a.expect_pass:
+            print(f"     {name}: {passed[name]}")
     return 1 if bad else 0
 
 

@@ -252,6 +252,10 @@ pub struct DoctorArgs {
     /// A folder laid out as /dev/vfio to look in instead of the running machine's.
     #[arg(long, value_name = "DIR", default_value = "/dev/vfio")]
     pub dev_vfio: PathBuf,
+    /// Also open each NIC bound to vfio-pci (and held by no process) to measure what its open
+    /// pins with this card's firmware; without it the model's NIC is measured.
+    #[arg(long)]
+    pub open: bool,
 }
 
 /// Exit status when a scenario failed, or transcripts differ.
