@@ -180,13 +180,18 @@ fn iommu(paths: &Paths, fix: &str) -> Vec<Finding> {
             fix,
         ));
     } else {
-        out.push(Finding::ok(format!("IOMMU: on ({}; {groups} groups; kernel command line: {said})", units.join(", "))));
+        out.push(Finding::ok(format!(
+            "IOMMU: on ({}; {groups} groups; kernel command line: {said})",
+            units.join(", ")
+        )));
     }
     // iommu=pt gives the host's own drivers an identity domain; a group VFIO takes gets a
     // translated domain of its own all the same (Linux drivers/iommu/iommu.c, iommu_def_domain_type
     // applies to default domains only; vfio_iommu_type1 allocates its own).
     if words.iter().any(|w| *w == "iommu=pt") {
-        out.push(Finding::ok("iommu=pt: the host's drivers bypass translation; VFIO's domains are translated all the same"));
+        out.push(Finding::ok(
+            "iommu=pt: the host's drivers bypass translation; VFIO's domains are translated all the same",
+        ));
     }
     out
 }
@@ -197,10 +202,7 @@ fn vfio(paths: &Paths) -> Vec<Finding> {
     let module = paths.sys.join("module/vfio_iommu_type1");
     let container = paths.dev_vfio.join("vfio");
     if !container.exists() {
-        out.push(Finding::block(
-            format!("VFIO: {} is missing", container.display()),
-            "modprobe vfio vfio_iommu_type1",
-        ));
+        out.push(Finding::block(format!("VFIO: {} is missing", container.display()), "modprobe vfio vfio_iommu_type1"));
         return out;
     }
     if !module.is_dir() && !paths.sys.join("module/iommufd").is_dir() {
@@ -213,10 +215,9 @@ fn vfio(paths: &Paths) -> Vec<Finding> {
             format!("VFIO: {} does not offer the type1v2 IOMMU (VFIO_CHECK_EXTENSION)", container.display()),
             "modprobe vfio_iommu_type1 (a kernel of 3.16 or later has it)",
         ),
-        Ok(None) => Finding::ok(format!(
-            "VFIO: {} present (not a character device: type1v2 not asked)",
-            container.display()
-        )),
+        Ok(None) => {
+            Finding::ok(format!("VFIO: {} present (not a character device: type1v2 not asked)", container.display()))
+        }
         Err(e) => Finding::block(
             format!("VFIO: {} cannot be opened to ask for type1v2: {e}", container.display()),
             "run as root, or give this user /dev/vfio/vfio (it is usually 0666)",
@@ -225,10 +226,15 @@ fn vfio(paths: &Paths) -> Vec<Finding> {
     let limit_file = module.join("parameters/dma_entry_limit");
     if let Ok(text) = std::fs::read_to_string(&limit_file) {
         out.push(match text.trim().parse::<u64>() {
-            Ok(n) if n >= DMA_ENTRIES_WANTED => Finding::ok(format!("VFIO: dma_entry_limit {n} mappings per container")),
+            Ok(n) if n >= DMA_ENTRIES_WANTED => {
+                Finding::ok(format!("VFIO: dma_entry_limit {n} mappings per container"))
+            }
             Ok(n) => Finding::warn(
                 format!("VFIO: dma_entry_limit is {n}, fewer mappings than {DMA_ENTRIES_WANTED} regions need"),
-                format!("echo 65535 > {}", Path::new("/sys/module/vfio_iommu_type1/parameters/dma_entry_limit").display()),
+                format!(
+                    "echo 65535 > {}",
+                    Path::new("/sys/module/vfio_iommu_type1/parameters/dma_entry_limit").display()
+                ),
             ),
             Err(_) => Finding::warn(
                 format!("VFIO: {}: {:?} is not a number", limit_file.display(), text.trim()),
@@ -289,7 +295,8 @@ fn nics(paths: &Paths, iommu_fix: &str, out: &mut Vec<Finding>) -> usize {
         let tied = companions(&devices, &f.bus);
         let ours: Vec<&crate::binding::Companion> =
             tied.iter().filter(|c| functions.iter().any(|g| g.bus == c.bus)).collect();
-        let detach = if ours.is_empty() { format!("bnxt-rig detach {i}") } else { format!("bnxt-rig detach --device {i}") };
+        let detach =
+            if ours.is_empty() { format!("bnxt-rig detach {i}") } else { format!("bnxt-rig detach --device {i}") };
         let Some(group) = group else {
             out.push(Finding::block(format!("{name}: {driver}, no IOMMU group"), iommu_fix));
             continue;

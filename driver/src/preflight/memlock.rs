@@ -51,7 +51,8 @@ pub fn read_memlock(proc: &Path) -> Result<Memlock, String> {
         .find_map(|l| l.strip_prefix("CapEff:"))
         .map(str::trim)
         .ok_or_else(|| unreadable(&status, "no CapEff line"))?;
-    let caps = u64::from_str_radix(caps, 16).map_err(|_| unreadable(&status, format!("CapEff {caps:?} is not hexadecimal")))?;
+    let caps = u64::from_str_radix(caps, 16)
+        .map_err(|_| unreadable(&status, format!("CapEff {caps:?} is not hexadecimal")))?;
     Ok(Memlock { soft, ipc_lock: caps & (1 << CAP_IPC_LOCK) != 0 })
 }
 
@@ -61,7 +62,11 @@ pub(crate) fn size(n: u64) -> String {
     for (i, unit) in UNITS.iter().enumerate() {
         let scale = 1u64 << (10 * (3 - i));
         if n >= scale {
-            return if n % scale == 0 { format!("{} {unit}", n / scale) } else { format!("{:.1} {unit}", n as f64 / scale as f64) };
+            return if n % scale == 0 {
+                format!("{} {unit}", n / scale)
+            } else {
+                format!("{:.1} {unit}", n as f64 / scale as f64)
+            };
         }
     }
     "0 B".into()

@@ -41,9 +41,11 @@ impl Trees {
     /// vfio-pci loaded, a 64 KiB memlock limit and no capabilities.
     fn ready() -> Trees {
         let dir = tempfile::tempdir().unwrap();
-        let p = Paths { sys: dir.path().join("sys"), proc: dir.path().join("proc"), dev_vfio: dir.path().join("dev-vfio") };
+        let p =
+            Paths { sys: dir.path().join("sys"), proc: dir.path().join("proc"), dev_vfio: dir.path().join("dev-vfio") };
         std::fs::create_dir_all(p.sys.join("class/iommu/dmar0")).unwrap();
         write(p.sys.join("module/vfio_iommu_type1/parameters/dma_entry_limit"), "65535\n");
+        std::fs::create_dir_all(p.devices()).unwrap();
         std::fs::create_dir_all(p.sys.join("bus/pci/drivers/vfio-pci")).unwrap();
         std::fs::create_dir_all(p.sys.join("bus/pci/drivers/bnxt_en")).unwrap();
         write(p.sys.join("bus/pci/drivers_probe"), "");
@@ -120,8 +122,14 @@ fn a_machine_ready_for_a_run_has_nothing_blocking_and_says_what_it_found() {
     assert!(has(&ok, "dma_entry_limit 65535"), "{ok:#?}");
     assert!(has(&ok, "vfio-pci: loaded"), "{ok:#?}");
     assert!(has(&ok, "NIC 0 0000:41:00.0: vfio-pci, IOMMU group 7"), "{ok:#?}");
-    assert!(has(&ok, "NIC 0 0000:41:00.0: shares the same device with 0000:41:00.1 (vfio-pci, same device)"), "{ok:#?}");
-    assert!(has(&ok, "locked memory: not limited (CAP_IPC_LOCK); 2 NIC(s) × 48 MiB per open (40 MiB of it context memory"), "{ok:#?}");
+    assert!(
+        has(&ok, "NIC 0 0000:41:00.0: shares the same device with 0000:41:00.1 (vfio-pci, same device)"),
+        "{ok:#?}"
+    );
+    assert!(
+        has(&ok, "locked memory: not limited (CAP_IPC_LOCK); 2 NIC(s) × 48 MiB per open (40 MiB of it context memory"),
+        "{ok:#?}"
+    );
     assert!(at(&f, Level::Warn).is_empty(), "{:#?}", at(&f, Level::Warn));
 }
 
@@ -143,23 +151,50 @@ fn a_fresh_machine_gets_every_fix_it_needs() {
     let f = t.check(Some(&COST));
     assert!(blocks(&f));
     let b = at(&f, Level::Block);
-    assert!(has(&b, "IOMMU: not in use (0 IOMMU units, 2 IOMMU groups; kernel command line: no iommu words) => turn VT-d on in the firmware setup, add intel_iommu=on"), "{b:#?}");
+    assert!(
+        has(
+            &b,
+            "IOMMU: not in use (0 IOMMU units, 2 IOMMU groups; kernel command line: no iommu words) => turn VT-d on in the firmware setup, add intel_iommu=on"
+        ),
+        "{b:#?}"
+    );
     assert!(has(&b, "vfio-pci: not loaded => modprobe vfio-pci"), "{b:#?}");
     assert!(has(&b, "NIC 0 0000:41:00.0: bound to bnxt_en, not vfio-pci => bnxt-rig detach --device 0"), "{b:#?}");
-    assert!(has(&b, "NIC 1 0000:41:00.1: shares the same IOMMU group with 0000:42:00.0 (i40e, same IOMMU group), which is not a BCM57608 and holds the group => echo 0000:42:00.0 > /sys/bus/pci/devices/0000:42:00.0/driver/unbind"), "{b:#?}");
+    assert!(
+        has(
+            &b,
+            "NIC 1 0000:41:00.1: shares the same IOMMU group with 0000:42:00.0 (i40e, same IOMMU group), which is not a BCM57608 and holds the group => echo 0000:42:00.0 > /sys/bus/pci/devices/0000:42:00.0/driver/unbind"
+        ),
+        "{b:#?}"
+    );
     assert!(has(&b, "NIC 2 0000:c1:00.0: no driver, no IOMMU group => turn VT-d on"), "{b:#?}");
     assert!(has(&b, "locked memory: limit 64 KiB is less than 3 NIC(s) × 48 MiB per open"), "{b:#?}");
     assert!(has(&b, "=> ulimit -l unlimited"), "{b:#?}");
     let ok = at(&f, Level::Ok);
-    assert!(has(&ok, "NIC 0 0000:41:00.0: shares the same device with 0000:41:00.1 (bnxt_en, same device); they move together: bnxt-rig detach --device 0"), "{ok:#?}");
+    assert!(
+        has(
+            &ok,
+            "NIC 0 0000:41:00.0: shares the same device with 0000:41:00.1 (bnxt_en, same device); they move together: bnxt-rig detach --device 0"
+        ),
+        "{ok:#?}"
+    );
     let w = at(&f, Level::Warn);
-    assert!(has(&w, "dma_entry_limit is 1000, fewer mappings than 10000 regions need => echo 65535 > /sys/module/vfio_iommu_type1/parameters/dma_entry_limit"), "{w:#?}");
+    assert!(
+        has(
+            &w,
+            "dma_entry_limit is 1000, fewer mappings than 10000 regions need => echo 65535 > /sys/module/vfio_iommu_type1/parameters/dma_entry_limit"
+        ),
+        "{w:#?}"
+    );
     // The missing file: detach could not write it.
     let t2 = Trees::ready();
     t2.nic("0000:c1:00.0", Some("bnxt_en"), Some("3"));
     std::fs::remove_file(t2.paths.devices().join("0000:c1:00.0/driver_override")).unwrap();
     let b = at(&t2.check(None), Level::Block);
-    assert!(has(&b, "NIC 0 0000:c1:00.0: detach and attach cannot write") && has(&b, "0000:c1:00.0/driver_override"), "{b:#?}");
+    assert!(
+        has(&b, "NIC 0 0000:c1:00.0: detach and attach cannot write") && has(&b, "0000:c1:00.0/driver_override"),
+        "{b:#?}"
+    );
     assert!(has(&b, "=> run them as root: sudo bnxt-rig detach 0"), "{b:#?}");
 }
 

@@ -60,7 +60,8 @@ pub fn doctor(args: &DoctorArgs) -> ExitCode {
     let count = |l: Level| findings.iter().filter(|f| f.level == l).count();
     let (blocking, warnings) = (count(Level::Block), count(Level::Warn));
     if preflight::blocks(&findings) {
-        let _ = writeln!(out, "\ndoctor: {blocking} blocking, {warnings} warning(s): fix the blocking ones before a run");
+        let _ =
+            writeln!(out, "\ndoctor: {blocking} blocking, {warnings} warning(s): fix the blocking ones before a run");
         ExitCode::from(EXIT_FAILED)
     } else {
         let _ = writeln!(out, "\ndoctor: nothing blocks a run ({warnings} warning(s))");
