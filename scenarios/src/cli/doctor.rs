@@ -1,7 +1,8 @@
 //! `bnxt-rig doctor`: the lab machine's preflight (`bnxt::preflight`), printed a finding a line
 //! with its fix under it. What an open pins is measured by opening a NIC through a counting
-//! machine: the in-process model's (its firmware's FUNC_BACKING_STORE_QCAPS_V2 answers), and with
-//! `--open` each of this machine's NICs bound to vfio-pci, the largest counting.
+//! machine: the in-process model's (its firmware's FUNC_BACKING_STORE_QCAPS_V2 answers), or with
+//! `--open` each of this machine's NICs bound to vfio-pci (the largest counting, the model's
+//! only when none could be opened).
 //!
 //! Exit status: 0 when nothing blocks a run (warnings may remain), 1 when something does.
 
@@ -32,19 +33,29 @@ pub fn doctor(args: &DoctorArgs) -> ExitCode {
         }
     };
     if args.open {
+        // This machine's cards answer for themselves: the largest of their opens counts.
         let machine = paths.machine();
         let functions = machine.functions().unwrap_or_default();
+        let mut lab: Option<OpenCost> = None;
         for (i, f) in functions.iter().enumerate() {
             if f.driver.as_deref() != Some(bnxt::sysfs::VFIO_PCI) {
                 continue;
             }
             let on = format!("NIC {i} {}", f.bus);
             match preflight::measure_open(&machine, i, &on) {
-                Ok(c) if cost.as_ref().is_none_or(|k| c.bytes > k.bytes) => cost = Some(c),
-                Ok(_) => {}
+                Ok(c) => {
+                    notes.push(format!("{on}: an open pinned {} bytes ({} of context memory)", c.bytes, c.context_bytes));
+                    if lab.as_ref().is_none_or(|k| c.bytes > k.bytes) {
+                        lab = Some(c);
+                    }
+                }
                 Err(e) => notes.push(format!("{on} could not be opened to measure an open: {e}")),
             }
         }
+        if let Some(c) = &cost {
+            notes.push(format!("the model's NIC: an open pinned {} bytes ({} of context memory)", c.bytes, c.context_bytes));
+        }
+        cost = lab.or(cost);
     }
     let findings = preflight::check(&paths, cost.as_ref());
     let mut out = std::io::stdout().lock();
