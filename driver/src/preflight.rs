@@ -188,7 +188,7 @@ fn iommu(paths: &Paths, fix: &str) -> Vec<Finding> {
     // iommu=pt gives the host's own drivers an identity domain; a group VFIO takes gets a
     // translated domain of its own all the same (Linux drivers/iommu/iommu.c, iommu_def_domain_type
     // applies to default domains only; vfio_iommu_type1 allocates its own).
-    if words.iter().any(|w| *w == "iommu=pt") {
+    if words.contains(&"iommu=pt") {
         out.push(Finding::ok(
             "iommu=pt: the host's drivers bypass translation; VFIO's domains are translated all the same",
         ));
@@ -231,10 +231,7 @@ fn vfio(paths: &Paths) -> Vec<Finding> {
             }
             Ok(n) => Finding::warn(
                 format!("VFIO: dma_entry_limit is {n}, fewer mappings than {DMA_ENTRIES_WANTED} regions need"),
-                format!(
-                    "echo 65535 > {}",
-                    Path::new("/sys/module/vfio_iommu_type1/parameters/dma_entry_limit").display()
-                ),
+                "echo 65535 > /sys/module/vfio_iommu_type1/parameters/dma_entry_limit",
             ),
             Err(_) => Finding::warn(
                 format!("VFIO: {}: {:?} is not a number", limit_file.display(), text.trim()),

@@ -62,7 +62,7 @@ pub(crate) fn size(n: u64) -> String {
     for (i, unit) in UNITS.iter().enumerate() {
         let scale = 1u64 << (10 * (3 - i));
         if n >= scale {
-            return if n % scale == 0 {
+            return if n.is_multiple_of(scale) {
                 format!("{} {unit}", n / scale)
             } else {
                 format!("{:.1} {unit}", n as f64 / scale as f64)

@@ -44,7 +44,10 @@ pub fn doctor(args: &DoctorArgs) -> ExitCode {
             let on = format!("NIC {i} {}", f.bus);
             match preflight::measure_open(&machine, i, &on) {
                 Ok(c) => {
-                    notes.push(format!("{on}: an open pinned {} bytes ({} of context memory)", c.bytes, c.context_bytes));
+                    notes.push(format!(
+                        "{on}: an open pinned {} bytes ({} of context memory)",
+                        c.bytes, c.context_bytes
+                    ));
                     if lab.as_ref().is_none_or(|k| c.bytes > k.bytes) {
                         lab = Some(c);
                     }
@@ -53,7 +56,10 @@ pub fn doctor(args: &DoctorArgs) -> ExitCode {
             }
         }
         if let Some(c) = &cost {
-            notes.push(format!("the model's NIC: an open pinned {} bytes ({} of context memory)", c.bytes, c.context_bytes));
+            notes.push(format!(
+                "the model's NIC: an open pinned {} bytes ({} of context memory)",
+                c.bytes, c.context_bytes
+            ));
         }
         cost = lab.or(cost);
     }
