@@ -34,7 +34,11 @@
 #                      110 scenarios must pass, DRIVER_MIN_PASSED), the scenarios without faults on
 #                      trixie (DRIVER_FULL, DRIVER_SMALL_SELECT, DRIVER_SMALL_MIN; BNXT_SELECT for
 #                      both: --tag/--skip-tag/--filter words, commas for spaces): the cost of opens
-#                      under TCG (docs/qemu-guest.md)
+#                      under TCG (docs/qemu-guest.md).
+#                      The NICs are functions 0 and 1 of one device (multifunction=on), as a
+#                      dual-port card's ports are: `bnxt-rig detach 0` alone is refused, `detach 0 1`
+#                      moves both, `attach --device 0` gives both back; `doctor` runs before and
+#                      after; regions-10k must pass
 #   --verbs            rdma-core's user space on Linux's bnxt_re (two NICs on the segment): the guest
 #                      gets sid's ibverbs-utils, libibverbs, libbnxt_re and glibc; ci/guest/init-verbs
 #                      addresses both netdevs on one subnet, runs ibv_devinfo, ibv_rc_pingpong,
@@ -372,7 +376,7 @@ run_suite() {
     for i in $(seq "$nics"); do p="$p,nic=00:$(printf '%02x' $((4 + i))).0"; done
     qemu_extra="$qemu_extra -plugin $p"
   fi
-  local iommu=
+  local iommu= multifunction=
   if [ $driver = 1 ]; then
     # The whole suite (every scenario that runs on the vfio target: at least 110 must pass, every
     # firmware fault among them injected at the driver's seam) on the kernels of DRIVER_FULL
@@ -388,8 +392,8 @@ run_suite() {
     # A pool of 2 MiB huge pages (256 MiB of the guest's 1 GiB): our driver takes DMA memory of
     # whole 2 MiB pages from it, which the vIOMMU maps as 2 MiB pages, so QEMU sends the model one
     # DMA_MAP per 2 MiB instead of one per 4 KiB (about 21,000 per NIC open otherwise).
-    words="intel_iommu=on hugepages=${DRIVER_HUGEPAGES:-128} bnxt.run_args=${BNXT_RUN_ARGS:-} bnxt.select=$select"; iommu=1
-    checks=(--nics "$nics" --min-passed "$min" --json "$dir/result.json")
+    words="intel_iommu=on hugepages=${DRIVER_HUGEPAGES:-128} bnxt.run_args=${BNXT_RUN_ARGS:-} bnxt.select=$select"; iommu=1; multifunction=1
+    checks=(--nics "$nics" --min-passed "$min" --json "$dir/result.json" --expect-pass regions-10k)
   fi
   if [ $verbs = 1 ]; then
     words="bnxt.iters=${PP_ITERS:-100} bnxt.pp_wait=${PP_WAIT:-120} bnxt.pt_iters=${PT_ITERS:-500}"
@@ -404,7 +408,7 @@ run_suite() {
     conduct "$dir/console.log" "$dir/ctl-nic1.sock" "$dir/ctl.log" & conductor=$!; pids+=("$conductor")
   fi
   t0=$(date +%s)
-  IOMMU=$iommu QEMU_EXTRA=$qemu_extra APPEND="$words ${APPEND:-}" bash "$G/run-guest.sh" "$suite" "$dir/initramfs.cpio.gz" "$dir/console.log" \
+  IOMMU=$iommu MULTIFUNCTION=$multifunction QEMU_EXTRA=$qemu_extra APPEND="$words ${APPEND:-}" bash "$G/run-guest.sh" "$suite" "$dir/initramfs.cpio.gz" "$dir/console.log" \
     "${SOCKS[@]}" || guest_rc=$?
   [ -n "$conductor" ] && { kill "$conductor" 2>/dev/null || true; wait "$conductor" 2>/dev/null || true; }
   stop_models

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Checks what ci/guest/init-driver reported: our driver inside the guest, through vfio-pci.
 
-usage: check-driver.py CONSOLE_LOG --nics N [--min-passed M] [--json FILE]
+usage: check-driver.py CONSOLE_LOG --nics N [--min-passed M] [--json FILE] [--expect-pass NAME ...]
 
-Every BCM57608 function first bound to bnxt_en; each `bnxt-rig detach` succeeded and left it on
-vfio-pci; `bnxt-rig run --target vfio` passed at least M scenarios (default 1) and failed none;
+Every BCM57608 function first bound to bnxt_en, all of them functions of one device; `bnxt-rig
+doctor` said something blocks a run before the detach and nothing after it; `bnxt-rig detach 0`
+alone was refused naming the other function and its driver; `bnxt-rig detach 0 1 ...` left every
+one on vfio-pci; `bnxt-rig run --target vfio` passed at least M scenarios (default 1) and failed none;
 every scenario `bnxt-rig list --target vfio` says runs did run and pass, and every one of them with
 firmware faults had them injected at the driver's seam (its report line says how many fired, and
-at least one did); each `bnxt-rig attach` succeeded and bnxt_en took the function again. Prints
+at least one did); each --expect-pass scenario passed; `bnxt-rig attach --device 0` succeeded
+and bnxt_en took every function again. Prints
 what failed (exit 1 then), the scenarios that do not run on the target with their reason, and each
 scenario's wall time.
 """
@@ -65,6 +68,8 @@ def main():
     ap.add_argument("--nics", type=int, required=True)
     ap.add_argument("--min-passed", type=int, default=1)
     ap.add_argument("--json", help="write what was found here")
+    ap.add_argument("--expect-pass", action="append", default=[], metavar="NAME",
+                    help="a scenario that must be among those the run passed")
     a = ap.parse_args()
     lines, listed, ran = [], [], []
     with open(a.console, errors="replace") as f:
@@ -96,6 +101,18 @@ def main():
     for w in functions:
         if w.get("driver") != "bnxt_en":
             bad.append(f"{w.get('bdf')}: bound to {w.get('driver')} before detach, expected bnxt_en")
+    # One device: every function at the same domain:bus:slot (their IOMMU groups may differ: a
+    # device whose functions are isolated from each other has a group per function).
+    slots = {w.get("bdf", "").rsplit(".", 1)[0] for w in functions}
+    if a.nics >= 2 and len(slots) != 1:
+        bad.append(f"not the functions of one device: slots {sorted(slots)}")
+    doctor = {w.get("when"): w for w in of("doctor")}
+    if doctor.get("before", {}).get("rc") != "1" or doctor.get("after", {}).get("rc") != "0":
+        bad.append(f"bnxt-rig doctor: expected exit 1 before detach (NICs on bnxt_en) and 0 after: {doctor}")
+    alone = of("detach-alone")
+    if a.nics >= 2 and (len(alone) != 1 or alone[0].get("rc") == "0" or alone[0].get("driver") != "bnxt_en"
+                        or alone[0].get("names_other") != "1"):
+        bad.append(f"detach of one function while the other is on bnxt_en was not refused naming it: {alone}")
     detached = of("detach")
     if len(detached) != a.nics or any(w.get("rc") != "0" or w.get("driver") != "vfio-pci" for w in detached):
         bad.append(f"detach: {detached}")
@@ -126,6 +143,9 @@ def main():
         elif plan[name]["seam"] and not got["fired"]:
             bad.append(f"{name}: has firmware faults, but none fired at the driver's seam ({got['fired']})")
     seam = [n for n in should_run if plan[n]["seam"]]
+    for name in a.expect_pass:
+        if report.get(name, {}).get("verdict") != "PASS":
+            bad.append(f"scenario {name} did not pass in the guest: {report.get(name)}")
     attached = of("attach")
     if len(attached) != a.nics or any(w.get("rc") != "0" for w in attached):
         bad.append(f"attach: {attached}")

@@ -2,7 +2,7 @@
 # usage: ci/guest/run-guest.sh SUITE INITRAMFS CONSOLE_LOG [SOCKET ...]
 # Boots SUITE's guest kernel (trixie | sid) under TCG with INITRAMFS and one QEMU `vfio-user-pci` device
 # per vfio-user SOCKET (a server must already listen there; devices sit at PCI slots 5, 6, ... so the
-# first is 0000:00:05.0). Guest RAM is a shared memfd (or, with MEM_PATH, a shared file QEMU creates
+# first is 0000:00:05.0, or with MULTIFUNCTION=1 at functions 0, 1, ... of slot 5). Guest RAM is a shared memfd (or, with MEM_PATH, a shared file QEMU creates
 # there: a hugetlbfs mount gives hugepage-backed memory), so the server receives it with DMA_MAP and
 # maps it itself. The serial console and QEMU's own messages go to CONSOLE_LOG. The guest's /init powers off.
 # Exit status: QEMU's, or 124 when TIMEOUT ran out (the guest is then killed).
@@ -12,7 +12,9 @@
 #      APPEND=bnxt.shell; no timeout), IOMMU=1 (an emulated Intel IOMMU in front of the devices, with
 #      caching mode so QEMU sees every mapping the guest makes; give the guest intel_iommu=on),
 #      MEM_PATH (a directory, e.g. a hugetlbfs mount: guest RAM is memory-backend-file there, share=on),
-#      MEM_SEAL=off (the memfd unsealed: memory-backend-memfd,seal=off).
+#      MEM_SEAL=off (the memfd unsealed: memory-backend-memfd,seal=off), MULTIFUNCTION=1 (the
+#      devices are functions 0, 1, ... of one device at slot 5, `multifunction=on`, as a dual-port
+#      card's ports are: 0000:00:05.0, 0000:00:05.1).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -22,15 +24,23 @@ read -r vmlinuz _moddir < <(kernel_paths "$suite")
 qemu=$(qemu_cmd)
 [ -f "$initrd" ] || die "no initramfs $initrd"
 
-devs=(); slot=5
+devs=(); slot=5 fn=0
 # A vIOMMU must come before the devices behind it on QEMU's command line.
 [ -n "${IOMMU:-}" ] && devs+=(-device intel-iommu,caching-mode=on)
 for sock in "$@"; do
   [ -S "$sock" ] || die "$sock is not a listening UNIX socket (start the vfio-user server first)"
-  props="\"driver\":\"vfio-user-pci\",\"socket\":{\"path\":\"$sock\",\"type\":\"unix\"},\"addr\":\"$(printf '0x%x' $slot)\""
+  props="\"driver\":\"vfio-user-pci\",\"socket\":{\"path\":\"$sock\",\"type\":\"unix\"}"
+  if [ -n "${MULTIFUNCTION:-}" ]; then
+    # Functions 0, 1, ... of one device at slot 5, as a dual-port card's ports are; function 0
+    # says the device has more (the header type's multifunction bit).
+    props="$props,\"addr\":\"$(printf '0x%x.%x' $slot $fn)\""
+    [ $fn = 0 ] && props="$props,\"multifunction\":true"
+    fn=$((fn + 1))
+  else
+    props="$props,\"addr\":\"$(printf '0x%x' $slot)\""; slot=$((slot + 1))
+  fi
   [ -n "${VFIO_USER_MSG_TIMEOUT:-}" ] && props="$props,\"x-msg-timeout\":$VFIO_USER_MSG_TIMEOUT"
   devs+=(-device "{$props}")
-  slot=$((slot + 1))
 done
 
 mem=${MEM:-1024}

@@ -23,6 +23,7 @@ mod fw_health;
 pub mod held;
 mod hwrm;
 mod l2;
+pub mod preflight;
 pub mod qp;
 mod quarantine;
 pub mod region;

@@ -188,6 +188,16 @@ impl Nic {
         self.limits
     }
 
+    /// Bytes of DMA memory given to the firmware as context memory (tables included): what the
+    /// open sized from the firmware's FUNC_BACKING_STORE_QCAPS_V2 answers.
+    ///
+    /// # Panics
+    ///
+    /// On a closed NIC.
+    pub fn context_memory_bytes(&self) -> usize {
+        self.session().context_bytes()
+    }
+
     /// Where the NIC's doorbells are in BAR2.
     ///
     /// # Panics

@@ -96,6 +96,11 @@ impl Session {
         Error::Pci { nic: self.name.clone(), source }
     }
 
+    /// Bytes of context memory given to the firmware.
+    pub(crate) fn context_bytes(&self) -> usize {
+        self.ctx.bytes()
+    }
+
     /// The HWRM channel, locked: requests run one at a time.
     pub(crate) fn channel(&self) -> MutexGuard<'_, Channel> {
         let ch = self.channel.as_ref().expect("an open NIC has its HWRM channel");

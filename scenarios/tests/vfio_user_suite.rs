@@ -123,6 +123,7 @@ fn the_nic_scenarios_pass_against_two_servers() {
 /// the target too, but take longer than a default test should.
 const BY_HAND: &[(&str, &str)] = &[
     ("send-of-64MiB", "two 64 MiB regions"),
+    ("regions-10k", "10,000 regions, 9 s on a release build; ci/guest-test.sh --driver runs it on vfio"),
     ("lossy-wire-drop", "lossy-wire-everything's 2000 messages with one kind of fault"),
     ("lossy-wire-duplicate", "lossy-wire-everything's 2000 messages with one kind of fault"),
     ("lossy-wire-reorder", "lossy-wire-everything's 2000 messages with one kind of fault"),

@@ -1,4 +1,5 @@
-//! The `bnxt-rig` command line: `run`, `list`, `check`, `replay`, `diff`, `schema` and `nics`.
+//! The `bnxt-rig` command line: `run`, `list`, `check`, `replay`, `diff`, `schema`, `nics`,
+//! `detach`, `attach` and `doctor`.
 //!
 //! Exit status: 0 when every scenario run passed (skipped ones do not count against it), the
 //! files checked are valid, or two transcripts agree; 1 when a scenario failed or timed out, or
@@ -7,6 +8,7 @@
 //! skipped on the target, or none was chosen): a lab run that tested nothing is not a pass.
 
 mod diff;
+mod doctor;
 pub mod list;
 mod nics;
 mod run;
@@ -51,11 +53,16 @@ pub enum Command {
     Schema(SchemaArgs),
     /// List this machine's BCM57608 functions (from sysfs): NIC names, bus addresses, drivers.
     Nics(NicsArgs),
-    /// Take NIC N of this machine from its kernel driver and bind it to vfio-pci (the `vfio`
-    /// target opens NICs bound so). Needs root; persists until `attach` or a reboot.
+    /// Take NICs N… of this machine from their kernel drivers and bind them to vfio-pci (the `vfio`
+    /// target opens NICs bound so), together; refused while another function of the same device
+    /// or IOMMU group stays on a kernel driver. Needs root; persists until `attach` or a reboot.
     Detach(BindArgs),
-    /// Give NIC N of this machine back to its kernel driver (clears the vfio-pci override).
+    /// Give NICs N… of this machine back to their kernel drivers (clears the vfio-pci override).
     Attach(BindArgs),
+    /// Check this machine for a lab run: IOMMU, vfio-pci, the NICs' drivers and groups, locked
+    /// memory, permissions; each finding with the command that fixes it. Exit 1 when any blocks
+    /// a run.
+    Doctor(DoctorArgs),
 }
 
 /// Paths to scenario files or folders.
@@ -237,11 +244,34 @@ pub struct NicsArgs {
 /// `detach`'s and `attach`'s arguments.
 #[derive(Debug, Args)]
 pub struct BindArgs {
-    /// The NIC: its index in bus order (`bnxt-rig nics` lists them).
-    pub nic: usize,
+    /// The NICs: their indices in bus order (`bnxt-rig nics` lists them), moved together.
+    #[arg(required = true, value_name = "NIC")]
+    pub nics: Vec<usize>,
+    /// With each NIC, every other BCM57608 function of its device or IOMMU group (a dual-port
+    /// card's other port).
+    #[arg(long)]
+    pub device: bool,
     /// A folder laid out as /sys/bus/pci/devices to change instead of the running machine's.
     #[arg(long, value_name = "DIR")]
     pub sysfs: Option<PathBuf>,
+}
+
+/// `doctor`'s arguments.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// A folder laid out as /sys to read instead of the running machine's.
+    #[arg(long, value_name = "DIR", default_value = "/sys")]
+    pub sys: PathBuf,
+    /// A folder laid out as /proc to read instead of the running machine's.
+    #[arg(long, value_name = "DIR", default_value = "/proc")]
+    pub proc: PathBuf,
+    /// A folder laid out as /dev/vfio to look in instead of the running machine's.
+    #[arg(long, value_name = "DIR", default_value = "/dev/vfio")]
+    pub dev_vfio: PathBuf,
+    /// Also open each NIC bound to vfio-pci (and held by no process) to measure what its open
+    /// pins with this card's firmware; without it the model's NIC is measured.
+    #[arg(long)]
+    pub open: bool,
 }
 
 /// Exit status when a scenario failed, or transcripts differ.
@@ -266,6 +296,7 @@ pub fn main() -> ExitCode {
         Command::Nics(args) => nics::nics(args),
         Command::Detach(args) => nics::detach(args),
         Command::Attach(args) => nics::attach(args),
+        Command::Doctor(args) => doctor::doctor(args),
     }
 }
 

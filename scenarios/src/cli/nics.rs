@@ -35,32 +35,60 @@ fn machine_at(sysfs: Option<&std::path::Path>) -> SysfsMachine {
     sysfs.map_or_else(SysfsMachine::new, SysfsMachine::with_root)
 }
 
-/// Bind NIC `args.nic` to vfio-pci.
+/// The NICs `args` names: its indices, with `--device` every BCM57608 function tied to each.
+fn chosen(machine: &SysfsMachine, args: &BindArgs) -> Result<Vec<usize>, bnxt::binding::BindError> {
+    let mut out: Vec<usize> = Vec::new();
+    for &i in &args.nics {
+        let more = if args.device { bnxt::binding::device_nics(machine, i)? } else { vec![i] };
+        for n in more {
+            if !out.contains(&n) {
+                out.push(n);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The NICs named, for an error (`nic0`, `nic0 nic1`).
+fn names(nics: &[usize]) -> String {
+    nics.iter().map(|&i| bnxt::name_of(i)).collect::<Vec<_>>().join(" ")
+}
+
+/// Bind NICs `args.nics` to vfio-pci.
 pub fn detach(args: &BindArgs) -> ExitCode {
     let machine = machine_at(args.sysfs.as_deref());
-    match bnxt::binding::detach(&machine, args.nic) {
-        Ok(d) => {
-            let from = d.from.map(|f| format!("from {f} ")).unwrap_or_default();
-            println!("{} {} detached {from}(bound to vfio-pci)", bnxt::name_of(args.nic), d.bus);
+    let done = chosen(&machine, args).and_then(|nics| Ok((bnxt::binding::detach_nics(&machine, &nics)?, nics)));
+    match done {
+        Ok((detached, nics)) => {
+            let mut out = std::io::stdout().lock();
+            for (d, i) in detached.iter().zip(nics) {
+                let from = d.from.as_deref().map(|f| format!("from {f} ")).unwrap_or_default();
+                let _ = writeln!(out, "{} {} detached {from}(bound to vfio-pci)", bnxt::name_of(i), d.bus);
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {
-            say_error(&format!("{}: {e}", bnxt::name_of(args.nic)));
+            say_error(&format!("{}: {e}", names(&args.nics)));
             ExitCode::from(EXIT_FAILED)
         }
     }
 }
 
-/// Give NIC `args.nic` back to the kernel.
+/// Give NICs `args.nics` back to the kernel.
 pub fn attach(args: &BindArgs) -> ExitCode {
     let machine = machine_at(args.sysfs.as_deref());
-    match bnxt::binding::attach(&machine, args.nic) {
-        Ok(driver) => {
-            println!("{} attached (bound to {})", bnxt::name_of(args.nic), driver.as_deref().unwrap_or("no driver"));
+    let done = chosen(&machine, args).and_then(|nics| Ok((bnxt::binding::attach_nics(&machine, &nics)?, nics)));
+    match done {
+        Ok((attached, nics)) => {
+            let mut out = std::io::stdout().lock();
+            for ((bus, driver), i) in attached.iter().zip(nics) {
+                let driver = driver.as_deref().unwrap_or("no driver");
+                let _ = writeln!(out, "{} {bus} attached (bound to {driver})", bnxt::name_of(i));
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {
-            say_error(&format!("{}: {e}", bnxt::name_of(args.nic)));
+            say_error(&format!("{}: {e}", names(&args.nics)));
             ExitCode::from(EXIT_FAILED)
         }
     }
