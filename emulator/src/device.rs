@@ -54,6 +54,11 @@ pub struct Device {
     next_fault_id: u64,
     /// Frames dropped at the port because it had no peer.
     no_peer_drops: u64,
+    /// When async events queued outside the firmware's own jobs (the peer coming or going, a
+    /// firmware reset's RESET_NOTIFY) fall due for the L2 engine: at once. Without it they
+    /// waited for the device's next other work (a statistics tick, the next request), which a
+    /// driver with no ring statistics never gives.
+    notices_due: Option<Duration>,
 }
 
 impl Device {
@@ -75,6 +80,7 @@ impl Device {
             interrupts: Vec::new(),
             next_fault_id: 1,
             no_peer_drops: 0,
+            notices_due: None,
         }
     }
 
@@ -146,7 +152,16 @@ impl Device {
     /// port either way (each one dropped is counted). Whether the link state changed.
     pub fn set_peer(&mut self, now: Duration, present: bool) -> bool {
         self.rec.record(now, EventKind::PeerChanged { present });
-        self.firmware.set_peer(present)
+        let changed = self.firmware.set_peer(present);
+        self.notices_queued(now);
+        changed
+    }
+
+    /// Async events the firmware queued outside its jobs are due at `now`.
+    fn notices_queued(&mut self, now: Duration) {
+        if self.firmware.has_notices() {
+            self.notices_due = Some(self.notices_due.map_or(now, |t| t.min(now)));
+        }
     }
 
     /// Whether the port has lost its peer (frames neither leave nor arrive).
@@ -159,6 +174,7 @@ impl Device {
     pub fn fw_reset(&mut self, now: Duration, kind: crate::firmware::reset::ResetKind) -> bool {
         let started = self.firmware.fw_reset(now, kind, &mut self.rec);
         self.bar0.set_fw_status(self.firmware.status());
+        self.notices_queued(now);
         started
     }
 
@@ -272,6 +288,7 @@ impl Device {
                 self.bar0.set_fw_status(self.firmware.status());
             }
         }
+        self.notices_due = None;
         let notices = self.firmware.take_notices();
         let mut l2_env = crate::l2::Env { mem, fw: self.firmware.state(), rec: &mut self.rec };
         self.l2.advance(now, notices, &mut l2_env);
@@ -332,7 +349,8 @@ impl Device {
     pub fn next_deadline(&self) -> Option<Duration> {
         let fw = self.firmware.next_deadline();
         let roce = self.roce.next_deadline();
-        earliest(earliest(fw, roce), self.l2.next_deadline(self.firmware.state()))
+        let l2 = earliest(self.notices_due, self.l2.next_deadline(self.firmware.state()));
+        earliest(earliest(fw, roce), l2)
     }
 
     /// Whether the device has work due at or before `now`: `next_deadline() <= now`, asked
@@ -340,6 +358,7 @@ impl Device {
     pub fn has_work_due(&self, now: Duration) -> bool {
         let due = |t: Option<Duration>| t.is_some_and(|t| t <= now);
         self.roce.has_input_due(now)
+            || due(self.notices_due)
             || due(self.roce.next_deadline())
             || due(self.firmware.next_deadline())
             || due(self.l2.next_deadline(self.firmware.state()))

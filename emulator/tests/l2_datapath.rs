@@ -354,7 +354,7 @@ fn forcing_the_link_down_and_up_sends_link_status_changes_to_nq0() {
 }
 
 #[test]
-#[ignore = "fails, cause not found: the firmware-reset or link model, or this test, is wrong"]
+
 fn a_pulled_cable_takes_the_link_down_stops_frames_and_survives_a_function_reset() {
     let (mut rig, mut a, mut b) = pair(Setup::default());
     b.post_rx(&mut rig, 8);
@@ -401,7 +401,7 @@ fn status(rig: &mut Rig) -> u32 {
 }
 
 #[test]
-#[ignore = "fails, cause not found: the firmware-reset or link model, or this test, is wrong"]
+
 fn a_firmware_reset_notifies_the_driver_then_restarts_and_says_so_at_the_next_if_change_up() {
     use bnxt_model::firmware::reset::ResetKind;
     let (mut rig, mut a, _b) = pair(Setup::default());
@@ -428,7 +428,7 @@ fn a_firmware_reset_notifies_the_driver_then_restarts_and_says_so_at_the_next_if
 }
 
 #[test]
-#[ignore = "fails, cause not found: the firmware-reset or link model, or this test, is wrong"]
+
 fn a_fatal_firmware_takes_no_request_and_reads_unhealthy_until_it_restarts() {
     use bnxt_model::firmware::reset::ResetKind;
     let (mut rig, mut a, _b) = pair(Setup::default());

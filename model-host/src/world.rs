@@ -607,7 +607,12 @@ impl World {
     pub fn fw_reset(&mut self, nic: usize, kind: bnxt_model::firmware::reset::ResetKind) -> bool {
         let (n, events, now) = self.parts(nic);
         let started = n.device_mut().fw_reset(now, kind);
-        n.device_mut().drain_events(events);
+        if n.device.has_work_due(now) {
+            // The async event it queued goes to the driver's ring at once.
+            self.run_nic(nic, now);
+        } else {
+            n.device_mut().drain_events(events);
+        }
         started
     }
 
@@ -616,7 +621,12 @@ impl World {
     pub fn set_peer(&mut self, nic: usize, present: bool) -> bool {
         let (n, events, now) = self.parts(nic);
         let changed = n.device_mut().set_peer(now, present);
-        n.device_mut().drain_events(events);
+        if n.device.has_work_due(now) {
+            // The async event it queued goes to the driver's ring at once.
+            self.run_nic(nic, now);
+        } else {
+            n.device_mut().drain_events(events);
+        }
         changed
     }
 

@@ -494,6 +494,11 @@ impl Firmware {
         &self.faults
     }
 
+    /// Whether work for the L2 engine is waiting ([`Firmware::take_notices`]).
+    pub fn has_notices(&self) -> bool {
+        !self.state.l2.notices.is_empty()
+    }
+
     /// Work the firmware left for the L2 engine (HWRM_DONE completions, async events), oldest
     /// first.
     pub fn take_notices(&mut self) -> Vec<Notice> {
