@@ -227,6 +227,11 @@ impl Device {
             data.fill(0xff);
             return;
         }
+        if bar == 0 {
+            let health = self.firmware.options().error_recovery;
+            let fw = &self.firmware;
+            self.bar0.set_health(health.then(|| (fw.heartbeat(now), fw.restarts())));
+        }
         let mut loud = Loud { unimplemented: &mut self.unimplemented, rec: &mut self.rec, now };
         for (i, chunk) in data.chunks_mut(4).enumerate() {
             let at = offset + 4 * i as u64;
