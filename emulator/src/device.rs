@@ -35,6 +35,15 @@ use crate::regs::unimplemented::{Unimplemented, UnimplementedHit};
 use crate::regs::{Loud, doorbells};
 use crate::roce::{Env, RoceCounters, RoceEngine};
 
+/// Why the port passes no frame.
+#[derive(Debug, Clone, Copy)]
+enum Blocked {
+    /// The peer is gone (`ctl link down`).
+    NoPeer,
+    /// The driver forced the link down.
+    ForcedDown,
+}
+
 /// One NIC.
 #[derive(Debug)]
 pub struct Device {
@@ -54,6 +63,8 @@ pub struct Device {
     next_fault_id: u64,
     /// Frames dropped at the port because it had no peer.
     no_peer_drops: u64,
+    /// Frames dropped at the port because the driver forced its link down.
+    forced_down_drops: u64,
     /// When async events queued outside the firmware's own jobs (the peer coming or going, a
     /// firmware reset's RESET_NOTIFY) fall due for the L2 engine: at once. Without it they
     /// waited for the device's next other work (a statistics tick, the next request), which a
@@ -80,6 +91,7 @@ impl Device {
             interrupts: Vec::new(),
             next_fault_id: 1,
             no_peer_drops: 0,
+            forced_down_drops: 0,
             notices_due: None,
         }
     }
@@ -164,9 +176,27 @@ impl Device {
         }
     }
 
-    /// Whether the port has lost its peer (frames neither leave nor arrive).
-    fn peer_down(&self) -> bool {
-        self.firmware.state().l2.phy.peer_down
+    /// Why no frame crosses the port, if none does: its peer is gone, or the driver forced its
+    /// link down (PORT_PHY_CFG `FLAGS_FORCE_LINK_DWN`, which bnxt_en sends at close:
+    /// bnxt.c `bnxt_hwrm_shutdown_link`; PORT_PHY_QCFG then reports no link, and a port without
+    /// link passes nothing either way).
+    fn link_blocked(&self) -> Option<Blocked> {
+        let phy = &self.firmware.state().l2.phy;
+        if phy.peer_down {
+            Some(Blocked::NoPeer)
+        } else if phy.forced_down {
+            Some(Blocked::ForcedDown)
+        } else {
+            None
+        }
+    }
+
+    /// Count `n` frames dropped for `why`.
+    fn count_blocked(&mut self, why: Blocked, n: u64) {
+        match why {
+            Blocked::NoPeer => self.no_peer_drops += n,
+            Blocked::ForcedDown => self.forced_down_drops += n,
+        }
     }
 
     /// Reset the firmware at `now` (see [`crate::firmware::reset`]); false while a reset is
@@ -181,6 +211,11 @@ impl Device {
     /// Frames dropped at the port because it had no peer.
     pub fn frames_dropped_no_peer(&self) -> u64 {
         self.no_peer_drops
+    }
+
+    /// Frames dropped at the port because the driver forced its link down.
+    pub fn frames_dropped_forced_down(&self) -> u64 {
+        self.forced_down_drops
     }
 
     /// Clear the armed fault `id`; whether there was one.
@@ -315,8 +350,8 @@ impl Device {
     /// A frame from the wire, sealed or plain as the switch delivered it (see
     /// [`crate::net::sealed`]), arrives at `now`.
     pub fn receive_wire_frame(&mut self, now: Duration, frame: &WireFrame, mem: &dyn HostMemory) {
-        if self.peer_down() {
-            self.no_peer_drops += 1;
+        if let Some(why) = self.link_blocked() {
+            self.count_blocked(why, 1);
             return;
         }
         if !frame.is_sealed() {
@@ -333,8 +368,8 @@ impl Device {
         let before = out.len();
         self.l2.drain_wire_frames(out);
         self.roce.drain_wire_frames(out);
-        if self.peer_down() {
-            self.no_peer_drops += (out.len() - before) as u64;
+        if let Some(why) = self.link_blocked() {
+            self.count_blocked(why, (out.len() - before) as u64);
             out.truncate(before);
         }
     }

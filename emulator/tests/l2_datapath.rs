@@ -354,6 +354,34 @@ fn forcing_the_link_down_and_up_sends_link_status_changes_to_nq0() {
 }
 
 #[test]
+fn a_link_forced_down_passes_no_frame_either_way_until_brought_up() {
+    let (mut rig, mut a, mut b) = pair(Setup::default());
+    a.post_rx(&mut rig, 8);
+    b.post_rx(&mut rig, 8);
+    // bnxt_en at close (bnxt.c `bnxt_hwrm_shutdown_link`).
+    let mut down: HwrmPortPhyCfgInput = req();
+    down.flags = HwrmPortPhyCfgInput::FLAGS_FORCE_LINK_DWN.into();
+    rig.ok(1, down);
+    a.send(&mut rig, &eth(b.mac, a.mac, 0x88b5, &[0; 46]));
+    settle(&mut rig);
+    assert_eq!(rig.world.device(1).l2().counters().rx_frames, 0, "nothing arrives at a port forced down");
+    b.send(&mut rig, &eth(a.mac, b.mac, 0x88b5, &[0; 46]));
+    settle(&mut rig);
+    assert_eq!(rig.world.device(0).l2().counters().rx_frames, 0, "nothing leaves it");
+    assert_eq!(rig.world.device(1).frames_dropped_forced_down(), 2);
+    assert_eq!(rig.world.nic_state(1).frames_dropped_forced_down, 2);
+    assert_eq!(rig.world.device(1).frames_dropped_no_peer(), 0);
+    let mut up: HwrmPortPhyCfgInput = req();
+    up.flags = (HwrmPortPhyCfgInput::FLAGS_RESET_PHY | HwrmPortPhyCfgInput::FLAGS_RESTART_AUTONEG).into();
+    up.enables = HwrmPortPhyCfgInput::ENABLES_AUTO_MODE.into();
+    up.auto_mode = HwrmPortPhyCfgInput::AUTO_MODE_SPEED_MASK;
+    rig.ok(1, up);
+    a.send(&mut rig, &eth(b.mac, a.mac, 0x88b5, &[0; 46]));
+    settle(&mut rig);
+    assert_eq!(rig.world.device(1).l2().counters().rx_frames, 1, "frames cross again");
+}
+
+#[test]
 
 fn a_pulled_cable_takes_the_link_down_stops_frames_and_survives_a_function_reset() {
     let (mut rig, mut a, mut b) = pair(Setup::default());

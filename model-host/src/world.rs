@@ -100,6 +100,9 @@ pub struct NicState {
     /// Frames dropped at the port while it had no peer.
     #[serde(default)]
     pub frames_dropped_no_peer: u64,
+    /// Frames dropped at the port while the driver had its link forced down.
+    #[serde(default)]
+    pub frames_dropped_forced_down: u64,
     /// HWRM requests taken from the mailbox, and responses written.
     #[serde(default)]
     pub hwrm_requests: u64,
@@ -574,6 +577,7 @@ impl World {
             link_up: bnxt_model::firmware::port_cfg::link_up(&st.l2.phy),
             peer_present: !st.l2.phy.peer_down,
             frames_dropped_no_peer: d.frames_dropped_no_peer(),
+            frames_dropped_forced_down: d.frames_dropped_forced_down(),
             hwrm_requests: fw.counters().requests,
             hwrm_responses: fw.counters().responses,
             armed_faults: d.armed_faults(),
