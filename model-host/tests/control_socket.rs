@@ -295,7 +295,8 @@ fn a_client_that_leaves_before_reading_its_reply_is_forgotten_and_what_it_asked_
     let mut rig = Rig::start();
     {
         let mut s = UnixStream::connect(&rig.control).unwrap();
-        s.write_all(b"{\"cmd\":\"fault-add\",\"request\":\"VER_GET\",\"action\":\"no-response\",\"count\":1}\n").unwrap();
+        s.write_all(b"{\"cmd\":\"fault-add\",\"request\":\"VER_GET\",\"action\":\"no-response\",\"count\":1}\n")
+            .unwrap();
     }
     // The request was carried out (the server reads the line before it sees the hang-up).
     let deadline = Instant::now() + TIMEOUT;
