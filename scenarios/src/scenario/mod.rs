@@ -248,6 +248,7 @@ impl Scenario {
         }
         visit_steps(&self.steps, &mut |step| match &step.action {
             Action::Inspect { .. } => needs.push(Capability::Inspect),
+            Action::Fault(_) => needs.push(Capability::LiveFaults),
             action if action.is_roce() => needs.push(Capability::Roce),
             _ => {}
         });
@@ -300,11 +301,13 @@ pub enum Capability {
     Roce,
     /// Set what the NICs' firmware advertises (`firmware:`).
     FirmwareSettings,
+    /// Arm firmware faults in the middle of a run (`fault` steps).
+    LiveFaults,
 }
 
 impl Capability {
     /// Every capability with its name in `requires:`.
-    pub const ALL: [(Capability, &'static str); 7] = [
+    pub const ALL: [(Capability, &'static str); 8] = [
         (Capability::Faults, "faults"),
         (Capability::WireFaults, "wire-faults"),
         (Capability::Inspect, "inspect"),
@@ -312,6 +315,7 @@ impl Capability {
         (Capability::Pcap, "pcap"),
         (Capability::Roce, "roce"),
         (Capability::FirmwareSettings, "firmware-settings"),
+        (Capability::LiveFaults, "live-faults"),
     ];
 
     /// Its name in `requires:` (`wire-faults`).

@@ -110,7 +110,8 @@ impl Target for VfioUserTarget {
             | Capability::WireFaults
             | Capability::Pcap
             | Capability::FirmwareSettings => true,
-            Capability::VirtualTime => false,
+            // A live fault would need an extension command of its own (none yet).
+            Capability::VirtualTime | Capability::LiveFaults => false,
         }
     }
 
