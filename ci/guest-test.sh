@@ -61,8 +61,8 @@
 #   --faults           faults into the running guest (ci/guest/init-faults, one NIC, bnxt_en alone): the
 #                      model serves with --control; the guest prints "BNXT-FAULT do WORDS" and this
 #                      script runs `bnxt-model ctl SOCKET WORDS` (the link taken away and given back, a
-#                      PORT_PHY_CFG never answered, a PORT_PHY_QCFG answered with a wrong seq_id, the
-#                      card yanked); ci/guest/check-faults.py judges what bnxt_en did, and compares it
+#                      PORT_PHY_CFG never answered, a PORT_PHY_QCFG answered with a wrong seq_id, a
+#                      firmware reset bnxt_en recovers from, the card yanked); ci/guest/check-faults.py judges what bnxt_en did, and compares it
 #                      with fixtures/guest-faults/<kernel suite>.txt (a difference is shown, not failed)
 #   --record-fixtures  copy each kernel's HWRM request logs, the requests answered CMD_NOT_SUPPORTED
 #                      and bnxt_re's kernel messages to fixtures/guest/<kernel suite>/ (with --trace:

@@ -84,16 +84,28 @@ def main():
     need("PORT_PHY_CFG 0x0020" in hwrm and "NO_RESPONSE (injected fault)" in hwrm, "the HWRM log shows no unanswered PORT_PHY_CFG")
     seq = step("seq")
     need("MALFORMED wrong-seq-id" in hwrm, "the HWRM log shows no PORT_PHY_QCFG answered with a wrong seq_id")
+    fr, fdu = step("fwreset"), step("fwreset-downup")
+    need(fr.get("carrier") == "1" and fr.get("operstate") == "up" and fr.get("mac_kept") == "yes",
+         f"bnxt_en's recovery from the firmware reset did not bring the netdev back with its MAC: {fr}")
+    need(fr.get("changes", "0").isdigit() and int(fr.get("changes", "0")) >= 2,
+         f"the netdev did not go down and come back around the firmware reset: {fr}")
+    need(fdu.get("down_rc") == "0" and fdu.get("up_rc") == "0" and fdu.get("carrier") == "1",
+         f"the netdev did not go down and up after the firmware reset: {fdu}")
+    # The model's log: the restart, then bnxt_en registering again and told HOT_FW_RESET_DONE.
+    after = hwrm[hwrm.find("firmware restarted"):] if "firmware restarted" in hwrm else ""
+    need("FUNC_DRV_RGTR" in after and "FUNC_DRV_IF_CHANGE" in after,
+         "the HWRM log shows no firmware restart followed by bnxt_en registering and opening again")
     rd, rm = step("removal-down"), step("removal-rmmod")
     need(rd.get("rc") not in (None, "timeout"), f"ip link set down did not end after the surprise removal: {rd}")
     need(rm.get("rc") == "0" and rm.get("netdev_gone") == "yes", f"bnxt_en did not give the device up: {rm}")
     calls = len(re.findall(r"^\S+ ctl ", ctl, re.M))
-    need(calls == 5 and ctl.count('"ok":true') == calls, f"the host's ctl calls did not all succeed ({calls} calls): see {a.ctl_log}")
+    need(calls == 6 and ctl.count('"ok":true') == calls, f"the host's ctl calls did not all succeed ({calls} calls): see {a.ctl_log}")
     bugs = [l for l in dmesg if BUGS.search(l)]
     need(not bugs, "kernel bug reports: " + " | ".join(bugs[:5]))
 
     facts = [f"kernel {a.suite}"]
-    for name in ("probe", "up", "link-down", "link-up", "stall-down", "stall-up", "seq", "removal-down", "removal-rmmod"):
+    for name in ("probe", "up", "link-down", "link-up", "stall-down", "stall-up", "seq", "fwreset", "fwreset-downup",
+                 "removal-down", "removal-rmmod"):
         s = {k: v for k, v in steps.get(name, {}).items() if k not in ("step", "waited", "carrier_changes", "netdev")}
         facts.append(f"{name}: " + " ".join(f"{k}={v}" for k, v in sorted(s.items())))
     facts += sorted({"dmesg: " + mask(l) for l in dmesg if "bnxt" in l and "command line" not in l.lower()})

@@ -35,6 +35,15 @@ use crate::regs::unimplemented::{Unimplemented, UnimplementedHit};
 use crate::regs::{Loud, doorbells};
 use crate::roce::{Env, RoceCounters, RoceEngine};
 
+/// Why the port passes no frame.
+#[derive(Debug, Clone, Copy)]
+enum Blocked {
+    /// The peer is gone (`ctl link down`).
+    NoPeer,
+    /// The driver forced the link down.
+    ForcedDown,
+}
+
 /// One NIC.
 #[derive(Debug)]
 pub struct Device {
@@ -54,6 +63,13 @@ pub struct Device {
     next_fault_id: u64,
     /// Frames dropped at the port because it had no peer.
     no_peer_drops: u64,
+    /// Frames dropped at the port because the driver forced its link down.
+    forced_down_drops: u64,
+    /// When async events queued outside the firmware's own jobs (the peer coming or going, a
+    /// firmware reset's RESET_NOTIFY) fall due for the L2 engine: at once. Without it they
+    /// waited for the device's next other work (a statistics tick, the next request), which a
+    /// driver with no ring statistics never gives.
+    notices_due: Option<Duration>,
 }
 
 impl Device {
@@ -75,6 +91,8 @@ impl Device {
             interrupts: Vec::new(),
             next_fault_id: 1,
             no_peer_drops: 0,
+            forced_down_drops: 0,
+            notices_due: None,
         }
     }
 
@@ -146,12 +164,39 @@ impl Device {
     /// port either way (each one dropped is counted). Whether the link state changed.
     pub fn set_peer(&mut self, now: Duration, present: bool) -> bool {
         self.rec.record(now, EventKind::PeerChanged { present });
-        self.firmware.set_peer(present)
+        let changed = self.firmware.set_peer(present);
+        self.notices_queued(now);
+        changed
     }
 
-    /// Whether the port has lost its peer (frames neither leave nor arrive).
-    fn peer_down(&self) -> bool {
-        self.firmware.state().l2.phy.peer_down
+    /// Async events the firmware queued outside its jobs are due at `now`.
+    fn notices_queued(&mut self, now: Duration) {
+        if self.firmware.has_notices() {
+            self.notices_due = Some(self.notices_due.map_or(now, |t| t.min(now)));
+        }
+    }
+
+    /// Why no frame crosses the port, if none does: its peer is gone, or the driver forced its
+    /// link down (PORT_PHY_CFG `FLAGS_FORCE_LINK_DWN`, which bnxt_en sends at close:
+    /// bnxt.c `bnxt_hwrm_shutdown_link`; PORT_PHY_QCFG then reports no link, and a port without
+    /// link passes nothing either way).
+    fn link_blocked(&self) -> Option<Blocked> {
+        let phy = &self.firmware.state().l2.phy;
+        if phy.peer_down {
+            Some(Blocked::NoPeer)
+        } else if phy.forced_down {
+            Some(Blocked::ForcedDown)
+        } else {
+            None
+        }
+    }
+
+    /// Count `n` frames dropped for `why`.
+    fn count_blocked(&mut self, why: Blocked, n: u64) {
+        match why {
+            Blocked::NoPeer => self.no_peer_drops += n,
+            Blocked::ForcedDown => self.forced_down_drops += n,
+        }
     }
 
     /// Reset the firmware at `now` (see [`crate::firmware::reset`]); false while a reset is
@@ -159,12 +204,18 @@ impl Device {
     pub fn fw_reset(&mut self, now: Duration, kind: crate::firmware::reset::ResetKind) -> bool {
         let started = self.firmware.fw_reset(now, kind, &mut self.rec);
         self.bar0.set_fw_status(self.firmware.status());
+        self.notices_queued(now);
         started
     }
 
     /// Frames dropped at the port because it had no peer.
     pub fn frames_dropped_no_peer(&self) -> u64 {
         self.no_peer_drops
+    }
+
+    /// Frames dropped at the port because the driver forced its link down.
+    pub fn frames_dropped_forced_down(&self) -> u64 {
+        self.forced_down_drops
     }
 
     /// Clear the armed fault `id`; whether there was one.
@@ -210,6 +261,11 @@ impl Device {
         if !self.claims(now, bar, offset, data.len(), AccessKind::Read, 0) {
             data.fill(0xff);
             return;
+        }
+        if bar == 0 {
+            let health = self.firmware.options().error_recovery;
+            let fw = &self.firmware;
+            self.bar0.set_health(health.then(|| (fw.heartbeat(now), fw.restarts())));
         }
         let mut loud = Loud { unimplemented: &mut self.unimplemented, rec: &mut self.rec, now };
         for (i, chunk) in data.chunks_mut(4).enumerate() {
@@ -272,6 +328,7 @@ impl Device {
                 self.bar0.set_fw_status(self.firmware.status());
             }
         }
+        self.notices_due = None;
         let notices = self.firmware.take_notices();
         let mut l2_env = crate::l2::Env { mem, fw: self.firmware.state(), rec: &mut self.rec };
         self.l2.advance(now, notices, &mut l2_env);
@@ -293,8 +350,8 @@ impl Device {
     /// A frame from the wire, sealed or plain as the switch delivered it (see
     /// [`crate::net::sealed`]), arrives at `now`.
     pub fn receive_wire_frame(&mut self, now: Duration, frame: &WireFrame, mem: &dyn HostMemory) {
-        if self.peer_down() {
-            self.no_peer_drops += 1;
+        if let Some(why) = self.link_blocked() {
+            self.count_blocked(why, 1);
             return;
         }
         if !frame.is_sealed() {
@@ -311,8 +368,8 @@ impl Device {
         let before = out.len();
         self.l2.drain_wire_frames(out);
         self.roce.drain_wire_frames(out);
-        if self.peer_down() {
-            self.no_peer_drops += (out.len() - before) as u64;
+        if let Some(why) = self.link_blocked() {
+            self.count_blocked(why, (out.len() - before) as u64);
             out.truncate(before);
         }
     }
@@ -332,7 +389,8 @@ impl Device {
     pub fn next_deadline(&self) -> Option<Duration> {
         let fw = self.firmware.next_deadline();
         let roce = self.roce.next_deadline();
-        earliest(earliest(fw, roce), self.l2.next_deadline(self.firmware.state()))
+        let l2 = earliest(self.notices_due, self.l2.next_deadline(self.firmware.state()));
+        earliest(earliest(fw, roce), l2)
     }
 
     /// Whether the device has work due at or before `now`: `next_deadline() <= now`, asked
@@ -340,6 +398,7 @@ impl Device {
     pub fn has_work_due(&self, now: Duration) -> bool {
         let due = |t: Option<Duration>| t.is_some_and(|t| t <= now);
         self.roce.has_input_due(now)
+            || due(self.notices_due)
             || due(self.roce.next_deadline())
             || due(self.firmware.next_deadline())
             || due(self.l2.next_deadline(self.firmware.state()))

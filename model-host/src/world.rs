@@ -100,6 +100,9 @@ pub struct NicState {
     /// Frames dropped at the port while it had no peer.
     #[serde(default)]
     pub frames_dropped_no_peer: u64,
+    /// Frames dropped at the port while the driver had its link forced down.
+    #[serde(default)]
+    pub frames_dropped_forced_down: u64,
     /// HWRM requests taken from the mailbox, and responses written.
     #[serde(default)]
     pub hwrm_requests: u64,
@@ -574,6 +577,7 @@ impl World {
             link_up: bnxt_model::firmware::port_cfg::link_up(&st.l2.phy),
             peer_present: !st.l2.phy.peer_down,
             frames_dropped_no_peer: d.frames_dropped_no_peer(),
+            frames_dropped_forced_down: d.frames_dropped_forced_down(),
             hwrm_requests: fw.counters().requests,
             hwrm_responses: fw.counters().responses,
             armed_faults: d.armed_faults(),
@@ -607,7 +611,12 @@ impl World {
     pub fn fw_reset(&mut self, nic: usize, kind: bnxt_model::firmware::reset::ResetKind) -> bool {
         let (n, events, now) = self.parts(nic);
         let started = n.device_mut().fw_reset(now, kind);
-        n.device_mut().drain_events(events);
+        if n.device.has_work_due(now) {
+            // The async event it queued goes to the driver's ring at once.
+            self.run_nic(nic, now);
+        } else {
+            n.device_mut().drain_events(events);
+        }
         started
     }
 
@@ -616,7 +625,12 @@ impl World {
     pub fn set_peer(&mut self, nic: usize, present: bool) -> bool {
         let (n, events, now) = self.parts(nic);
         let changed = n.device_mut().set_peer(now, present);
-        n.device_mut().drain_events(events);
+        if n.device.has_work_due(now) {
+            // The async event it queued goes to the driver's ring at once.
+            self.run_nic(nic, now);
+        } else {
+            n.device_mut().drain_events(events);
+        }
         changed
     }
 

@@ -261,3 +261,69 @@ fn the_ctl_command_speaks_the_channel_and_says_refusals_in_its_status() {
     assert_eq!(o.status.code(), Some(1));
     assert!(err.contains("cannot connect"), "{err}");
 }
+
+#[test]
+fn two_clients_talking_at_once_each_get_their_own_replies_in_order() {
+    let rig = Rig::start();
+    let connect = || {
+        let s = UnixStream::connect(&rig.control).unwrap();
+        s.set_read_timeout(Some(TIMEOUT)).unwrap();
+        let r = BufReader::new(s.try_clone().unwrap());
+        (s, r)
+    };
+    let (mut a, mut ar) = connect();
+    let (mut b, mut br) = connect();
+    // Interleaved: a's two requests around b's one, before either reads.
+    a.write_all(b"{\"cmd\":\"fault-add\",\"request\":\"VER_GET\",\"action\":\"no-response\"}\n").unwrap();
+    b.write_all(b"{\"cmd\":\"fault-list\"}\n{\"cmd\":\"nope\"}\n").unwrap();
+    a.write_all(b"{\"cmd\":\"fault-clear\"}\n").unwrap();
+    let line = |r: &mut BufReader<UnixStream>| {
+        let mut s = String::new();
+        r.read_line(&mut s).unwrap();
+        serde_json::from_str::<Reply>(&s).unwrap()
+    };
+    let (a1, a2) = (line(&mut ar), line(&mut ar));
+    assert_eq!((a1.ok, a1.id), (true, Some(1)), "{a1:?}");
+    assert_eq!((a2.ok, a2.cleared), (true, Some(1)), "{a2:?}");
+    let (b1, b2) = (line(&mut br), line(&mut br));
+    assert!(b1.ok && b1.faults.is_some(), "{b1:?}");
+    assert!(!b2.ok && b2.error.unwrap().contains("nope"));
+}
+
+#[test]
+fn a_client_that_leaves_before_reading_its_reply_is_forgotten_and_what_it_asked_is_done() {
+    let mut rig = Rig::start();
+    {
+        let mut s = UnixStream::connect(&rig.control).unwrap();
+        s.write_all(b"{\"cmd\":\"fault-add\",\"request\":\"VER_GET\",\"action\":\"no-response\",\"count\":1}\n")
+            .unwrap();
+    }
+    // The request was carried out (the server reads the line before it sees the hang-up).
+    let deadline = Instant::now() + TIMEOUT;
+    while rig.ctl(Request::FaultList {}).faults.unwrap().is_empty() {
+        assert!(Instant::now() < deadline, "the fault was never armed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let state = rig.ctl(Request::State {}).state.unwrap();
+    assert_eq!(state["control_clients"], 1, "only this client is left: {state}");
+    assert_eq!(rig.ver_get(1, Duration::from_millis(300)), None, "the armed fault took the request");
+    assert_eq!(rig.ver_get(2, TIMEOUT).map(|r| r[0]), Some(0));
+}
+
+#[test]
+fn fw_reset_over_the_channel_starts_one_reset_and_the_firmware_answers_again_after_it() {
+    let mut rig = Rig::start();
+    let reply = rig.ctl(Request::FwReset { fatal: true });
+    assert_eq!((reply.ok, reply.reset_started), (true, Some(true)), "{reply:?}");
+    let again = rig.ctl(Request::FwReset { fatal: false });
+    assert_eq!(again.reset_started, Some(false), "one reset at a time");
+    assert_eq!(rig.ver_get(1, Duration::from_millis(300)), None, "a dead firmware answers nothing");
+    // It restarts a second after the notice; bnxt_en polls VER_GET until it answers.
+    let deadline = Instant::now() + TIMEOUT;
+    let mut seq = 2;
+    while rig.ver_get(seq, Duration::from_millis(200)).is_none() {
+        assert!(Instant::now() < deadline, "the firmware never came back");
+        seq += 1;
+    }
+    assert!(rig.server.running());
+}

@@ -7,7 +7,7 @@ use bnxt_hsi::hwrm::layouts::*;
 use super::response::Outcome;
 use super::{
     Ctx, backing_store, coalescing, driver_reg, func, func_cfg, fw_time, l2_filter, nvm, placement, port, port_cfg,
-    port_stats, qos_caps, queue, rings, selftest, stats, thermal, ver, vnic,
+    port_stats, qos_caps, queue, recovery, rings, selftest, stats, thermal, ver, vnic,
 };
 
 const VER_GET: u16 = <HwrmVerGetInput as Request>::REQ_TYPE;
@@ -52,9 +52,10 @@ const QUEUE_DSCP_QCAPS: u16 = <HwrmQueueDscpQcapsInput as Request>::REQ_TYPE;
 const QUEUE_PFCWD_TIMEOUT_QCAPS: u16 = <HwrmQueuePfcwdTimeoutQcapsInput as Request>::REQ_TYPE;
 const SELFTEST_QLIST: u16 = <HwrmSelftestQlistInput as Request>::REQ_TYPE;
 const TEMP_MONITOR_QUERY: u16 = <HwrmTempMonitorQueryInput as Request>::REQ_TYPE;
+const ERROR_RECOVERY_QCFG: u16 = <HwrmErrorRecoveryQcfgInput as Request>::REQ_TYPE;
 
 /// Every `req_type` the firmware implements.
-pub const IMPLEMENTED: [u16; 42] = [
+pub const IMPLEMENTED: [u16; 43] = [
     VER_GET,
     FUNC_CFG,
     FUNC_RESET,
@@ -97,6 +98,7 @@ pub const IMPLEMENTED: [u16; 42] = [
     QUEUE_PFCWD_TIMEOUT_QCAPS,
     SELFTEST_QLIST,
     TEMP_MONITOR_QUERY,
+    ERROR_RECOVERY_QCFG,
 ];
 
 /// Run the handler for `req_type` on `bytes`; `None` when the firmware has none.
@@ -144,6 +146,7 @@ pub fn dispatch(req_type: u16, bytes: &[u8], ctx: &mut Ctx<'_>) -> Option<Outcom
         QUEUE_PFCWD_TIMEOUT_QCAPS => qos_caps::pfcwd_timeout_qcaps(bytes),
         SELFTEST_QLIST => selftest::selftest_qlist(bytes),
         TEMP_MONITOR_QUERY => thermal::temp_monitor_query(bytes),
+        ERROR_RECOVERY_QCFG => recovery::error_recovery_qcfg(bytes, ctx),
         _ => return None,
     })
 }

@@ -60,7 +60,14 @@ pub fn drv_unrgtr(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
 /// FUNC_DRV_IF_CHANGE: the driver's interface goes up (flags UP) or down.
 pub fn drv_if_change(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     let req: HwrmFuncDrvIfChangeInput = parse(bytes);
-    if ctx.state.registration.is_none() {
+    // After a firmware reset bnxt_en reopens with IF_CHANGE up before it registers again
+    // (bnxt.c `bnxt_fw_reset_task` state OPENING → `bnxt_open` → `bnxt_hwrm_if_change`, whose
+    // HOT_FW_RESET_DONE sends it to `bnxt_fw_init_one` and FUNC_DRV_RGTR): the restarted
+    // firmware takes it. (Refused, bnxt_en falls back to `bnxt_try_recover_fw`, as a sid guest
+    // showed: "hwrm req_type 0xd ... error 0x2".) Otherwise an unregistered function's
+    // IF_CHANGE is refused.
+    let up = req.flags.get() & HwrmFuncDrvIfChangeInput::FLAGS_UP != 0;
+    if ctx.state.registration.is_none() && !(up && ctx.state.hot_reset_done) {
         return Err(Reject::invalid("FUNC_DRV_IF_CHANGE before FUNC_DRV_RGTR"));
     }
     ctx.state.if_up = req.flags.get() & HwrmFuncDrvIfChangeInput::FLAGS_UP != 0;

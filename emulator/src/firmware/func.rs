@@ -73,7 +73,8 @@ pub fn func_qcaps(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     reply::<HwrmFuncQcapsOutput>(|o| {
         o.fid = PF_FID.into();
         o.port_id = PORT_ID.into();
-        o.flags = HwrmFuncQcapsOutput::FLAGS_ROCE_V2_SUPPORTED.into();
+        let recovery = if ctx.opts.error_recovery { HwrmFuncQcapsOutput::FLAGS_ERROR_RECOVERY_CAPABLE } else { 0 };
+        o.flags = (HwrmFuncQcapsOutput::FLAGS_ROCE_V2_SUPPORTED | recovery).into();
         o.mac_address = id.mac;
         o.max_rsscos_ctx = MAX_RSSCOS_CTX.into();
         o.max_cmpl_rings = MAX_CMPL_RINGS.into();

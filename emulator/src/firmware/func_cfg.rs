@@ -216,6 +216,9 @@ pub fn func_cfg(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     if let Some(m) = evb {
         l2.evb_mode = Some(m);
     }
+    if async_cr.is_some() {
+        super::recovery::ring_named(ctx);
+    }
     reply::<HwrmFuncCfgOutput>(|_| {})
 }
 

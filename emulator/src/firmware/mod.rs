@@ -41,6 +41,7 @@ pub mod port_cfg;
 pub mod port_stats;
 pub mod qos_caps;
 pub mod queue;
+pub mod recovery;
 pub mod reservation;
 pub mod reset;
 pub mod response;
@@ -141,6 +142,11 @@ fn spoil(response: &mut Response, how: Malformed) -> bool {
     true
 }
 
+/// The heartbeat of a live firmware at `now`: tenths of a second (wrapping).
+fn heartbeat_at(now: Duration) -> u32 {
+    (now.as_millis() / 100) as u32
+}
+
 /// Counters of what went wrong, for the NIC's outside view.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FwCounters {
@@ -172,6 +178,10 @@ pub struct Firmware {
     restarted: bool,
     /// A reset is under way (notice given, restart due).
     resetting: bool,
+    /// Firmware restarts since the NIC was made (the reset-counter register).
+    restarts: u32,
+    /// The heartbeat register's value since the firmware went down (it stops while it is).
+    frozen_heartbeat: Option<u32>,
 }
 
 impl Firmware {
@@ -189,6 +199,8 @@ impl Firmware {
             dead: false,
             restarted: false,
             resetting: false,
+            restarts: 0,
+            frozen_heartbeat: None,
         }
     }
 
@@ -447,6 +459,7 @@ impl Firmware {
         rec.record(now, EventKind::FirmwareReset { fatal: kind == reset::ResetKind::Fatal, notified: sent });
         if kind == reset::ResetKind::Fatal {
             self.dead = true;
+            self.frozen_heartbeat = Some(heartbeat_at(now));
             // Responses not yet written are lost with the firmware.
             self.jobs.retain(|_, j| !matches!(j, Job::Respond { .. }));
         }
@@ -462,6 +475,8 @@ impl Firmware {
         self.state.l2.phy.peer_down = peer_down;
         self.jobs.retain(|_, j| !matches!(j, Job::Respond { .. }));
         self.dead = false;
+        self.frozen_heartbeat = None;
+        self.restarts = self.restarts.wrapping_add(1);
         self.resetting = false;
         self.restarted = true;
         rec.record(now, EventKind::FirmwareRestarted);
@@ -479,6 +494,17 @@ impl Firmware {
         if self.dead { reset::DEAD_STATUS } else { bnxt_hsi::fw_status::CODE_READY }
     }
 
+    /// What the heartbeat register reads at `now` ([`recovery`]): tenths of a second of the
+    /// firmware's life, stopped while it is down.
+    pub fn heartbeat(&self, now: Duration) -> u32 {
+        self.frozen_heartbeat.unwrap_or_else(|| heartbeat_at(now))
+    }
+
+    /// What the reset-counter register reads ([`recovery`]): firmware restarts so far.
+    pub fn restarts(&self) -> u32 {
+        self.restarts
+    }
+
     /// The port's peer comes or goes (`link up` / `link down`); whether the link state changed.
     pub fn set_peer(&mut self, present: bool) -> bool {
         port_cfg::set_peer(&mut self.state, present)
@@ -492,6 +518,11 @@ impl Firmware {
     /// The fault injector.
     pub fn faults(&self) -> &FaultInjector {
         &self.faults
+    }
+
+    /// Whether work for the L2 engine is waiting ([`Firmware::take_notices`]).
+    pub fn has_notices(&self) -> bool {
+        !self.state.l2.notices.is_empty()
     }
 
     /// Work the firmware left for the L2 engine (HWRM_DONE completions, async events), oldest

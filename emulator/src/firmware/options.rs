@@ -10,6 +10,10 @@
 //! - `fast_destroy_qps`: the QP type's `split_entry_2`, the QPs the firmware destroys fast
 //!   (bnxt.h `qp_fast_qpmd_entries`); without firmware limits bnxt_en adds them beyond its
 //!   65,536 extra QPs.
+//! - `error_recovery`: FUNC_QCAPS `FLAGS_ERROR_RECOVERY_CAPABLE`, ERROR_RECOVERY_QCFG, the
+//!   heartbeat and reset-counter registers and the ERROR_RECOVERY async event
+//!   ([`super::recovery`]). Off by default: bnxt_en then runs its health watchdog, which a
+//!   guest that knows nothing of it would otherwise start.
 
 use serde::{Deserialize, Serialize};
 
@@ -25,4 +29,6 @@ pub struct FirmwareOptions {
     pub resource_limits: bool,
     /// The QP context type's fast-destroy QPs (`split_entry_2`; 0: none, two splits offered).
     pub fast_destroy_qps: u32,
+    /// The error recovery capability ([`super::recovery`]).
+    pub error_recovery: bool,
 }

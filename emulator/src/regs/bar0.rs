@@ -7,6 +7,7 @@
 //! | 0x100 | HWRM trigger | a store of 1 submits the window's contents |
 //! | 0x400, 0x404, 0x408 | GRC window 1-3 base | stores `addr & 0xfffff000` |
 //! | 0x520 | firmware status (P5/P7) | reads 0x8000 (ready), SHUTDOWN while a fatal reset has the firmware down |
+//! | 0x524, 0x528 | firmware heartbeat, reset counter | with the error recovery option only ([`crate::firmware::recovery`]); otherwise not implemented, loud |
 //! | 0x600-0x60f | RoCE command-queue mailbox (`cmdq_init`, producer at 0x60c) | stores kept, readable |
 //! | 0x700 | RoCE command-queue trigger | a store of 1 hands the mailbox to the RoCE engine |
 //! | 0xa00-0xa7f, 0xb00 | KONG mailbox | not implemented, loud |
@@ -20,6 +21,7 @@ use bnxt_hsi::bar0::{
 use bnxt_hsi::fw_status::CODE_READY;
 
 use super::{Loud, grc};
+use crate::firmware::recovery::{HEARTBEAT_REG, RESET_COUNT_REG};
 
 /// Size of the HWRM request window in bytes.
 pub const WINDOW_LEN: usize = HWRM_REQ_WINDOW_LEN as usize;
@@ -52,6 +54,8 @@ pub struct Bar0 {
     rcfw_mailbox: [u8; RCFW_MAILBOX_LEN as usize],
     /// What the firmware status register reads (the firmware's; ready unless it is down).
     fw_status: u32,
+    /// What the heartbeat and reset-counter registers read, when the firmware offers them.
+    health: Option<(u32, u32)>,
 }
 
 impl Default for Bar0 {
@@ -61,6 +65,7 @@ impl Default for Bar0 {
             grc_base: [0; GRC_WINDOW_COUNT as usize],
             rcfw_mailbox: [0; 16],
             fw_status: CODE_READY,
+            health: None,
         }
     }
 }
@@ -76,6 +81,12 @@ impl Bar0 {
     /// Set what the firmware status register reads.
     pub fn set_fw_status(&mut self, status: u32) {
         self.fw_status = status;
+    }
+
+    /// What the heartbeat and reset-counter registers read next (`None`: the firmware does not
+    /// offer them, and they are not implemented).
+    pub fn set_health(&mut self, health: Option<(u32, u32)>) {
+        self.health = health;
     }
 
     /// The HWRM request window as it stands.
@@ -101,6 +112,8 @@ impl Bar0 {
                 self.grc_base[((o - GRC_WINDOW_BASE) / 4) as usize]
             }
             FW_STATUS_P5 => self.fw_status,
+            HEARTBEAT_REG if self.health.is_some() => self.health.map_or(0, |h| h.0),
+            RESET_COUNT_REG if self.health.is_some() => self.health.map_or(0, |h| h.1),
             o if in_range(o, RCFW_COMM_BASE, RCFW_MAILBOX_LEN) => {
                 dword(&self.rcfw_mailbox, (o - RCFW_COMM_BASE) as usize)
             }

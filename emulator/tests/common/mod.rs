@@ -68,7 +68,13 @@ impl Rig {
 
     /// As [`Rig::new`] with a seed and a fault plan.
     pub fn with(nics: usize, seed: u64, faults: FaultPlan) -> Rig {
-        let mut world = World::new(WorldConfig { nics, seed, faults, ..WorldConfig::default() });
+        Rig::with_config(WorldConfig { nics, seed, faults, ..WorldConfig::default() })
+    }
+
+    /// As [`Rig::new`] with a whole world configuration (firmware options, say).
+    pub fn with_config(config: WorldConfig) -> Rig {
+        let nics = config.nics;
+        let mut world = World::new(config);
         let mut host = Vec::new();
         for nic in 0..nics {
             let mem = Arc::new(HeapBacking::new(MEM_LEN));

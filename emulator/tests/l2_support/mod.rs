@@ -70,11 +70,14 @@ pub struct Setup {
     pub rx_mask: u32,
     /// VNIC_CFG VLAN_STRIP_MODE.
     pub vlan_strip: bool,
+    /// Register as bnxt_en does with the error recovery capability
+    /// (`FLAGS_ERROR_RECOVERY_SUPPORT | FLAGS_MASTER_SUPPORT`, the ERROR_RECOVERY event asked for).
+    pub error_recovery: bool,
 }
 
 impl Default for Setup {
     fn default() -> Setup {
-        Setup { hash_type: 0, rx_mask: HwrmCfaL2SetRxMaskInput::MASK_BCAST, vlan_strip: false }
+        Setup { hash_type: 0, rx_mask: HwrmCfaL2SetRxMaskInput::MASK_BCAST, vlan_strip: false, error_recovery: false }
     }
 }
 
@@ -92,6 +95,11 @@ impl L2Nic {
         rg.enables = (HwrmFuncDrvRgtrInput::ENABLES_OS_TYPE | HwrmFuncDrvRgtrInput::ENABLES_ASYNC_EVENT_FWD).into();
         rg.os_type = 0x24.into();
         rg.async_event_fwd[0] = (1 | 1 << 8).into(); // LINK_STATUS_CHANGE, RESET_NOTIFY
+        if setup.error_recovery {
+            type G = HwrmFuncDrvRgtrInput;
+            rg.flags = (G::FLAGS_ERROR_RECOVERY_SUPPORT | G::FLAGS_MASTER_SUPPORT).into();
+            rg.async_event_fwd[0] = (1 | 1 << 8 | 1 << 9).into(); // and ERROR_RECOVERY
+        }
         rig.ok(nic, rg);
         let cfg = reserve_rings(1, 1, 2, 1, 2, 1, 1);
         rig.ok(nic, cfg);

@@ -9,7 +9,9 @@
 //! e.g. `0.012345 FUNC_QCAPS 0x0015 seq=4 SUCCESS 0x0000` or
 //! `0.020001 PORT_MAC_QCAPS 0x00b1 seq=20 CMD_NOT_SUPPORTED 0xffff: not implemented by the model`.
 //! A request an injected fault swallows gets `NO_RESPONSE` instead of a code; one whose response
-//! could not be written to host memory gets `RESPONSE_NOT_WRITTEN`.
+//! could not be written to host memory gets `RESPONSE_NOT_WRITTEN`. A firmware reset and restart
+//! (`ctl fw reset` / `fw fatal`) are lines of their own: `<seconds> EVENT firmware reset
+//! (RESET_NOTIFY sent)`, `<seconds> EVENT firmware restarted`.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -81,6 +83,8 @@ impl HwrmLog {
                 let (req_type, seq) = self.last_request.get(&event.nic).copied().unwrap_or((0xffff, 0));
                 format!("{t:.6} {} 0x{req_type:04x} seq={seq} RESPONSE_NOT_WRITTEN: {error}", req_label(req_type))
             }
+            // The firmware's own resets, so that the requests around them can be read in order.
+            kind @ (EventKind::FirmwareReset { .. } | EventKind::FirmwareRestarted) => format!("{t:.6} EVENT {kind}"),
             _ => return Ok(()),
         };
         self.lines += 1;
@@ -134,5 +138,10 @@ mod tests {
         assert!(lines[1].ends_with("seq=2 CMD_NOT_SUPPORTED 0xffff: not implemented by the model"), "{}", lines[1]);
         assert_eq!(lines[2], "0.012000 FUNC_DRV_RGTR 0x001d seq=3 NO_RESPONSE (injected fault)");
         assert_eq!(log.lines(), 3);
+        log.record(&ev(EventKind::FirmwareReset { fatal: false, notified: true })).unwrap();
+        log.record(&ev(EventKind::FirmwareRestarted)).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().skip(3).collect();
+        assert_eq!(lines, ["0.012000 EVENT firmware reset (RESET_NOTIFY sent)", "0.012000 EVENT firmware restarted"]);
     }
 }

@@ -407,6 +407,15 @@ impl<'s> Exec<'s> {
                 let _ = self.clock.sleep(*d);
                 Ok(None)
             }
+            Action::Fault(fault) => {
+                let crate::scenario::faults::FaultKind::Firmware(entry) = &fault.kind else {
+                    unreachable!("a loaded `fault` step arms a firmware fault")
+                };
+                let model =
+                    crate::scenario::faults::firmware_fault(entry).expect("a loaded `fault` step holds together");
+                self.session.arm_fault(&model).map_err(|e| Mismatch::new("the fault is armed", e.to_string()))?;
+                Ok(Some("armed".into()))
+            }
             Action::Inspect { nic, .. } => {
                 let index = self.index(nic)?;
                 let state = self

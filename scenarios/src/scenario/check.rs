@@ -327,6 +327,11 @@ impl Checker {
                 self.open_alias(nic, names);
             }
             Action::Count(_) | Action::Wait(_) => {}
+            Action::Fault(fault) => {
+                if let FaultKind::Firmware(f) = &fault.kind {
+                    self.nic_index(f.value.nic.value, f.value.nic.at, &f.value.nic.path);
+                }
+            }
             Action::Repeat { times, steps } => {
                 // Walk the body until what the names name stops changing (or as often as it
                 // runs): what one pass leaves behind is what the next pass starts from. Without

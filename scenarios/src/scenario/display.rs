@@ -75,6 +75,24 @@ impl fmt::Display for Action {
                 .to_string(),
             Action::Count(c) => count(Flow::new(), c.check()).to_string(),
             Action::Wait(d) => format_duration(*d),
+            Action::Fault(f) => match &f.kind {
+                super::faults::FaultKind::Firmware(e) => {
+                    let e = &e.value;
+                    let request = match e.request {
+                        super::firmware_names::Target::Hwrm { name, .. }
+                        | super::firmware_names::Target::Roce { name, .. } => name,
+                    };
+                    let flow = Flow::new()
+                        .with("nic", e.nic.value)
+                        .with("request", request)
+                        .with("action", super::faults::word(&e.action.value))
+                        .maybe("code", e.code.as_ref(), |c| c.value.clone())
+                        .maybe("by", e.by.as_ref(), |b| format_duration(b.value))
+                        .maybe("nth", e.nth, |n| n.to_string());
+                    format!("firmware {flow}")
+                }
+                super::faults::FaultKind::Wire(_) => "wire".into(),
+            },
             Action::Repeat { times, steps } => {
                 Flow::new().with("times", times).with("steps", format!("[{} steps]", steps.len())).to_string()
             }

@@ -258,6 +258,9 @@ impl Scenario {
             if step.action.is_roce() {
                 needs.push(Capability::Roce);
             }
+            if matches!(step.action, Action::Fault(_)) {
+                needs.push(Capability::LiveFaults);
+            }
         });
         Capability::ALL.iter().map(|(c, _)| *c).filter(|c| needs.contains(c)).collect()
     }
@@ -423,6 +426,8 @@ pub enum Capability {
     /// `no-valid-byte`): only the model's firmware can; a layer at the seam withholds, delays
     /// and refuses, it does not forge.
     MalformedAnswers,
+    /// Arm firmware faults in the middle of a run (`fault` steps).
+    LiveFaults,
 }
 
 impl Capability {
@@ -436,6 +441,7 @@ impl Capability {
         (Capability::Roce, "roce"),
         (Capability::FirmwareSettings, "firmware-settings"),
         (Capability::MalformedAnswers, "malformed-answers"),
+        (Capability::LiveFaults, "live-faults"),
     ];
 
     /// Its name in `requires:` (`wire-faults`).

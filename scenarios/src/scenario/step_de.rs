@@ -211,6 +211,7 @@ mod tests {
             "  - read: {qp: q, region: r, from: s, bytes: 64}\n  - complete: {qp: q, side: send}\n",
             "  - compare: {region: r, with: s, bytes: 64}\n  - room: {qp: q, side: send, at_least: 1}\n",
             "  - destroy: q\n  - deregister: r\n  - close: b\n",
+            "  - fault: {firmware: {nic: 1, request: VER_GET, action: no-response, nth: 1}}\n",
         ));
         let mut keywords: Vec<&str> = all.iter().map(|s| s.action.keyword()).collect();
         keywords.sort();

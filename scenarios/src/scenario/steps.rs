@@ -87,6 +87,10 @@ pub enum Action {
     Count(NicsCheck),
     /// Let time pass on the target's clock.
     Wait(#[serde(with = "Time")] Duration),
+    /// Arm a firmware fault from this point of the run, written as a `faults:` entry is
+    /// (`firmware: {nic, request, action, ...}`); `nth` counts the requests (or commands) from
+    /// here (1: the next one, which it alone meets); without `nth` it meets every one from here.
+    Fault(super::faults::Fault),
     /// Steps several times.
     Repeat {
         /// How many times (1 to 1,000,000).
@@ -547,6 +551,7 @@ impl Action {
             Action::Limits { .. } => "limits",
             Action::Count(_) => "count",
             Action::Wait(_) => "wait",
+            Action::Fault(_) => "fault",
             Action::Repeat { .. } => "repeat",
             Action::Inspect { .. } => "inspect",
             Action::Region(_) => "region",

@@ -56,6 +56,16 @@ fn conflict(at: Pos, field: &str, message: &str) -> DecodeError {
 fn step_problems(step: &Step) -> Vec<DecodeError> {
     let field = format!("{}.{}", step.path, step.action.keyword());
     let at = step.action_at;
+    if let Action::Fault(fault) = &step.action {
+        return match &fault.kind {
+            FaultKind::Firmware(f) => firmware_fault(f).err().into_iter().collect(),
+            FaultKind::Wire(w) => vec![conflict(
+                w.at,
+                &w.path,
+                "a `fault` step arms a firmware fault mid-run; what the wire does is the `faults:` header's `wire`, for the whole run",
+            )],
+        };
+    }
     let mut problems = Vec::new();
     let mut say = |message: &str| problems.push(conflict(at, &field, message));
     match &step.action {
@@ -231,5 +241,22 @@ mod tests {
         assert!(e.contains("faults[0].firmwar: unknown key `firmwar` (did you mean `firmware`?)"), "{e}");
         let e = with("  - firmware\n");
         assert!(e.contains("faults[0]: expected a mapping with keys firmware, wire, found a string"), "{e}");
+    }
+
+    #[test]
+    fn a_fault_step_is_checked_as_a_faults_entry_and_arms_no_wire() {
+        let step = |fault: &str| {
+            let text = format!("name: t\nabout: x.\nnics: 1\nsteps:\n  - fault: {fault}\n");
+            load_str(Path::new("t.yaml"), &text).map_err(|e| e[0].to_string())
+        };
+        assert!(step("{firmware: {nic: 0, request: CREATE_QP, action: no-response, nth: 1}}").is_ok());
+        let e = step("{firmware: {nic: 0, request: VER_GET, action: delay}}").unwrap_err();
+        assert!(e.contains("steps[0].fault.firmware: missing key `by`"), "{e}");
+        let e = step("{firmware: {nic: 1, request: VER_GET, action: no-response}}").unwrap_err();
+        assert!(e.contains("steps[0].fault.firmware.nic"), "{e}");
+        let e = step("{firmware: {nic: 0, request: VER_GETT, action: no-response}}").unwrap_err();
+        assert!(e.contains("did you mean `VER_GET`"), "{e}");
+        let e = step("{wire: {drop: 0.1}}").unwrap_err();
+        assert!(e.contains("steps[0].fault.wire: a `fault` step arms a firmware fault mid-run"), "{e}");
     }
 }

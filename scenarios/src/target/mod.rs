@@ -175,7 +175,8 @@ pub trait Target: Send + Sync {
             | Capability::Pcap
             | Capability::Roce
             | Capability::FirmwareSettings
-            | Capability::MalformedAnswers => false,
+            | Capability::MalformedAnswers
+            | Capability::LiveFaults => false,
         }
     }
 
@@ -202,6 +203,12 @@ pub trait Session {
     fn config_state(&self, nic: usize) -> Result<ConfigState, TargetError>;
     /// NIC `nic`'s inner state, where the target can show it.
     fn internals(&self, nic: usize) -> Result<Internals, TargetError>;
+    /// Arm `fault` on its NIC from now on (a `fault` step): `nth` counts from now. By default the
+    /// target cannot.
+    fn arm_fault(&self, fault: &crate::scenario::faults::ModelFault) -> Result<(), TargetError> {
+        let _ = fault;
+        Err(TargetError::Cannot { target: "this".into(), what: "arm a fault in the middle of a run".into() })
+    }
     /// What the target was asked during the run and does not implement, each said once (the
     /// model counts HWRM requests it answered CMD_NOT_SUPPORTED). `--strict` fails a run on it.
     fn unimplemented(&self) -> Vec<String>;

@@ -76,6 +76,7 @@ pub fn firmware_options(s: FirmwareSettings) -> FirmwareOptions {
     FirmwareOptions {
         resource_limits: s.resource_limits.unwrap_or(false),
         fast_destroy_qps: s.fast_destroy_qps.unwrap_or(0),
+        ..FirmwareOptions::default()
     }
 }
 
@@ -123,6 +124,23 @@ impl Session for ModelSession {
 
     fn finish_pcap(&self) -> Result<Option<u64>, String> {
         self.machine.world().finish_pcap().map_err(|e| e.to_string())
+    }
+
+    fn arm_fault(&self, fault: &crate::scenario::faults::ModelFault) -> Result<(), TargetError> {
+        use crate::scenario::faults::ModelFault;
+        use bnxt_model::armed::{Action, Target};
+        let (nic, target, nth, action) = match fault {
+            ModelFault::Hwrm(f) => (f.nic, Target::Hwrm(f.req_type), f.nth, Action::Hwrm(f.action.clone())),
+            ModelFault::Roce(f) => (f.nic, Target::Roce(f.opcode), f.nth, Action::Roce(f.action.clone())),
+        };
+        self.check_nic(nic)?;
+        // As `bnxt-model ctl fault add` arms it: with `nth` once, at the nth from now; without,
+        // every one from now.
+        self.machine
+            .world()
+            .arm_fault(nic, target, nth, nth.map(|_| 1), action)
+            .map(|_| ())
+            .map_err(|e| TargetError::Cannot { target: "model".into(), what: format!("arm the fault: {e}") })
     }
 
     fn unimplemented(&self) -> Vec<String> {

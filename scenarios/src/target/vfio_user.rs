@@ -122,7 +122,8 @@ impl Target for VfioUserTarget {
             | Capability::Pcap
             | Capability::FirmwareSettings
             | Capability::MalformedAnswers => true,
-            Capability::VirtualTime => false,
+            // A live fault would need an extension command of its own (none yet).
+            Capability::VirtualTime | Capability::LiveFaults => false,
         }
     }
 
