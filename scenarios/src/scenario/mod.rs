@@ -432,7 +432,7 @@ pub enum Capability {
 
 impl Capability {
     /// Every capability with its name in `requires:`.
-    pub const ALL: [(Capability, &'static str); 8] = [
+    pub const ALL: [(Capability, &'static str); 9] = [
         (Capability::Faults, "faults"),
         (Capability::WireFaults, "wire-faults"),
         (Capability::Inspect, "inspect"),
