@@ -30,11 +30,11 @@
 #                      vfio` says what runs, `bnxt-rig run --target vfio` runs it (firmware faults at
 #                      the driver's seam; `inspect` steps skipped; wire faults, virtual time and
 #                      more NICs than two not offered), `bnxt-rig attach` gives them back and bnxt_en
-#                      must take them again (ci/guest/init-driver). The whole suite on sid (at least
-#                      110 scenarios must pass, DRIVER_MIN_PASSED), the scenarios without faults on
-#                      trixie (DRIVER_FULL, DRIVER_SMALL_SELECT, DRIVER_SMALL_MIN; BNXT_SELECT for
-#                      both: --tag/--skip-tag/--filter words, commas for spaces): the cost of opens
-#                      under TCG (docs/qemu-guest.md).
+#                      must take them again (ci/guest/init-driver). The whole suite on the kernels of
+#                      DRIVER_FULL (default both; at least 110 scenarios must pass, DRIVER_MIN_PASSED),
+#                      the scenarios without faults on the others (DRIVER_SMALL_SELECT,
+#                      DRIVER_SMALL_MIN; BNXT_SELECT for every kernel: --tag/--skip-tag/--filter
+#                      words, commas for spaces); times in docs/qemu-guest.md.
 #                      The NICs are functions 0 and 1 of one device (multifunction=on), as a
 #                      dual-port card's ports are: `bnxt-rig detach 0` alone is refused, `detach 0 1`
 #                      moves both, `attach --device 0` gives both back; `doctor` runs before and
@@ -380,13 +380,11 @@ run_suite() {
   if [ $driver = 1 ]; then
     # The whole suite (every scenario that runs on the vfio target: at least 110 must pass, every
     # firmware fault among them injected at the driver's seam) on the kernels of DRIVER_FULL
-    # (default sid); on the others the scenarios without faults (the NIC contract and RoCE,
-    # DRIVER_SMALL_SELECT), at least DRIVER_SMALL_MIN of them: under TCG each open through the
-    # emulated IOMMU costs seconds, and the whole suite on both kernels would cost CI more than the
-    # driver's VFIO path gains from it (docs/qemu-guest.md has the times). BNXT_SELECT overrides
-    # the choice on every kernel.
+    # (default both); on the others the scenarios without faults (the NIC contract and RoCE,
+    # DRIVER_SMALL_SELECT), at least DRIVER_SMALL_MIN of them, for a quicker run by hand
+    # (docs/qemu-guest.md has the times). BNXT_SELECT overrides the choice on every kernel.
     local select=${BNXT_SELECT:-} min=${DRIVER_MIN_PASSED:-110}
-    if [ -z "${BNXT_SELECT:-}" ] && ! [[ " ${DRIVER_FULL:-sid} " == *" $suite "* ]]; then
+    if [ -z "${BNXT_SELECT:-}" ] && ! [[ " ${DRIVER_FULL:-trixie sid} " == *" $suite "* ]]; then
       select=${DRIVER_SMALL_SELECT:---skip-tag,faults}; min=${DRIVER_SMALL_MIN:-15}
     fi
     # A pool of 2 MiB huge pages (256 MiB of the guest's 1 GiB): our driver takes DMA memory of
