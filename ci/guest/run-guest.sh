@@ -7,7 +7,8 @@
 # maps it itself. The serial console and QEMU's own messages go to CONSOLE_LOG. The guest's /init powers off.
 # Exit status: QEMU's, or 124 when TIMEOUT ran out (the guest is then killed).
 # Env: TIMEOUT (s, default 300), BOOT_TIMEOUT (s /init may take to start, default 300), BOOT_TRIES
-#      (boots tried when /init does not start, default 2), MEM (MiB, default 1024), SMP (default 2), APPEND (more kernel words),
+#      (boots tried when /init does not start, default 2), BOOT_RETRY_TIMEOUT (BOOT_TIMEOUT of the
+#      boots after the first), MEM (MiB, default 1024), SMP (default 2), APPEND (more kernel words),
 #      QEMU_EXTRA (more QEMU words), VFIO_USER_MSG_TIMEOUT (ms a vfio-user reply may take; QEMU's
 #      default is 5000), INTERACTIVE=1 (console on this terminal instead of CONSOLE_LOG, for use with
 #      APPEND=bnxt.shell; no timeout), IOMMU=1 (an emulated Intel IOMMU in front of the devices, with
@@ -58,8 +59,8 @@ if [ -n "${INTERACTIVE:-}" ]; then
 fi
 mkdir -p "$(dirname "$log")"
 start=$(date +%s.%N)
-# boot_once: one boot, its console in $log. A guest whose /init has not printed its first line
-# ("BNXT-SUMMARY begin") within BOOT_TIMEOUT seconds (default 300) is stopped (exit 125): under TCG
+# boot_once LIMIT: one boot, its console in $log. A guest whose /init has not printed its first
+# line ("BNXT-SUMMARY begin") within LIMIT seconds (BOOT_TIMEOUT, default 300) is stopped (exit 125): under TCG
 # a boot very rarely stalls before /init, and waiting out TIMEOUT for it would cost CI an hour.
 boot_once() {
   # shellcheck disable=SC2086  # QEMU_EXTRA is a list of words on purpose
@@ -67,8 +68,8 @@ boot_once() {
     < /dev/null > "$log" 2>&1 &
   local pid=$! waited=0
   while kill -0 "$pid" 2>/dev/null && ! grep -q 'BNXT-SUMMARY begin' "$log" 2>/dev/null; do
-    if [ "$waited" -ge "${BOOT_TIMEOUT:-300}" ]; then
-      echo "guest $suite: /init did not start within ${BOOT_TIMEOUT:-300}s; stopping this boot" >&2
+    if [ "$waited" -ge "$1" ]; then
+      echo "guest $suite: /init did not start within ${1}s; stopping this boot" >&2
       kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
       return 125
     fi
@@ -82,7 +83,9 @@ set +e
 # nothing of the driver's has run yet.
 try=1
 while :; do
-  boot_once; rc=$?
+  limit=${BOOT_TIMEOUT:-300}
+  [ "$try" -gt 1 ] && limit=${BOOT_RETRY_TIMEOUT:-$limit}
+  boot_once "$limit"; rc=$?
   [ $rc = 125 ] && [ "$try" -lt "${BOOT_TRIES:-2}" ] || break
   mv "$log" "$log.stalled-$try"; try=$((try + 1))
 done
