@@ -406,8 +406,20 @@ run_suite() {
     conduct "$dir/console.log" "$dir/ctl-nic1.sock" "$dir/ctl.log" & conductor=$!; pids+=("$conductor")
   fi
   t0=$(date +%s)
-  IOMMU=$iommu MULTIFUNCTION=$multifunction QEMU_EXTRA=$qemu_extra APPEND="$words ${APPEND:-}" bash "$G/run-guest.sh" "$suite" "$dir/initramfs.cpio.gz" "$dir/console.log" \
-    "${SOCKS[@]}" || guest_rc=$?
+  # A boot that stalls before /init (run-guest.sh stops it after BOOT_TIMEOUT, exit 125; seen
+  # very rarely under TCG) is tried again, up to BOOT_TRIES boots (default 2), with fresh model
+  # processes (`serve` ends when its client goes); BOOT_RETRY_TIMEOUT is the later boots' limit.
+  # Not with --faults, whose conductor follows the first console.
+  local boot=1 limit=${BOOT_TIMEOUT:-300}
+  while :; do
+    guest_rc=0
+    BOOT_TIMEOUT=$limit IOMMU=$iommu MULTIFUNCTION=$multifunction QEMU_EXTRA=$qemu_extra APPEND="$words ${APPEND:-}" \
+      bash "$G/run-guest.sh" "$suite" "$dir/initramfs.cpio.gz" "$dir/console.log" "${SOCKS[@]}" || guest_rc=$?
+    [ "$guest_rc" = 125 ] && [ $boot -lt "${BOOT_TRIES:-2}" ] && [ $no_model = 0 ] && [ $faults = 0 ] || break
+    echo "guest-test $suite: boot $boot stalled before /init; booting again with fresh model processes"
+    stop_models; mv "$dir/console.log" "$dir/console.log.stalled-$boot"; start_models "$dir"
+    boot=$((boot + 1)); limit=${BOOT_RETRY_TIMEOUT:-$limit}
+  done
   [ -n "$conductor" ] && { kill "$conductor" 2>/dev/null || true; wait "$conductor" 2>/dev/null || true; }
   stop_models
   secs=$(( $(date +%s) - t0 ))
