@@ -32,7 +32,7 @@
 //! (`reg_array_cnt` 0): the model's firmware restarts by itself ([`super::reset`]), so
 //! `bnxt_reset_all` has nothing to write.
 
-use bnxt_hsi::hwrm::layouts::{HwrmErrorRecoveryQcfgInput, HwrmErrorRecoveryQcfgOutput as O};
+use bnxt_hsi::hwrm::layouts::{HwrmAsyncEventCmpl, HwrmErrorRecoveryQcfgInput, HwrmErrorRecoveryQcfgOutput as O};
 
 use super::Ctx;
 use super::async_events;
@@ -56,8 +56,6 @@ pub const AFTER_RESET_WAIT_DSECS: u32 = super::reset::MIN_WAIT_DSECS as u32;
 /// `max_bailout_time_after_reset`: the longest the driver polls (dsecs).
 pub const MAX_BAILOUT_DSECS: u32 = super::reset::MAX_WAIT_DSECS as u32;
 
-/// `ASYNC_EVENT_CMPL_EVENT_ID_ERROR_RECOVERY`.
-pub const ERROR_RECOVERY_EVENT: u16 = 0x9;
 /// `ASYNC_EVENT_CMPL_ERROR_RECOVERY_EVENT_DATA1_FLAGS_MASTER_FUNC`.
 pub const EVENT_MASTER_FUNC: u32 = 0x1;
 /// `ASYNC_EVENT_CMPL_ERROR_RECOVERY_EVENT_DATA1_FLAGS_RECOVERY_ENABLED`.
@@ -101,6 +99,11 @@ pub fn ring_named(ctx: &mut Ctx<'_>) {
     use bnxt_hsi::hwrm::layouts::HwrmFuncDrvRgtrInput as R;
     let supports = ctx.state.registration.as_ref().is_some_and(|r| r.flags & R::FLAGS_ERROR_RECOVERY_SUPPORT != 0);
     if ctx.opts.error_recovery && supports {
-        async_events::send(ctx.state, ERROR_RECOVERY_EVENT, EVENT_MASTER_FUNC | EVENT_RECOVERY_ENABLED, 0);
+        async_events::send(
+            ctx.state,
+            HwrmAsyncEventCmpl::EVENT_ID_ERROR_RECOVERY,
+            EVENT_MASTER_FUNC | EVENT_RECOVERY_ENABLED,
+            0,
+        );
     }
 }
