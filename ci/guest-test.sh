@@ -14,7 +14,7 @@
 #
 # usage: ci/guest-test.sh [--no-model] [--nics N] [--kernels "trixie sid"] [--no-link] [--no-traffic]
 #                         [--no-qemu-nic] [--no-ib] [--out DIR] [--record-fixtures] [--driver] [--verbs]
-#                         [--trace] [--hugepages] [--faults]
+#                         [--trace] [--hugepages] [--faults] [--dpdk]
 #   --no-model         boot without any device: checks the tooling (bnxt_en loads, finds no function)
 #   --nics N           model processes / vfio-user devices per guest (1 or 2, default 2)
 #   --kernels LIST     which guest kernels (default: trixie sid)
@@ -64,6 +64,14 @@
 #                      PORT_PHY_CFG never answered, a PORT_PHY_QCFG answered with a wrong seq_id, a
 #                      firmware reset bnxt_en recovers from, the card yanked); ci/guest/check-faults.py judges what bnxt_en did, and compares it
 #                      with fixtures/guest-faults/<kernel suite>.txt (a difference is shown, not failed)
+#   --dpdk             DPDK's bnxt PMD (sid's dpdk-testpmd and librte-net-bnxt, ci/fetch-vm.sh's
+#                      dpdk-root) on both NICs (functions 0 and 1 of one device) bound to vfio-pci
+#                      behind an emulated IOMMU, 2 MiB huge pages, on the segment with the guest's
+#                      virtio-net NIC; ci/guest/init-dpdk runs one testpmd through rxonly with
+#                      tx_first, a virtio-net sender, io and macswap forwarding, port stop and
+#                      close; ci/guest/check-dpdk.py checks the counts on both sides against each
+#                      other and the segment's capture (DPDK_HUGEPAGES, default 256; PHASE_WAIT s
+#                      per phase, default 4)
 #   --record-fixtures  copy each kernel's HWRM request logs, the requests answered CMD_NOT_SUPPORTED
 #                      and bnxt_re's kernel messages to fixtures/guest/<kernel suite>/ (with --trace:
 #                      also the transcript, to fixtures/trace/<kernel suite>.transcript)
@@ -95,7 +103,7 @@ set -euo pipefail
 . "$(dirname "$0")/guest/lib.sh"
 G=$BNXT_REPO/ci/guest
 
-no_model=0 nics=2 kernels="${BNXT_GUEST_SUITES[*]}" link=1 traffic=1 peer=1 ib=1 record=0 driver=0 verbs=0 trace=0 hugepages=0 faults=0
+no_model=0 nics=2 kernels="${BNXT_GUEST_SUITES[*]}" link=1 traffic=1 peer=1 ib=1 record=0 driver=0 verbs=0 trace=0 hugepages=0 faults=0 dpdk=0
 out=$BNXT_REPO/out/guest
 while [ $# -gt 0 ]; do
   case $1 in
@@ -113,6 +121,7 @@ while [ $# -gt 0 ]; do
     --trace) trace=1 ;;
     --hugepages) hugepages=1 ;;
     --faults) faults=1 ;;
+    --dpdk) dpdk=1 ;;
     *) die "unknown argument $1 (see the comment at the top of $0)" ;;
   esac
   shift
@@ -146,6 +155,12 @@ if [ $faults = 1 ]; then
     || die "--faults needs the model and runs on its own (not --driver, --verbs, --trace, --hugepages)"
   nics=1 traffic=0 peer=0 ib=0
   [ "$out" = "$BNXT_REPO/out/guest" ] && out=$BNXT_REPO/out/guest-faults
+fi
+if [ $dpdk = 1 ]; then
+  [ $no_model = 0 ] && [ $driver = 0 ] && [ $verbs = 0 ] && [ $trace = 0 ] && [ $hugepages = 0 ] && [ $faults = 0 ] \
+    && [ "$nics" = 2 ] || die "--dpdk needs the model and two NICs, and runs on its own"
+  traffic=1 peer=1 record=0 ib=0
+  [ "$out" = "$BNXT_REPO/out/guest" ] && out=$BNXT_REPO/out/guest-dpdk
 fi
 started=$(date +%s)
 mkdir -p "$out"; out=$(cd "$out" && pwd)
@@ -228,6 +243,20 @@ verbs_files() {
   for f in usr/bin/ib_{send,write,read}_bw $l/librdmacm.so.1 $l/libibumad.so.3 $l/libpci.so.3 $l/libudev.so.1 \
     $l/libz.so.1; do
     [ -e "$p/$f" ] || die "$p/$f is missing"; echo "$p/$f:$f"
+  done
+  echo "$r/$l/ld-linux-x86-64.so.2:lib64/ld-linux-x86-64.so.2"
+}
+
+# dpdk_files: SRC:DEST pairs for the initramfs of --dpdk: dpdk-testpmd with the libraries it links
+# (dpdk-root) and glibc, libibverbs, libmlx5 and libnl from verbs-root, sid's ld.so at the path the
+# binary names. All from the cache ci/fetch-vm.sh fills.
+dpdk_files() {
+  local d=$BNXT_VM_CACHE/dpdk-root r=$BNXT_VM_CACHE/verbs-root l=usr/lib/x86_64-linux-gnu f
+  [ -x "$d/usr/bin/dpdk-testpmd" ] || die "no DPDK in $d: run ci/fetch-vm.sh"
+  echo "$d/usr/bin/dpdk-testpmd:usr/bin/dpdk-testpmd"
+  for f in "$d/$l"/*.so.*; do echo "$f:${f#"$d"/}"; done
+  for f in $l/libc.so.6 $l/libm.so.6 $l/libibverbs.so.1 $l/libnl-3.so.200 $l/libnl-route-3.so.200 $l/libmlx5.so.1; do
+    [ -e "$r/$f" ] || die "$r/$f is missing"; echo "$r/$f:$f"
   done
   echo "$r/$l/ld-linux-x86-64.so.2:lib64/ld-linux-x86-64.so.2"
 }
@@ -341,6 +370,10 @@ run_suite() {
   if [ $faults = 1 ]; then
     modules="bnxt_en"; init=$G/init-faults
   fi
+  if [ $dpdk = 1 ]; then
+    modules="vfio_pci vfio_iommu_type1 virtio_pci? virtio_net"; init=$G/init-dpdk
+    mapfile -t extra < <(dpdk_files)
+  fi
   if [ $verbs = 1 ]; then
     init=$G/init-verbs
     mapfile -t extra < <(verbs_files)
@@ -397,6 +430,13 @@ run_suite() {
     words="bnxt.iters=${PP_ITERS:-100} bnxt.pp_wait=${PP_WAIT:-120} bnxt.pt_iters=${PT_ITERS:-500}"
     checks=(--nics "$nics" --pcap "$dir/segment.pcap" --iters "${PP_ITERS:-100}" --pt-iters "${PT_ITERS:-500}")
   fi
+  if [ $dpdk = 1 ]; then
+    # The two NICs are functions of one device behind the vIOMMU, as in --driver; huge pages for
+    # DPDK's memory (2 MiB pages, mapped by the vIOMMU as such).
+    words="$words intel_iommu=on hugepages=${DPDK_HUGEPAGES:-256} bnxt.phase_wait=${PHASE_WAIT:-4}"
+    iommu=1; multifunction=1
+    checks=(--nics "$nics" "${macs[@]}" --peer-mac "$PEER_MAC" --pcap "$dir/segment.pcap" --json "$dir/result.json")
+  fi
   local conductor=
   if [ $faults = 1 ]; then
     words="bnxt.fault_wait=${FAULT_WAIT:-3}"
@@ -427,6 +467,7 @@ run_suite() {
   [ $driver = 1 ] && checker=$G/check-driver.py
   [ $verbs = 1 ] && checker=$G/check-verbs.py
   [ $faults = 1 ] && checker=$G/check-faults.py
+  [ $dpdk = 1 ] && checker=$G/check-dpdk.py
   local traced=0
   if [ $trace = 1 ]; then
     local tchecks=()

@@ -11,7 +11,10 @@
 //! the last carries BS_CFG_ALL_DONE. The model checks the type is offered, the instance is one
 //! of its `instance_bit_map`, the entry size is the one QCAPS_V2 reported, the entry count lies
 //! within [max(min, 1), max], the split entries fit inside the entries, then walks the page
-//! tables ([`super::page_table`]) and keeps the data pages. Every refusal is INVALID_PARAMS with
+//! tables ([`super::page_table`]; a level-1 table may run past one page, as DPDK's
+//! `bnxt_alloc_ctx_mem_blk` lays it out: one contiguous table of `nr_pages` entries, named by
+//! `bnxt_hwrm_set_pg_attr`; the HSI says only that `page_dir` points at the PTE table) and keeps
+//! the data pages. Every refusal is INVALID_PARAMS with
 //! the type's `FUNC_BACKING_STORE_CFG_V2_CMD_ERR_CODE_*_FAIL` in `cmd_err` (no public source
 //! states which code real firmware returns for each fault; INVALID_PARAMS is the HSI's code for a
 //! bad field).
@@ -26,7 +29,7 @@ use super::Ctx;
 use super::caps::{CtxCaps, ctx_caps, next_offered_after, type_defined};
 use super::context_mem::ContextRegion;
 use super::options::FirmwareOptions;
-use super::page_table::{TableSpec, walk};
+use super::page_table::{TableSpec, walk_long_level1};
 use super::response::{Outcome, Reject, parse, reply};
 
 /// FUNC_BACKING_STORE_QCAPS_V2 for one type.
@@ -94,7 +97,7 @@ pub fn cfg_v2(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     let region = check(&req, caps).map_err(fail)?;
     let bytes_needed = region.bytes();
     let spec = TableSpec { root: req.page_dir.get(), level: region.level, page_size: region.page_size };
-    let pages = walk(ctx.mem, spec, bytes_needed).map_err(|e| fail(e.to_string()))?;
+    let pages = walk_long_level1(ctx.mem, spec, bytes_needed).map_err(|e| fail(e.to_string()))?;
     ctx.state.context.configure(ContextRegion { pages, ..region });
     if req.flags.get() & HwrmFuncBackingStoreCfgV2Input::FLAGS_BS_CFG_ALL_DONE != 0 {
         ctx.state.context.set_all_done();
@@ -156,4 +159,18 @@ pub fn cfg_v2_summary(bytes: &[u8]) -> String {
 pub fn qcaps_v2_summary(bytes: &[u8]) -> String {
     let req: HwrmFuncBackingStoreQcapsV2Input = parse(bytes);
     format!("type=0x{:x}", req.type_.get())
+}
+
+/// FUNC_BACKING_STORE_QCAPS and FUNC_BACKING_STORE_CFG (the V1 pair): not served on P7. FUNC_QCAPS
+/// says so (`flags_ext` BS_V2_REQUIRED); DPDK's P7 support (commit fe2f715ca5, "net/bnxt: support
+/// backing store v2": "The firmware supports the new backing store scheme for P7 and newer
+/// devices ... Older P5 device family continues to support the version 1") and bnxt_en (bnxt.c
+/// `bnxt_hwrm_func_backing_store_qcaps`, V2 whenever `BNXT_FW_CAP_BACKING_STORE_V2`) use V2 on
+/// P7. Answered CMD_NOT_SUPPORTED, as firmware answers a command it does not have.
+pub fn v1_refused(req_type: u16) -> Outcome {
+    let name = bnxt_hsi::hwrm::req_name(req_type).unwrap_or("FUNC_BACKING_STORE_*");
+    Err(Reject::new(
+        bnxt_hsi::hwrm::ErrorCode::CmdNotSupported,
+        format!("{name}: P7 firmware serves only the V2 backing-store requests (FUNC_QCAPS flags_ext BS_V2_REQUIRED)"),
+    ))
 }

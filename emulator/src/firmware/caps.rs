@@ -36,6 +36,9 @@ pub const MAX_NQS: u16 = MSIX_VECTORS;
 /// CoS queues QUEUE_QPORTCFG reports: (queue id, service profile). Four lossy queues.
 pub const QUEUES: [(u8, u8); 4] = [(0, 0), (1, 0), (2, 0), (3, 0)];
 
+/// Most entries of a TQM ring (slow path and fast path).
+pub const TQM_MAX_ENTRIES: u32 = 262_144;
+
 /// What FUNC_BACKING_STORE_QCAPS_V2 reports for one context type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CtxCaps {
@@ -66,9 +69,13 @@ pub const CONTEXT_TYPES: [CtxCaps; 9] = [
     ctx(CtxType::Cq, 64, 0, 262_144, 1, 0, &[2048]),
     ctx(CtxType::Vnic, 64, 0, 1024, 1, 0, &[MAX_VNICS as u32]),
     ctx(CtxType::Stat, 256, 0, MAX_STAT_CTX as u32, 1, 0, &[]),
-    ctx(CtxType::SpTqmRing, 16, 64, 524_288, 32, 0, &[]),
+    // TQM rings: 262,144 entries at most, room for what bnxt_en sizes (about 132,600 with RoCE,
+    // see the test below) without inviting more: DPDK's PMD asks for the maximum of every type
+    // it has no split for (drivers/net/bnxt/bnxt_ethdev.c `bnxt_alloc_ctx_pg_tbls`), so this is
+    // 4 MiB per TQM ring there, 20 MiB for the five. No public source gives a P7's number.
+    ctx(CtxType::SpTqmRing, 16, 64, TQM_MAX_ENTRIES, 32, 0, &[]),
     // One fast-path TQM ring per CoS queue.
-    ctx(CtxType::FpTqmRing, 16, 64, 524_288, 32, (1 << QUEUES.len()) - 1, &[]),
+    ctx(CtxType::FpTqmRing, 16, 64, TQM_MAX_ENTRIES, 32, (1 << QUEUES.len()) - 1, &[]),
     // MRAV: 128 bytes (qplib_res.h BNXT_QPLIB_MAX_MRW_CTX_ENTRY_SIZE).
     ctx(CtxType::Mrav, 128, 0, 262_144, 1, 0, &[0]),
     ctx(CtxType::Tim, 16, 0, 131_072, 1, 0, &[]),

@@ -8,7 +8,8 @@
 //! (`num_cmpl_dma_aggr`, `cmpl_aggr_dma_tmr`), which bnxt_en always sends, bound how long the
 //! device may hold completions back before writing them; the model writes every completion at
 //! once, which keeps within any bound, so they are accepted and kept. NQ timers are not offered
-//! (`nq_params` 0), so bnxt_en sends none.
+//! (`nq_params` 0), so bnxt_en sends none. The timer-reset and ring-idle mode flags, which DPDK's
+//! PMD sets, are kept and do not change when the model notifies.
 
 use bnxt_hsi::hwrm::layouts::{
     HwrmRingAggintQcapsInput, HwrmRingAggintQcapsOutput as Q, HwrmRingCmplRingCfgAggintParamsInput as R,
@@ -69,8 +70,20 @@ pub fn aggint_params(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
         }
     }
     if flags & (R::FLAGS_TIMER_RESET | R::FLAGS_RING_IDLE) != 0 {
-        ctx.state.l2.unimplemented += 1;
-        return Err(Reject::invalid(format!("flags 0x{flags:x}: timer reset and ring-idle modes are not offered")));
+        // DPDK's PMD sends both on every completion ring (drivers/net/bnxt/bnxt_hwrm.c
+        // `bnxt_hwrm_set_coal_params`, `bnxt_hwrm_set_coal_params_p5`, sent by `bnxt_hwrm_set_ring_coal`); no source shows firmware
+        // refusing them. The model keeps them and notifies as before (it writes completions at
+        // once, so a timer restarted per completion or idle-ring timing changes no bound).
+        tracing::warn!(
+            ring = id,
+            flags,
+            "RING_CMPL_RING_CFG_AGGINT_PARAMS: timer-reset and ring-idle modes kept but not modelled (no public \
+             source describes their timing)"
+        );
+    }
+    let flags_known = R::FLAGS_TIMER_RESET | R::FLAGS_RING_IDLE | R::FLAGS_IS_NQ;
+    if flags & !flags_known != 0 {
+        return Err(Reject::invalid(format!("flags 0x{:x} are not defined", flags & !flags_known)));
     }
     let known = R::ENABLES_NUM_CMPL_DMA_AGGR
         | R::ENABLES_NUM_CMPL_DMA_AGGR_DURING_INT

@@ -53,9 +53,16 @@ const QUEUE_PFCWD_TIMEOUT_QCAPS: u16 = <HwrmQueuePfcwdTimeoutQcapsInput as Reque
 const SELFTEST_QLIST: u16 = <HwrmSelftestQlistInput as Request>::REQ_TYPE;
 const TEMP_MONITOR_QUERY: u16 = <HwrmTempMonitorQueryInput as Request>::REQ_TYPE;
 const ERROR_RECOVERY_QCFG: u16 = <HwrmErrorRecoveryQcfgInput as Request>::REQ_TYPE;
+const VNIC_PLCMODES_QCFG: u16 = <HwrmVnicPlcmodesQcfgInput as Request>::REQ_TYPE;
+const PORT_MAC_QCFG: u16 = <HwrmPortMacQcfgInput as Request>::REQ_TYPE;
+const PORT_CLR_STATS: u16 = <HwrmPortClrStatsInput as Request>::REQ_TYPE;
+const STAT_CTX_QUERY: u16 = <HwrmStatCtxQueryInput as Request>::REQ_TYPE;
+const STAT_CTX_CLR_STATS: u16 = <HwrmStatCtxClrStatsInput as Request>::REQ_TYPE;
+const BS_QCAPS_V1: u16 = bnxt_hsi::hwrm::req_type::FUNC_BACKING_STORE_QCAPS;
+const BS_CFG_V1: u16 = bnxt_hsi::hwrm::req_type::FUNC_BACKING_STORE_CFG;
 
 /// Every `req_type` the firmware implements.
-pub const IMPLEMENTED: [u16; 43] = [
+pub const IMPLEMENTED: [u16; 50] = [
     VER_GET,
     FUNC_CFG,
     FUNC_RESET,
@@ -99,6 +106,13 @@ pub const IMPLEMENTED: [u16; 43] = [
     SELFTEST_QLIST,
     TEMP_MONITOR_QUERY,
     ERROR_RECOVERY_QCFG,
+    VNIC_PLCMODES_QCFG,
+    PORT_MAC_QCFG,
+    PORT_CLR_STATS,
+    BS_QCAPS_V1,
+    BS_CFG_V1,
+    STAT_CTX_QUERY,
+    STAT_CTX_CLR_STATS,
 ];
 
 /// Run the handler for `req_type` on `bytes`; `None` when the firmware has none.
@@ -147,6 +161,12 @@ pub fn dispatch(req_type: u16, bytes: &[u8], ctx: &mut Ctx<'_>) -> Option<Outcom
         SELFTEST_QLIST => selftest::selftest_qlist(bytes),
         TEMP_MONITOR_QUERY => thermal::temp_monitor_query(bytes),
         ERROR_RECOVERY_QCFG => recovery::error_recovery_qcfg(bytes, ctx),
+        VNIC_PLCMODES_QCFG => placement::plcmodes_qcfg(bytes, ctx),
+        PORT_MAC_QCFG => port_cfg::mac_qcfg(bytes, ctx),
+        PORT_CLR_STATS => port_stats::port_clr_stats(bytes, ctx),
+        BS_QCAPS_V1 | BS_CFG_V1 => backing_store::v1_refused(req_type),
+        STAT_CTX_QUERY => stats::stat_ctx_query(bytes, ctx),
+        STAT_CTX_CLR_STATS => stats::stat_ctx_clr_stats(bytes, ctx),
         _ => return None,
     })
 }

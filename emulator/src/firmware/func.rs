@@ -32,6 +32,27 @@ pub const ADMIN_MTU: u16 = 9000;
 /// FUNC_QCFG `max_mtu_configured` (bnxt.h `BNXT_MAX_MTU`).
 pub const MAX_MTU: u16 = 9500;
 
+/// FUNC_QCAPS `flags` (besides `ERROR_RECOVERY_CAPABLE`, which follows the firmware options):
+/// - `ROCE_V2_SUPPORTED`: the function offers RoCE v2 (bnxt.c `__bnxt_hwrm_func_qcaps` gives bnxt_re
+///   the function only with it).
+/// - `NOTIFY_VF_DEF_VNIC_CHNG_SUPPORTED`: a PF capability (the HSI: a PF's host may register for
+///   the default-VNIC-change event of its VFs). DPDK's PMD (drivers/net/bnxt/bnxt_hwrm.c
+///   `__bnxt_hwrm_func_qcaps`) tests this bit of `flags` under the name of `flags_ext`'s
+///   `EXT_BS_V2_SUPPORTED` (both 0x4000000) and on P7 takes the backing-store V2 path only when it
+///   is set; its P7 support (commit fe2f715ca5, "The firmware supports the new backing store
+///   scheme for P7") was written and run against the vendor's P7 PF firmware, so that firmware
+///   sets the bit. No source shows a P7 PF without it.
+pub const QCAPS_FLAGS: u32 =
+    HwrmFuncQcapsOutput::FLAGS_ROCE_V2_SUPPORTED | HwrmFuncQcapsOutput::FLAGS_NOTIFY_VF_DEF_VNIC_CHNG_SUPPORTED;
+/// FUNC_QCAPS `flags_ext`:
+/// - `BS_V2_SUPPORTED`: every context type through FUNC_BACKING_STORE_QCAPS_V2/CFG_V2 (bnxt.c
+///   `__bnxt_hwrm_func_qcaps` sets `BNXT_FW_CAP_BACKING_STORE_V2` from it).
+/// - `BS_V2_REQUIRED`: the V1 pair is not served on P7 (DPDK commit fe2f715ca5: "Older P5 device
+///   family continues to support the version 1 of backing store"; the model refuses V1, see
+///   [`super::backing_store::v1_refused`]).
+pub const QCAPS_FLAGS_EXT: u32 =
+    HwrmFuncQcapsOutput::FLAGS_EXT_BS_V2_SUPPORTED | HwrmFuncQcapsOutput::FLAGS_EXT_BS_V2_REQUIRED;
+
 const _: () = assert!((L2_DOORBELL_BAR_SIZE_KB as u64) * 1024 <= BAR2_SIZE);
 const _: () = assert!(L2_DOORBELL_BAR_SIZE_KB > LEGACY_L2_DB_SIZE_KB);
 
@@ -74,7 +95,7 @@ pub fn func_qcaps(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
         o.fid = PF_FID.into();
         o.port_id = PORT_ID.into();
         let recovery = if ctx.opts.error_recovery { HwrmFuncQcapsOutput::FLAGS_ERROR_RECOVERY_CAPABLE } else { 0 };
-        o.flags = (HwrmFuncQcapsOutput::FLAGS_ROCE_V2_SUPPORTED | recovery).into();
+        o.flags = (QCAPS_FLAGS | recovery).into();
         o.mac_address = id.mac;
         o.max_rsscos_ctx = MAX_RSSCOS_CTX.into();
         o.max_cmpl_rings = MAX_CMPL_RINGS.into();
@@ -84,7 +105,7 @@ pub fn func_qcaps(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
         o.max_vnics = MAX_VNICS.into();
         o.max_stat_ctx = MAX_STAT_CTX.into();
         o.max_hw_ring_grps = MAX_HW_RING_GRPS.into();
-        o.flags_ext = HwrmFuncQcapsOutput::FLAGS_EXT_BS_V2_SUPPORTED.into();
+        o.flags_ext = QCAPS_FLAGS_EXT.into();
         if ctx.opts.resource_limits {
             o.flags_ext2 = HwrmFuncQcapsOutput::FLAGS_EXT2_SW_MAX_RESOURCE_LIMITS_SUPPORTED.into();
         }
@@ -113,8 +134,9 @@ pub fn func_qcfg(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
         o.alloc_stat_ctx = resv.stat_ctxs.into();
         o.alloc_hw_ring_grps = u32::from(resv.hw_ring_grps).into();
         o.alloc_msix = resv.msix.into();
-        o.admin_mtu = ADMIN_MTU.into();
-        o.mru = ADMIN_MTU.into();
+        let mtu = ctx.state.l2.mtu;
+        o.admin_mtu = mtu.admin.unwrap_or(ADMIN_MTU).into();
+        o.mru = mtu.mru.unwrap_or(ADMIN_MTU).into();
         o.stat_ctx_id = u16::MAX.into();
         o.port_partition_type = HwrmFuncQcfgOutput::PORT_PARTITION_TYPE_SPF;
         o.port_pf_cnt = 1;
@@ -126,7 +148,10 @@ pub fn func_qcfg(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
         o.legacy_l2_db_size_kb = LEGACY_L2_DB_SIZE_KB.into();
         o.db_page_size = HwrmFuncQcfgOutput::DB_PAGE_SIZE_4KB;
         o.roce_vnic_id = u16::MAX.into();
-        o.host_mtu = ADMIN_MTU.into();
+        o.host_mtu = mtu.host.unwrap_or(ADMIN_MTU).into();
+        if ctx.state.l2.std_tx_ring_mode {
+            o.flags = (o.flags.get() | HwrmFuncQcfgOutput::FLAGS_STD_TX_RING_MODE_ENABLED).into();
+        }
     })
 }
 

@@ -13,7 +13,13 @@
 //!
 //! Grants: each count is granted up to the function's maximum (FUNC_RESOURCE_QCAPS); bnxt_en is
 //! written for partial grants ("Able to reserve only N out of M requested ... rings") and trims
-//! to what FUNC_QCFG reports. No public source says whether real firmware grants partially or
+//! to what FUNC_QCFG reports. DPDK's PMD (drivers/net/bnxt/bnxt_hwrm.c `bnxt_hwrm_pf_func_cfg`)
+//! reserves with the same request and always adds `ADMIN_MTU` (its `BNXT_MAX_MTU`, 9574), `MRU`
+//! and `HOST_MTU` (the port's MTU); `bnxt_hwrm_allocate_pf_only` sets `STD_TX_RING_MODE_DISABLE`.
+//! The three MTUs are kept and reported by FUNC_QCFG; no source shows firmware refusing an
+//! `admin_mtu` above FUNC_QCFG's `max_mtu_configured`, so one is taken with a warning. The
+//! standard-TX-ring-mode flags are kept (the mode changes nothing the model does: its TX rings
+//! have no per-ring scheduler limits). No public source says whether real firmware grants partially or
 //! refuses; the model grants what fits. An assets test asks for more than the maxima is refused
 //! with RESOURCE_ALLOC_ERROR (bnxt_en maps it to -ENOSPC). Other enables (VF defaults, bandwidth,
 //! VLAN anti-spoofing, MTU and the rest) name settings the model does not implement: refused
@@ -45,8 +51,16 @@ const RESERVATION_ENABLES: u32 = R::ENABLES_NUM_TX_RINGS
     | R::ENABLES_NUM_L2_CTXS;
 
 /// Every enable the model acts on.
-const HANDLED_ENABLES: u32 =
-    RESERVATION_ENABLES | R::ENABLES_ASYNC_EVENT_CR | R::ENABLES_CACHE_LINESIZE | R::ENABLES_EVB_MODE;
+const HANDLED_ENABLES: u32 = RESERVATION_ENABLES
+    | R::ENABLES_ASYNC_EVENT_CR
+    | R::ENABLES_CACHE_LINESIZE
+    | R::ENABLES_EVB_MODE
+    | R::ENABLES_ADMIN_MTU
+    | R::ENABLES_MRU
+    | R::ENABLES_HOST_MTU;
+
+/// The standard-TX-ring-mode flags (either may be given; both at once is refused).
+const STD_TX_FLAGS: u32 = R::FLAGS_STD_TX_RING_MODE_ENABLE | R::FLAGS_STD_TX_RING_MODE_DISABLE;
 
 /// The `*_ASSETS_TEST` flags: ask, do not reserve.
 const ASSETS_TEST_FLAGS: u32 = R::FLAGS_TX_ASSETS_TEST
@@ -158,9 +172,12 @@ pub fn func_cfg(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
         tracing::warn!(%what, "FUNC_CFG refused");
         return Err(Reject::invalid(what));
     }
-    if flags & !ASSETS_TEST_FLAGS != 0 {
+    if flags & !(ASSETS_TEST_FLAGS | STD_TX_FLAGS) != 0 {
         ctx.state.l2.unimplemented += 1;
-        let what = format!("flags 0x{:x} name settings the model does not implement", flags & !ASSETS_TEST_FLAGS);
+        let what = format!(
+            "flags 0x{:x} name settings the model does not implement",
+            flags & !(ASSETS_TEST_FLAGS | STD_TX_FLAGS)
+        );
         tracing::warn!(%what, "FUNC_CFG refused");
         return Err(Reject::invalid(what));
     }
@@ -195,6 +212,21 @@ pub fn func_cfg(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     } else {
         None
     };
+    if flags & STD_TX_FLAGS == STD_TX_FLAGS {
+        return Err(Reject::invalid("flags STD_TX_RING_MODE_ENABLE and _DISABLE together"));
+    }
+    let mtu_of = |bit: u32, v: u16| (enables & bit != 0).then_some(v);
+    let admin_mtu = mtu_of(R::ENABLES_ADMIN_MTU, req.admin_mtu.get());
+    let mru = mtu_of(R::ENABLES_MRU, req.mru.get());
+    let host_mtu = mtu_of(R::ENABLES_HOST_MTU, req.host_mtu.get());
+    if let Some(m) = admin_mtu.filter(|&m| m > super::func::MAX_MTU) {
+        tracing::warn!(
+            admin_mtu = m,
+            max = super::func::MAX_MTU,
+            "FUNC_CFG: admin_mtu above FUNC_QCFG max_mtu_configured; no public source shows the firmware refusing it: \
+             taken as given"
+        );
+    }
     let evb = if enables & R::ENABLES_EVB_MODE != 0 {
         match req.evb_mode {
             m @ (R::EVB_MODE_NO_EVB | R::EVB_MODE_VEB | R::EVB_MODE_VEPA) => Some(m),
@@ -215,6 +247,12 @@ pub fn func_cfg(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     }
     if let Some(m) = evb {
         l2.evb_mode = Some(m);
+    }
+    l2.mtu.admin = admin_mtu.or(l2.mtu.admin);
+    l2.mtu.mru = mru.or(l2.mtu.mru);
+    l2.mtu.host = host_mtu.or(l2.mtu.host);
+    if flags & STD_TX_FLAGS != 0 {
+        l2.std_tx_ring_mode = flags & R::FLAGS_STD_TX_RING_MODE_ENABLE != 0;
     }
     if async_cr.is_some() {
         super::recovery::ring_named(ctx);

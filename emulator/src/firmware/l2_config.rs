@@ -261,6 +261,13 @@ pub enum Notice {
         /// The request's `seq_id`.
         seq_id: u16,
     },
+    /// PORT_CLR_STATS: the port's counters start again from zero.
+    ClearPortCounters,
+    /// STAT_CTX_CLR_STATS: the counters of statistics context `id` start again from zero.
+    ClearStatCtx {
+        /// The context.
+        id: u32,
+    },
     /// Write an `hwrm_async_event_cmpl` to the async event ring (FUNC_CFG `async_event_cr`).
     Async {
         /// `event_id`.
@@ -275,6 +282,18 @@ pub enum Notice {
     },
 }
 
+/// The function's MTU settings as FUNC_CFG gave them (FUNC_QCFG reports them; unset ones read as
+/// the firmware's default).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MtuConfig {
+    /// `admin_mtu`: the most the administrator allows.
+    pub admin: Option<u16>,
+    /// `mru`: the largest frame received.
+    pub mru: Option<u16>,
+    /// `host_mtu`: the MTU the host driver runs.
+    pub host: Option<u16>,
+}
+
 /// The firmware's L2 state of the function.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct L2Config {
@@ -286,6 +305,11 @@ pub struct L2Config {
     pub cache_line: Option<u16>,
     /// FUNC_CFG `evb_mode`, when set.
     pub evb_mode: Option<u8>,
+    /// FUNC_CFG `admin_mtu`, `mru` and `host_mtu`, each when set.
+    pub mtu: MtuConfig,
+    /// FUNC_CFG `STD_TX_RING_MODE_ENABLE` (true) / `_DISABLE` (false) last asked for; off until
+    /// asked (FUNC_QCAPS does not offer `STD_TX_RING_MODE_SUPPORTED`).
+    pub std_tx_ring_mode: bool,
     /// VNICs by id.
     pub vnics: BTreeMap<u16, Vnic>,
     /// RSS/COS/LB contexts by id, with the VNIC they were configured for (if any).
@@ -310,6 +334,9 @@ pub struct L2Config {
     /// firmware runs a job (the port statistics requests, its only readers, run as jobs), so
     /// between jobs they may lag the L2 engine's own (`L2Engine::port_counters`).
     pub port_counters: PortCounters,
+    /// The counters of each statistics context the L2 engine counts into, as it last reported
+    /// them (handed over with [`L2Config::port_counters`]; STAT_CTX_QUERY reads them).
+    pub ring_stats: BTreeMap<u32, bnxt_hsi::hwrm::layouts::CtxHwStats>,
 }
 
 impl L2Config {

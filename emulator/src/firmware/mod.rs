@@ -535,4 +535,9 @@ impl Firmware {
     pub fn set_port_counters(&mut self, counters: l2_config::PortCounters) {
         self.state.l2.port_counters = counters;
     }
+
+    /// The statistics contexts' counters, from the L2 engine (read by STAT_CTX_QUERY).
+    pub fn set_ring_stats(&mut self, stats: BTreeMap<u32, bnxt_hsi::hwrm::layouts::CtxHwStats>) {
+        self.state.l2.ring_stats = stats;
+    }
 }

@@ -88,6 +88,19 @@ pub fn walk(mem: &dyn HostMemory, spec: TableSpec, bytes: u64) -> Result<Vec<u64
     walk_split(mem, spec, spec.page_size, bytes)
 }
 
+/// As [`walk`], but a level-1 table is one contiguous table of as many entries as there are
+/// data pages, however many table pages that takes (DPDK drivers/net/bnxt/bnxt_ethdev.c
+/// `bnxt_alloc_ctx_mem_blk` reserves `nr_pages * 8` bytes for it, 4 KiB aligned); bnxt_en's
+/// tables of at most one page are the short case. Levels 0 and 2 are as [`walk`]'s.
+pub fn walk_long_level1(mem: &dyn HostMemory, spec: TableSpec, bytes: u64) -> Result<Vec<u64>, PageTableError> {
+    if spec.level != 1 || spec.page_size == 0 {
+        return walk(mem, spec, bytes);
+    }
+    let entries = bytes.div_ceil(spec.page_size);
+    let table = entries.saturating_mul(8).next_multiple_of(TABLE_ALIGN).max(spec.page_size);
+    walk_split(mem, spec, table, bytes)
+}
+
 /// As [`walk`], with page-table pages of `table_page_size` bytes (each holding
 /// `table_page_size / 8` entries) while data pages are `spec.page_size` bytes: RoCE commands
 /// name the two sizes apart (REGISTER_MR `log2_pbl_pg_size`, CREATE_QP `sq_pbl_pg_size`).
@@ -210,6 +223,24 @@ mod tests {
         let big = TableSpec { root: BASE, level: 1, page_size: 64 << 10 };
         put(&iommu, BASE, &[(BASE + 0x1000) | 1]);
         assert!(matches!(walk(&view, big, 10), Err(PageTableError::Unaligned { what: "data page", .. })));
+    }
+
+    #[test]
+    fn a_long_level_one_table_is_read_as_one_contiguous_table() {
+        // 600 data pages: a 4800-byte table over two pages (DPDK's layout); `walk` refuses it.
+        let (iommu, _mem) = memory(610);
+        let data: Vec<u64> = (0..600).map(|i| BASE + (2 + i) * 0x1000).collect();
+        put(&iommu, BASE, &data.iter().map(|a| a | 1).collect::<Vec<_>>());
+        let spec = TableSpec { root: BASE, level: 1, page_size: 4096 };
+        let view = iommu.view(true);
+        assert!(matches!(walk(&view, spec, 600 * 4096), Err(PageTableError::TooManyPages { max: 512, .. })));
+        assert_eq!(walk_long_level1(&view, spec, 600 * 4096).unwrap(), data);
+        // An entry past the first page is checked as the others are.
+        put(&iommu, BASE + 520 * 8, &[BASE + 0x5000]);
+        assert!(matches!(walk_long_level1(&view, spec, 600 * 4096), Err(PageTableError::InvalidEntry { index: 520, .. })));
+        // A table running past the mapped memory is refused before anything is read.
+        let err = walk_long_level1(&view, spec, 1 << 40).unwrap_err();
+        assert!(matches!(err, PageTableError::Unreachable { what: "page table", .. }), "{err:?}");
     }
 
     #[test]

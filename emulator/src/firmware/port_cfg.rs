@@ -1,5 +1,5 @@
 //! Port configuration: PORT_PHY_CFG (link settings, forcing the link down), the link state
-//! PORT_PHY_QCFG reports from it, PORT_MAC_QCAPS and PORT_LED_QCAPS.
+//! PORT_PHY_QCFG reports from it, PORT_MAC_QCAPS, PORT_MAC_QCFG and PORT_LED_QCAPS.
 //!
 //! The virtual port always has a peer, so its link is up unless the driver forced it down
 //! (bnxt.c `bnxt_hwrm_shutdown_link` sends FLAGS_FORCE_LINK_DWN at `ip link set down`); any
@@ -11,7 +11,8 @@
 //! them, and counted.
 
 use bnxt_hsi::hwrm::layouts::{
-    HwrmPortLedQcapsInput, HwrmPortLedQcapsOutput, HwrmPortMacQcapsInput, HwrmPortMacQcapsOutput,
+    HwrmPortLedQcapsInput, HwrmPortLedQcapsOutput, HwrmPortMacQcapsInput, HwrmPortMacQcapsOutput, HwrmPortMacQcfgInput,
+    HwrmPortMacQcfgOutput,
     HwrmPortPhyCfgInput as P, HwrmPortPhyCfgOutput, HwrmPortPhyQcfgOutput as Q,
 };
 
@@ -231,6 +232,31 @@ pub fn mac_qcaps(bytes: &[u8]) -> Outcome {
     let port = req.port_id.get();
     check_port(port)?;
     reply::<HwrmPortMacQcapsOutput>(|o| o.flags = HwrmPortMacQcapsOutput::FLAGS_LOCAL_LPBK_NOT_SUPPORTED)
+}
+
+/// The port's source virtual interface (PORT_MAC_QCFG `port_svif_info`): the model's choice; no
+/// source gives a P7's numbering. DPDK's PMD keeps it for its flow rules
+/// (drivers/net/bnxt/bnxt_hwrm.c `bnxt_hwrm_port_mac_qcfg`).
+pub const PORT_SVIF: u16 = 0x10;
+/// PORT_MAC_QCFG `ipg`: the standard 12-byte inter-packet gap (what the MAC keeps unless
+/// PORT_MAC_CFG changes it).
+pub const DEFAULT_IPG: u8 = 12;
+
+/// PORT_MAC_QCFG: the MAC's settings: MTU and MRU as FUNC_CFG set them (or the default), the
+/// inter-packet gap, no loopback, no priority mapping, and the port's SVIF.
+pub fn mac_qcfg(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
+    let req: HwrmPortMacQcfgInput = parse(bytes);
+    // `port_id` is only meaningful to a VF's trusted host; the PF's own port is 0 anyway.
+    check_port(req.port_id.get())?;
+    let mtu = ctx.state.l2.mtu;
+    let (_, ipg, lpbk) = ctx.state.l2.mac_cfg;
+    reply::<HwrmPortMacQcfgOutput>(|o| {
+        o.mtu = mtu.host.unwrap_or(super::func::ADMIN_MTU).into();
+        o.mru = mtu.mru.unwrap_or(super::func::ADMIN_MTU).into();
+        o.ipg = if ipg == 0 { DEFAULT_IPG } else { ipg };
+        o.lpbk = lpbk;
+        o.port_svif_info = (HwrmPortMacQcfgOutput::PORT_SVIF_INFO_PORT_SVIF_VALID | PORT_SVIF).into();
+    })
 }
 
 /// PORT_LED_QCAPS: the virtual port has no LEDs.

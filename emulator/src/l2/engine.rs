@@ -225,6 +225,11 @@ impl L2Engine {
         self.port
     }
 
+    /// The counters of every statistics context the engine counts into (for STAT_CTX_QUERY).
+    pub fn ring_stats(&self) -> BTreeMap<u32, bnxt_hsi::hwrm::layouts::CtxHwStats> {
+        self.stats.snapshot()
+    }
+
     /// The rings the engine has state for (for inspection).
     pub fn rings(&self) -> &BTreeMap<u16, L2Ring> {
         &self.rings
@@ -529,6 +534,8 @@ impl L2Engine {
                     self.counters.hwrm_done += 1;
                 }
             }
+            Notice::ClearPortCounters => self.port = PortCounters::default(),
+            Notice::ClearStatCtx { id } => self.stats.zero(id),
             Notice::Async { event_id, data1, data2, timestamp } => {
                 let Some(cr) = env.fw.l2.async_event_cr else { return };
                 let mut c = HwrmAsyncEventCmpl::new_zeroed();

@@ -105,6 +105,18 @@ impl StatsContexts {
         self.ctxs.get_mut(&id).map(|t| &mut t.stats)
     }
 
+    /// Every tracked context's `ctx_hw_stats` block.
+    pub fn snapshot(&self) -> BTreeMap<u32, CtxHwStats> {
+        self.ctxs.iter().map(|(&id, t)| (id, t.stats.block())).collect()
+    }
+
+    /// Context `id`'s counters start again from zero (STAT_CTX_CLR_STATS).
+    pub fn zero(&mut self, id: u32) {
+        if let Some(t) = self.ctxs.get_mut(&id) {
+            t.stats = RingStats::default();
+        }
+    }
+
     /// Whether no context is tracked (a RoCE-only function's one context is the RoCE engine's).
     pub fn is_empty(&self) -> bool {
         self.ctxs.is_empty()

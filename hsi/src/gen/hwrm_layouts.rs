@@ -5642,6 +5642,252 @@ const _: () = {
     assert!(offset_of!(HwrmVnicPlcmodesCfgOutput, valid) == 0xf);
 };
 
+/// `struct hwrm_vnic_plcmodes_qcfg_input` (bnxt_hsi.h line 12203, 24 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmVnicPlcmodesQcfgInput {
+    pub req_type: U16,
+    pub cmpl_ring: U16,
+    pub seq_id: U16,
+    pub target_id: U16,
+    pub resp_addr: U64,
+    pub vnic_id: U32,
+    pub unused_0: [u8; 4],
+}
+const _: () = {
+    assert!(size_of::<HwrmVnicPlcmodesQcfgInput>() == 24);
+    assert!(offset_of!(HwrmVnicPlcmodesQcfgInput, req_type) == 0x0);
+    assert!(offset_of!(HwrmVnicPlcmodesQcfgInput, cmpl_ring) == 0x2);
+    assert!(offset_of!(HwrmVnicPlcmodesQcfgInput, seq_id) == 0x4);
+    assert!(offset_of!(HwrmVnicPlcmodesQcfgInput, target_id) == 0x6);
+    assert!(offset_of!(HwrmVnicPlcmodesQcfgInput, resp_addr) == 0x8);
+    assert!(offset_of!(HwrmVnicPlcmodesQcfgInput, vnic_id) == 0x10);
+    assert!(offset_of!(HwrmVnicPlcmodesQcfgInput, unused_0) == 0x14);
+};
+
+/// `struct hwrm_vnic_plcmodes_qcfg_output` (bnxt_hsi.h line 12214, 24 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmVnicPlcmodesQcfgOutput {
+    pub error_code: U16,
+    pub req_type: U16,
+    pub seq_id: U16,
+    pub resp_len: U16,
+    pub flags: U32,
+    pub jumbo_thresh: U16,
+    pub hds_offset: U16,
+    pub hds_threshold: U16,
+    pub max_bds: U16,
+    pub unused_0: [u8; 3],
+    pub valid: u8,
+}
+const _: () = {
+    assert!(size_of::<HwrmVnicPlcmodesQcfgOutput>() == 24);
+    assert!(offset_of!(HwrmVnicPlcmodesQcfgOutput, error_code) == 0x0);
+    assert!(offset_of!(HwrmVnicPlcmodesQcfgOutput, req_type) == 0x2);
+    assert!(offset_of!(HwrmVnicPlcmodesQcfgOutput, seq_id) == 0x4);
+    assert!(offset_of!(HwrmVnicPlcmodesQcfgOutput, resp_len) == 0x6);
+    assert!(offset_of!(HwrmVnicPlcmodesQcfgOutput, flags) == 0x8);
+    assert!(offset_of!(HwrmVnicPlcmodesQcfgOutput, jumbo_thresh) == 0xc);
+    assert!(offset_of!(HwrmVnicPlcmodesQcfgOutput, hds_offset) == 0xe);
+    assert!(offset_of!(HwrmVnicPlcmodesQcfgOutput, hds_threshold) == 0x10);
+    assert!(offset_of!(HwrmVnicPlcmodesQcfgOutput, max_bds) == 0x12);
+    assert!(offset_of!(HwrmVnicPlcmodesQcfgOutput, unused_0) == 0x14);
+    assert!(offset_of!(HwrmVnicPlcmodesQcfgOutput, valid) == 0x17);
+};
+impl HwrmVnicPlcmodesQcfgOutput {
+    pub const FLAGS_REGULAR_PLACEMENT: u32 = 0x1;
+    pub const FLAGS_JUMBO_PLACEMENT: u32 = 0x2;
+    pub const FLAGS_HDS_IPV4: u32 = 0x4;
+    pub const FLAGS_HDS_IPV6: u32 = 0x8;
+    pub const FLAGS_HDS_FCOE: u32 = 0x10;
+    pub const FLAGS_HDS_ROCE: u32 = 0x20;
+    pub const FLAGS_DFLT_VNIC: u32 = 0x40;
+    pub const FLAGS_VIRTIO_PLACEMENT: u32 = 0x80;
+}
+
+/// `struct hwrm_port_clr_stats_input` (bnxt_hsi.h line 8162, 24 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmPortClrStatsInput {
+    pub req_type: U16,
+    pub cmpl_ring: U16,
+    pub seq_id: U16,
+    pub target_id: U16,
+    pub resp_addr: U64,
+    pub port_id: U16,
+    pub flags: u8,
+    pub unused_0: [u8; 5],
+}
+const _: () = {
+    assert!(size_of::<HwrmPortClrStatsInput>() == 24);
+    assert!(offset_of!(HwrmPortClrStatsInput, req_type) == 0x0);
+    assert!(offset_of!(HwrmPortClrStatsInput, cmpl_ring) == 0x2);
+    assert!(offset_of!(HwrmPortClrStatsInput, seq_id) == 0x4);
+    assert!(offset_of!(HwrmPortClrStatsInput, target_id) == 0x6);
+    assert!(offset_of!(HwrmPortClrStatsInput, resp_addr) == 0x8);
+    assert!(offset_of!(HwrmPortClrStatsInput, port_id) == 0x10);
+    assert!(offset_of!(HwrmPortClrStatsInput, flags) == 0x12);
+    assert!(offset_of!(HwrmPortClrStatsInput, unused_0) == 0x13);
+};
+impl HwrmPortClrStatsInput {
+    pub const FLAGS_ROCE_COUNTERS: u8 = 0x1;
+}
+
+/// `struct hwrm_port_clr_stats_output` (bnxt_hsi.h line 8175, 16 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmPortClrStatsOutput {
+    pub error_code: U16,
+    pub req_type: U16,
+    pub seq_id: U16,
+    pub resp_len: U16,
+    pub unused_0: [u8; 7],
+    pub valid: u8,
+}
+const _: () = {
+    assert!(size_of::<HwrmPortClrStatsOutput>() == 16);
+    assert!(offset_of!(HwrmPortClrStatsOutput, error_code) == 0x0);
+    assert!(offset_of!(HwrmPortClrStatsOutput, req_type) == 0x2);
+    assert!(offset_of!(HwrmPortClrStatsOutput, seq_id) == 0x4);
+    assert!(offset_of!(HwrmPortClrStatsOutput, resp_len) == 0x6);
+    assert!(offset_of!(HwrmPortClrStatsOutput, unused_0) == 0x8);
+    assert!(offset_of!(HwrmPortClrStatsOutput, valid) == 0xf);
+};
+
+/// `struct hwrm_stat_ctx_query_input` (bnxt_hsi.h line 18599, 24 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmStatCtxQueryInput {
+    pub req_type: U16,
+    pub cmpl_ring: U16,
+    pub seq_id: U16,
+    pub target_id: U16,
+    pub resp_addr: U64,
+    pub stat_ctx_id: U32,
+    pub flags: u8,
+    pub unused_0: [u8; 3],
+}
+const _: () = {
+    assert!(size_of::<HwrmStatCtxQueryInput>() == 24);
+    assert!(offset_of!(HwrmStatCtxQueryInput, req_type) == 0x0);
+    assert!(offset_of!(HwrmStatCtxQueryInput, cmpl_ring) == 0x2);
+    assert!(offset_of!(HwrmStatCtxQueryInput, seq_id) == 0x4);
+    assert!(offset_of!(HwrmStatCtxQueryInput, target_id) == 0x6);
+    assert!(offset_of!(HwrmStatCtxQueryInput, resp_addr) == 0x8);
+    assert!(offset_of!(HwrmStatCtxQueryInput, stat_ctx_id) == 0x10);
+    assert!(offset_of!(HwrmStatCtxQueryInput, flags) == 0x14);
+    assert!(offset_of!(HwrmStatCtxQueryInput, unused_0) == 0x15);
+};
+impl HwrmStatCtxQueryInput {
+    pub const FLAGS_COUNTER_MASK: u8 = 0x1;
+}
+
+/// `struct hwrm_stat_ctx_query_output` (bnxt_hsi.h line 18612, 176 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmStatCtxQueryOutput {
+    pub error_code: U16,
+    pub req_type: U16,
+    pub seq_id: U16,
+    pub resp_len: U16,
+    pub tx_ucast_pkts: U64,
+    pub tx_mcast_pkts: U64,
+    pub tx_bcast_pkts: U64,
+    pub tx_discard_pkts: U64,
+    pub tx_error_pkts: U64,
+    pub tx_ucast_bytes: U64,
+    pub tx_mcast_bytes: U64,
+    pub tx_bcast_bytes: U64,
+    pub rx_ucast_pkts: U64,
+    pub rx_mcast_pkts: U64,
+    pub rx_bcast_pkts: U64,
+    pub rx_discard_pkts: U64,
+    pub rx_error_pkts: U64,
+    pub rx_ucast_bytes: U64,
+    pub rx_mcast_bytes: U64,
+    pub rx_bcast_bytes: U64,
+    pub rx_agg_pkts: U64,
+    pub rx_agg_bytes: U64,
+    pub rx_agg_events: U64,
+    pub rx_agg_aborts: U64,
+    pub unused_0: [u8; 7],
+    pub valid: u8,
+}
+const _: () = {
+    assert!(size_of::<HwrmStatCtxQueryOutput>() == 176);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, error_code) == 0x0);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, req_type) == 0x2);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, seq_id) == 0x4);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, resp_len) == 0x6);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, tx_ucast_pkts) == 0x8);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, tx_mcast_pkts) == 0x10);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, tx_bcast_pkts) == 0x18);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, tx_discard_pkts) == 0x20);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, tx_error_pkts) == 0x28);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, tx_ucast_bytes) == 0x30);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, tx_mcast_bytes) == 0x38);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, tx_bcast_bytes) == 0x40);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, rx_ucast_pkts) == 0x48);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, rx_mcast_pkts) == 0x50);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, rx_bcast_pkts) == 0x58);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, rx_discard_pkts) == 0x60);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, rx_error_pkts) == 0x68);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, rx_ucast_bytes) == 0x70);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, rx_mcast_bytes) == 0x78);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, rx_bcast_bytes) == 0x80);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, rx_agg_pkts) == 0x88);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, rx_agg_bytes) == 0x90);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, rx_agg_events) == 0x98);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, rx_agg_aborts) == 0xa0);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, unused_0) == 0xa8);
+    assert!(offset_of!(HwrmStatCtxQueryOutput, valid) == 0xaf);
+};
+
+/// `struct hwrm_stat_ctx_clr_stats_input` (bnxt_hsi.h line 18716, 24 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmStatCtxClrStatsInput {
+    pub req_type: U16,
+    pub cmpl_ring: U16,
+    pub seq_id: U16,
+    pub target_id: U16,
+    pub resp_addr: U64,
+    pub stat_ctx_id: U32,
+    pub unused_0: [u8; 4],
+}
+const _: () = {
+    assert!(size_of::<HwrmStatCtxClrStatsInput>() == 24);
+    assert!(offset_of!(HwrmStatCtxClrStatsInput, req_type) == 0x0);
+    assert!(offset_of!(HwrmStatCtxClrStatsInput, cmpl_ring) == 0x2);
+    assert!(offset_of!(HwrmStatCtxClrStatsInput, seq_id) == 0x4);
+    assert!(offset_of!(HwrmStatCtxClrStatsInput, target_id) == 0x6);
+    assert!(offset_of!(HwrmStatCtxClrStatsInput, resp_addr) == 0x8);
+    assert!(offset_of!(HwrmStatCtxClrStatsInput, stat_ctx_id) == 0x10);
+    assert!(offset_of!(HwrmStatCtxClrStatsInput, unused_0) == 0x14);
+};
+
+/// `struct hwrm_stat_ctx_clr_stats_output` (bnxt_hsi.h line 18727, 16 bytes).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwrmStatCtxClrStatsOutput {
+    pub error_code: U16,
+    pub req_type: U16,
+    pub seq_id: U16,
+    pub resp_len: U16,
+    pub unused_0: [u8; 7],
+    pub valid: u8,
+}
+const _: () = {
+    assert!(size_of::<HwrmStatCtxClrStatsOutput>() == 16);
+    assert!(offset_of!(HwrmStatCtxClrStatsOutput, error_code) == 0x0);
+    assert!(offset_of!(HwrmStatCtxClrStatsOutput, req_type) == 0x2);
+    assert!(offset_of!(HwrmStatCtxClrStatsOutput, seq_id) == 0x4);
+    assert!(offset_of!(HwrmStatCtxClrStatsOutput, resp_len) == 0x6);
+    assert!(offset_of!(HwrmStatCtxClrStatsOutput, unused_0) == 0x8);
+    assert!(offset_of!(HwrmStatCtxClrStatsOutput, valid) == 0xf);
+};
+
 /// `struct hwrm_ring_cmpl_ring_cfg_aggint_params_input` (bnxt_hsi.h line 12714, 40 bytes).
 #[repr(C)]
 #[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq)]

@@ -229,6 +229,26 @@ impl Request for HwrmVnicPlcmodesCfgInput {
     const NAME: &'static str = "VNIC_PLCMODES_CFG";
     type Response = HwrmVnicPlcmodesCfgOutput;
 }
+impl Request for HwrmVnicPlcmodesQcfgInput {
+    const REQ_TYPE: u16 = 0x49;
+    const NAME: &'static str = "VNIC_PLCMODES_QCFG";
+    type Response = HwrmVnicPlcmodesQcfgOutput;
+}
+impl Request for HwrmPortClrStatsInput {
+    const REQ_TYPE: u16 = 0x25;
+    const NAME: &'static str = "PORT_CLR_STATS";
+    type Response = HwrmPortClrStatsOutput;
+}
+impl Request for HwrmStatCtxQueryInput {
+    const REQ_TYPE: u16 = 0xb2;
+    const NAME: &'static str = "STAT_CTX_QUERY";
+    type Response = HwrmStatCtxQueryOutput;
+}
+impl Request for HwrmStatCtxClrStatsInput {
+    const REQ_TYPE: u16 = 0xb3;
+    const NAME: &'static str = "STAT_CTX_CLR_STATS";
+    type Response = HwrmStatCtxClrStatsOutput;
+}
 impl Request for HwrmRingCmplRingCfgAggintParamsInput {
     const REQ_TYPE: u16 = 0x53;
     const NAME: &'static str = "RING_CMPL_RING_CFG_AGGINT_PARAMS";
