@@ -144,9 +144,10 @@ fi
 
 # --- DPDK for the DPDK guest test (guest-test.sh --dpdk): dpdk-testpmd from dpdk-dev, and exactly the
 # libraries its ELF NEEDED entries name (the other PMDs it links among them; mempool_ring is loaded
-# by name with -d) with what those load besides, minus what verbs-root has (glibc, libibverbs, libmlx5).
-if [ ! -x "$C/dpdk-root/usr/bin/dpdk-testpmd" ]; then
-  DEBS=(); fetch_debs sid dpdk-dev libjansson4 libbsd0 libmd0 libelf1t64 libpcap0.8t64 libdbus-1-3 libsystemd0 \
+# by name with -d) with what those load besides, minus what verbs-root has (glibc, libibverbs, libmlx5);
+# libgcc_s, which glibc's pthread_cancel loads (EAL cancels its threads at exit).
+if [ ! -x "$C/dpdk-root/usr/bin/dpdk-testpmd" ] || [ ! -e "$C/dpdk-root/usr/lib/x86_64-linux-gnu/libgcc_s.so.1" ]; then
+  DEBS=(); fetch_debs sid dpdk-dev libgcc-s1 libjansson4 libbsd0 libmd0 libelf1t64 libpcap0.8t64 libdbus-1-3 libsystemd0 \
     libnuma1 libfdt1 zlib1g libzstd1 $(printf 'librte-%s26 ' eal kvargs log telemetry argparse net mbuf mempool \
     ring meter cmdline pci ethdev crypto-scheduler cryptodev rcu bus-vdev reorder security bitratestats metrics \
     bpf gro gso latencystats pdump pcapng net-bnxt bus-pci hash net-i40e net-ixgbe bus-dpaa common-dpaax \

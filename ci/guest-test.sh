@@ -434,6 +434,7 @@ run_suite() {
     # The two NICs are functions of one device behind the vIOMMU, as in --driver; huge pages for
     # DPDK's memory (2 MiB pages, mapped by the vIOMMU as such).
     words="$words intel_iommu=on hugepages=${DPDK_HUGEPAGES:-256} bnxt.phase_wait=${PHASE_WAIT:-4}"
+    words="$words bnxt.mac1=$(mac_of 1) bnxt.mac2=$(mac_of 2)"
     iommu=1; multifunction=1
     checks=(--nics "$nics" "${macs[@]}" --peer-mac "$PEER_MAC" --pcap "$dir/segment.pcap" --json "$dir/result.json")
   fi
