@@ -87,8 +87,8 @@ fn tqm_rings_offer_what_bnxt_en_asks_for_without_megabytes_more() {
 /// FUNC_CFG as DPDK's `bnxt_hwrm_pf_func_cfg` sends it (after `bnxt_hwrm_allocate_pf_only`).
 fn dpdk_func_cfg() -> F {
     let mut c = reserve_rings(1, 1, 2, 2, 2, 1, 1);
-    c.enables = (c.enables.get() | F::ENABLES_ADMIN_MTU | F::ENABLES_HOST_MTU | F::ENABLES_MRU | F::ENABLES_NUM_L2_CTXS)
-        .into();
+    c.enables =
+        (c.enables.get() | F::ENABLES_ADMIN_MTU | F::ENABLES_HOST_MTU | F::ENABLES_MRU | F::ENABLES_NUM_L2_CTXS).into();
     c.flags = F::FLAGS_STD_TX_RING_MODE_DISABLE.into();
     (c.admin_mtu, c.host_mtu, c.mru, c.num_l2_ctxs) = (9574.into(), 1500.into(), 1518.into(), 1.into());
     c

@@ -237,7 +237,10 @@ mod tests {
         assert_eq!(walk_long_level1(&view, spec, 600 * 4096).unwrap(), data);
         // An entry past the first page is checked as the others are.
         put(&iommu, BASE + 520 * 8, &[BASE + 0x5000]);
-        assert!(matches!(walk_long_level1(&view, spec, 600 * 4096), Err(PageTableError::InvalidEntry { index: 520, .. })));
+        assert!(matches!(
+            walk_long_level1(&view, spec, 600 * 4096),
+            Err(PageTableError::InvalidEntry { index: 520, .. })
+        ));
         // A table running past the mapped memory is refused before anything is read.
         let err = walk_long_level1(&view, spec, 1 << 40).unwrap_err();
         assert!(matches!(err, PageTableError::Unreachable { what: "page table", .. }), "{err:?}");

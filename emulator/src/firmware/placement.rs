@@ -24,7 +24,8 @@
 //! (INVALID_PARAMS, counted as unimplemented).
 
 use bnxt_hsi::hwrm::layouts::{
-    HwrmVnicPlcmodesCfgInput as R, HwrmVnicPlcmodesCfgOutput, HwrmVnicPlcmodesQcfgInput, HwrmVnicPlcmodesQcfgOutput as Q,
+    HwrmVnicPlcmodesCfgInput as R, HwrmVnicPlcmodesCfgOutput, HwrmVnicPlcmodesQcfgInput,
+    HwrmVnicPlcmodesQcfgOutput as Q,
 };
 
 use super::Ctx;

@@ -12,8 +12,7 @@
 
 use bnxt_hsi::hwrm::layouts::{
     HwrmPortLedQcapsInput, HwrmPortLedQcapsOutput, HwrmPortMacQcapsInput, HwrmPortMacQcapsOutput, HwrmPortMacQcfgInput,
-    HwrmPortMacQcfgOutput,
-    HwrmPortPhyCfgInput as P, HwrmPortPhyCfgOutput, HwrmPortPhyQcfgOutput as Q,
+    HwrmPortMacQcfgOutput, HwrmPortPhyCfgInput as P, HwrmPortPhyCfgOutput, HwrmPortPhyQcfgOutput as Q,
 };
 
 use super::Ctx;

@@ -12,8 +12,8 @@
 //! such a request is refused as bnxt_en expects (it then assumes 40-bit counters).
 
 use bnxt_hsi::hwrm::layouts::{
-    HwrmPortClrStatsInput, HwrmPortClrStatsOutput, HwrmPortQstatsExtInput, HwrmPortQstatsExtOutput, HwrmPortQstatsInput, HwrmPortQstatsOutput, RxPortStats,
-    RxPortStatsExt, TxPortStats, TxPortStatsExt,
+    HwrmPortClrStatsInput, HwrmPortClrStatsOutput, HwrmPortQstatsExtInput, HwrmPortQstatsExtOutput,
+    HwrmPortQstatsInput, HwrmPortQstatsOutput, RxPortStats, RxPortStatsExt, TxPortStats, TxPortStatsExt,
 };
 use zerocopy::{FromZeros, IntoBytes};
 
