@@ -199,6 +199,22 @@ pub fn port_qstats_ext(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     })
 }
 
+/// PORT_CLR_STATS: the port's counters start from zero again (DPDK's `bnxt_stats_reset_op`
+/// sends it: drivers/net/bnxt/bnxt_stats.c, bnxt_hwrm.c `bnxt_hwrm_port_clr_stats`). The
+/// firmware's copy is zeroed at once and the L2 engine's with the notice; `FLAGS_ROCE_COUNTERS`
+/// also asks for the RoCE counters, which the model keeps per QP in its RoCE engine and does not
+/// clear (warned).
+pub fn port_clr_stats(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
+    let req: HwrmPortClrStatsInput = parse(bytes);
+    check_port(req.port_id.get())?;
+    if req.flags & HwrmPortClrStatsInput::FLAGS_ROCE_COUNTERS != 0 {
+        tracing::warn!("PORT_CLR_STATS: ROCE_COUNTERS asked; the RoCE counters are not cleared (not modelled)");
+    }
+    ctx.state.l2.port_counters = PortCounters::default();
+    ctx.state.l2.notify(super::l2_config::Notice::ClearPortCounters);
+    reply::<HwrmPortClrStatsOutput>(|_| {})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,20 +233,4 @@ mod tests {
         let ext = tx_stats_ext(&c);
         assert_eq!((ext.tx_packets_cos0.get(), ext.tx_packets_cos2.get(), ext.tx_bytes_cos2.get()), (1, 1, 90));
     }
-}
-
-/// PORT_CLR_STATS: the port's counters start from zero again (DPDK's `bnxt_stats_reset_op`
-/// sends it: drivers/net/bnxt/bnxt_stats.c, bnxt_hwrm.c `bnxt_hwrm_port_clr_stats`). The
-/// firmware's copy is zeroed at once and the L2 engine's with the notice; `FLAGS_ROCE_COUNTERS`
-/// also asks for the RoCE counters, which the model keeps per QP in its RoCE engine and does not
-/// clear (warned).
-pub fn port_clr_stats(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
-    let req: HwrmPortClrStatsInput = parse(bytes);
-    check_port(req.port_id.get())?;
-    if req.flags & HwrmPortClrStatsInput::FLAGS_ROCE_COUNTERS != 0 {
-        tracing::warn!("PORT_CLR_STATS: ROCE_COUNTERS asked; the RoCE counters are not cleared (not modelled)");
-    }
-    ctx.state.l2.port_counters = PortCounters::default();
-    ctx.state.l2.notify(super::l2_config::Notice::ClearPortCounters);
-    reply::<HwrmPortClrStatsOutput>(|_| {})
 }
