@@ -286,7 +286,8 @@ mod page_pool {
     pub(super) fn give(page: NonNull<u8>) {
         // SAFETY: the page is one of the pool's mappings and nobody uses it any more: emptying
         // it only makes it read as zeros again.
-        let emptied = unsafe { rustix::mm::madvise(page.as_ptr().cast(), PAGE_SIZE, rustix::mm::Advice::LinuxDontNeed) };
+        let emptied =
+            unsafe { rustix::mm::madvise(page.as_ptr().cast(), PAGE_SIZE, rustix::mm::Advice::LinuxDontNeed) };
         if emptied.is_err() {
             // Not reused (it may hold bytes), only leaked: nothing else can be done in a drop.
             debug_assert!(false, "MADV_DONTNEED of a pool page failed: {emptied:?}");

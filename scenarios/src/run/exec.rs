@@ -12,8 +12,8 @@ use super::outcome::{FailedStep, Failure, StepRecord, TimedOut, TimeoutClock, Ve
 use super::panic::{Panic, catch, catch_panic};
 use super::roce::Objects;
 use super::watch::{Expiry, Limit, Watch, WatchedClock, WatchedMachine, Whose};
-use crate::scenario::values::{format_duration, format_gid, format_mac};
 use crate::scenario::steps::DEFAULT_ITERATION;
+use crate::scenario::values::{format_duration, format_gid, format_mac};
 use crate::scenario::{Action, Capability, CountCheck, IdentityCheck, NicRef, Step};
 use crate::target::Session;
 use crate::transcript::record::Recorder;

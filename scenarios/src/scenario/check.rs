@@ -535,7 +535,9 @@ mod tests {
         assert!(matches!(&found[..], [Problem::UndefinedAlias { alias }] if alias == "q3"), "{found:?}");
         // Destroyed by a second repeat pass by pass, then used: gone.
         let again = "  - repeat:\n      times: 3\n      steps:\n        - destroy: \"q${i}\"\n";
-        let found = problems(&format!("{make}{again}  - room: {{qp: q1, side: send, equals: 0}}\n  - connect: {{qp: q1, peer: q2}}\n"));
+        let found = problems(&format!(
+            "{make}{again}  - room: {{qp: q1, side: send, equals: 0}}\n  - connect: {{qp: q1, peer: q2}}\n"
+        ));
         assert!(matches!(&found[..], [Problem::Gone { name, .. }, ..] if name == "q1"), "{found:?}");
         // Made again while the first ones live: the names collide at their pass.
         let found = problems(&format!("{make}{}", make.lines().skip(1).collect::<Vec<_>>().join("\n") + "\n"));

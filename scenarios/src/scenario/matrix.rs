@@ -317,7 +317,8 @@ mod tests {
         let e = expand(&parse(text).unwrap()).unwrap_err();
         assert_eq!((e.at.line, e.field.as_str()), (8, "steps[1].destroy"));
         assert!(e.to_string().contains("named only inside its steps"), "{e}");
-        let text = "name: x\nsteps:\n  - repeat:\n      times: 2\n      index: j\n      steps:\n        - destroy: q${j}\n";
+        let text =
+            "name: x\nsteps:\n  - repeat:\n      times: 2\n      index: j\n      steps:\n        - destroy: q${j}\n";
         let v = expand(&parse(text).unwrap()).unwrap();
         let steps = get(&v[0].root, "steps");
         let Value::Seq(steps) = &steps.value else { panic!() };

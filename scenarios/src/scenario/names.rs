@@ -103,9 +103,9 @@ fn check_name(v: &str) -> Result<(), String> {
     references(v)?;
     let widest = substitute(v, &|_| WIDEST_ITERATION.parse().ok()).unwrap_or_default();
     let narrowest = substitute(v, &|_| Some(0)).unwrap_or_default();
-    check_word(&narrowest).and_then(|()| check_word(&widest)).map_err(|r| {
-        format!("{r}, whatever number `${{…}}` puts in (0 to {WIDEST_ITERATION})")
-    })
+    check_word(&narrowest)
+        .and_then(|()| check_word(&widest))
+        .map_err(|r| format!("{r}, whatever number `${{…}}` puts in (0 to {WIDEST_ITERATION})"))
 }
 
 impl Alias {
