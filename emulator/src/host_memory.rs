@@ -8,8 +8,9 @@
 //! buffers page by page), and a mapping may be read-only (a buffer the host maps towards the
 //! device only, as Linux's DMA API does for `DMA_TO_DEVICE`).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// Memory a host lends the model for DMA.
 ///
@@ -170,14 +171,20 @@ const HINTS: usize = 4;
 
 /// One function's I/O address space: the host memory mapped for it, by bus address.
 ///
-/// The mappings are kept sorted by bus address. A device touches a handful of them at a time (a
+/// The mappings are kept in a tree by bus address (a driver holding 65,536 queue pairs has some
+/// 600,000, mapped and unmapped in any order). A device touches a handful of them at a time (a
 /// ring, a region, a completion queue), so the address space remembers the last few it found
-/// and tries them before searching; a remembered index is only a hint, checked against the
-/// mapping it names on every use.
+/// and tries them before searching: each hint is the bus range of a mapping, compared with the
+/// access before the one look-up of that mapping it saves; a hint is only a hint, checked
+/// against the mapping found on every use.
 #[derive(Default)]
 pub struct Iommu {
-    maps: Vec<Mapping>,
-    hints: [AtomicUsize; HINTS],
+    maps: BTreeMap<u64, Mapping>,
+    /// How many mappings can be revoked (memory of a file that can shrink): with none, no
+    /// access needs to look for a revoked one.
+    revocable: usize,
+    /// Start and end of recently found mappings (0, 0: none).
+    hints: [(AtomicU64, AtomicU64); HINTS],
     next_hint: AtomicUsize,
 }
 
@@ -210,21 +217,21 @@ impl Iommu {
         // Every mapping before `at` starts below `end`; the last of them must end by `addr`
         // (then all of them do, none overlapping another), and every one from `at` on starts at
         // or after `end`.
-        let at = self.maps.partition_point(|m| m.start < end);
-        if let Some(m) = at.checked_sub(1).map(|i| &self.maps[i])
+        if let Some((_, m)) = self.maps.range(..end).next_back()
             && m.start + m.len > addr
         {
             return Err(MapError::Overlap { addr, len, existing: m.start });
         }
         let revoked = backing.revocation();
-        self.maps.insert(at, Mapping { start: addr, len, backing, offset, access, revoked });
+        self.revocable += usize::from(revoked.is_some());
+        self.maps.insert(addr, Mapping { start: addr, len, backing, offset, access, revoked });
         Ok(())
     }
 
     /// Remove the mapping that starts at `addr`.
     pub fn unmap(&mut self, addr: u64) -> Result<(), MapError> {
-        let i = self.maps.binary_search_by_key(&addr, |m| m.start).map_err(|_| MapError::NotMapped { addr })?;
-        self.maps.remove(i);
+        let m = self.maps.remove(&addr).ok_or(MapError::NotMapped { addr })?;
+        self.revocable -= usize::from(m.revoked.is_some());
         Ok(())
     }
 
@@ -232,13 +239,15 @@ impl Iommu {
     pub fn unmap_range(&mut self, addr: u64, len: u64) -> usize {
         let end = addr.saturating_add(len);
         let before = self.maps.len();
-        self.maps.retain(|m| !(m.start >= addr && m.start.saturating_add(m.len) <= end));
+        self.maps.retain(|_, m| !(m.start >= addr && m.start.saturating_add(m.len) <= end));
+        self.revocable = self.maps.values().filter(|m| m.revoked.is_some()).count();
         before - self.maps.len()
     }
 
     /// Remove every mapping.
     pub fn clear(&mut self) {
         self.maps.clear();
+        self.revocable = 0;
     }
 
     /// Number of mappings.
@@ -254,18 +263,22 @@ impl Iommu {
     /// The mapping that holds all `len` bytes at `addr`, if one does.
     fn mapping(&self, addr: u64, len: usize) -> Option<&Mapping> {
         let end = addr.checked_add(len as u64)?;
-        for hint in &self.hints {
-            if let Some(m) = self.maps.get(hint.load(Ordering::Relaxed)).filter(|m| m.holds(addr, end)) {
+        for (start, stop) in &self.hints {
+            let start = start.load(Ordering::Relaxed);
+            if start <= addr
+                && end <= stop.load(Ordering::Relaxed)
+                && let Some(m) = self.maps.get(&start).filter(|m| m.holds(addr, end))
+            {
                 return Some(m);
             }
         }
-        let i = self.maps.partition_point(|m| m.start <= addr).checked_sub(1)?;
-        let m = &self.maps[i];
+        let (_, m) = self.maps.range(..=addr).next_back()?;
         if !m.holds(addr, end) {
             return None;
         }
         let slot = self.next_hint.load(Ordering::Relaxed);
-        self.hints[slot].store(i, Ordering::Relaxed);
+        self.hints[slot].0.store(m.start, Ordering::Relaxed);
+        self.hints[slot].1.store(m.start + m.len, Ordering::Relaxed);
         self.next_hint.store((slot + 1) % HINTS, Ordering::Relaxed);
         Some(m)
     }
@@ -285,11 +298,16 @@ impl Iommu {
 
     /// Whether any mapping an access ran through was revoked.
     fn any_revoked(&self, addr: u64, len: usize) -> bool {
+        if self.revocable == 0 {
+            return false;
+        }
         let end = addr.saturating_add(len as u64);
-        let first = self.maps.partition_point(|m| m.start + m.len <= addr);
-        self.maps[first..]
-            .iter()
-            .take_while(|m| m.start < end)
+        // The mapping that holds `addr` (if one does) and every later one that starts before the end.
+        let first = self.maps.range(..=addr).next_back().map_or(addr, |(start, _)| *start);
+        self.maps
+            .range(first..end.max(first + 1))
+            .map(|(_, m)| m)
+            .filter(|m| m.start + m.len > addr)
             .any(|m| m.revoked.is_some_and(|r| r.load(Ordering::Acquire)))
     }
 
@@ -299,11 +317,12 @@ impl Iommu {
     fn pieces(&self, kind: &'static str, addr: u64, len: usize) -> Result<Vec<(*mut u8, usize)>, DmaError> {
         let unmapped = DmaError::Unmapped { kind, addr, len };
         let end = addr.checked_add(len as u64).ok_or(unmapped.clone())?;
-        let mut i = self.maps.partition_point(|m| m.start <= addr).checked_sub(1).ok_or(unmapped.clone())?;
+        let first = self.maps.range(..=addr).next_back().map(|(start, _)| *start).ok_or(unmapped.clone())?;
+        let mut maps = self.maps.range(first..).map(|(_, m)| m);
         let mut at = addr;
         let mut out = Vec::new();
         while at < end {
-            let m = self.maps.get(i).filter(|m| m.start <= at && at < m.start + m.len).ok_or(unmapped.clone())?;
+            let m = maps.next().filter(|m| m.start <= at && at < m.start + m.len).ok_or(unmapped.clone())?;
             if kind == "write" && m.access == Access::ReadOnly {
                 return Err(DmaError::ReadOnly { addr, len });
             }
@@ -313,7 +332,6 @@ impl Iommu {
             // <= backing.len()`: the pointer stays inside the backing's allocation.
             out.push((unsafe { m.backing.as_ptr().add(within) }, n));
             at += n as u64;
-            i += 1;
         }
         Ok(out)
     }

@@ -202,7 +202,10 @@ impl DmaWatch {
 ///
 /// From [`HostPages::MAPPED_FROM`] bytes on it is an anonymous mapping of its own, whose pages the
 /// kernel gives zeroed on first touch: a NIC's context memory (tens of MB, most of it never read
-/// by the device) then costs nothing until used. Smaller ones come from the heap.
+/// by the device) then costs nothing until used. A single page (a queue's page table, a QP's
+/// ORRQ or IRRQ: six of them for every queue pair) is one of a pool carved out of larger
+/// mappings ([`page_pool`]): from the heap, a page-aligned page costs about two pages of memory
+/// in padding, and a NIC may hold 65,536 queue pairs. Other sizes come from the heap.
 ///
 /// A caller fills it (through [`HostPages::as_mut_slice`] while it holds it alone) and hands it
 /// to [`crate::PciFunction::map_dma`], which maps it for the device and returns a
@@ -211,8 +214,87 @@ pub struct HostPages {
     ptr: NonNull<u8>,
     len: usize,
     capacity: usize,
-    /// An anonymous mapping of `capacity` bytes (freed with `munmap`), not a heap allocation.
-    mapped: bool,
+    /// Where the memory comes from, and so how it is given back.
+    source: Source,
+}
+
+/// Where a [`HostPages`]' memory comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// The heap (`alloc_zeroed`).
+    Heap,
+    /// An anonymous mapping of `capacity` bytes of its own (freed with `munmap`).
+    Mapped,
+    /// One page of the [`page_pool`].
+    Pool,
+}
+
+/// Single pages for the NIC, carved out of anonymous mappings of [`page_pool::SLAB`] bytes.
+/// A page given back is emptied (`MADV_DONTNEED`: the kernel takes its memory and gives a
+/// zero page again on the next touch) and kept for the next one asked for; the mappings stay.
+mod page_pool {
+    use std::ptr::NonNull;
+    use std::sync::Mutex;
+
+    use super::PAGE_SIZE;
+
+    /// Bytes mapped at a time: 2 MiB, 512 pages.
+    pub(super) const SLAB: usize = 2 << 20;
+
+    struct Pool {
+        /// Pages given back, emptied.
+        free: Vec<usize>,
+        /// The next never-used page of the newest slab, and the end of that slab.
+        next: usize,
+        end: usize,
+    }
+
+    static POOL: Mutex<Pool> = Mutex::new(Pool { free: Vec::new(), next: 0, end: 0 });
+
+    fn pool() -> std::sync::MutexGuard<'static, Pool> {
+        // Nothing panics while the lock is held.
+        POOL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A zeroed page, or `None` if no memory can be mapped.
+    pub(super) fn take() -> Option<NonNull<u8>> {
+        let mut p = pool();
+        if let Some(page) = p.free.pop() {
+            return NonNull::new(page as *mut u8);
+        }
+        if p.next == p.end {
+            // SAFETY: a fresh private anonymous mapping: the kernel picks the address, nothing
+            // else refers to it, and its pages read as zero until written.
+            let raw = unsafe {
+                rustix::mm::mmap_anonymous(
+                    std::ptr::null_mut(),
+                    SLAB,
+                    rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
+                    rustix::mm::MapFlags::PRIVATE,
+                )
+            }
+            .ok()?;
+            p.next = raw as usize;
+            p.end = p.next + SLAB;
+        }
+        let page = p.next;
+        p.next += PAGE_SIZE;
+        NonNull::new(page as *mut u8)
+    }
+
+    /// Give back a page `take` returned, no longer used by anyone.
+    pub(super) fn give(page: NonNull<u8>) {
+        // SAFETY: the page is one of the pool's mappings and nobody uses it any more: emptying
+        // it only makes it read as zeros again.
+        let emptied =
+            unsafe { rustix::mm::madvise(page.as_ptr().cast(), PAGE_SIZE, rustix::mm::Advice::LinuxDontNeed) };
+        if emptied.is_err() {
+            // Not reused (it may hold bytes), only leaked: nothing else can be done in a drop.
+            debug_assert!(false, "MADV_DONTNEED of a pool page failed: {emptied:?}");
+            return;
+        }
+        pool().free.push(page.as_ptr() as usize);
+    }
 }
 
 // SAFETY: `HostPages` owns its allocation exclusively (like a `Box<[u8]>`); moving it to another
@@ -253,6 +335,9 @@ impl HostPages {
             return None;
         }
         let capacity = Self::capacity_of(len);
+        if capacity == PAGE_SIZE {
+            return page_pool::take().map(|ptr| HostPages { ptr, len, capacity, source: Source::Pool });
+        }
         if capacity >= Self::MAPPED_FROM {
             // SAFETY: a fresh private anonymous mapping: the kernel picks the address, so nothing
             // else refers to it, and its pages read as zero until written.
@@ -265,14 +350,14 @@ impl HostPages {
                 )
             }
             .ok()?;
-            return NonNull::new(raw.cast::<u8>()).map(|ptr| HostPages { ptr, len, capacity, mapped: true });
+            return NonNull::new(raw.cast::<u8>()).map(|ptr| HostPages { ptr, len, capacity, source: Source::Mapped });
         }
         // Heap memory for small buffers: System's alloc_zeroed writes every byte (the alignment
         // is above malloc's), which is cheap below MAPPED_FROM.
         let layout = Self::layout(capacity);
         // SAFETY: the layout has a non-zero size (capacity >= PAGE_SIZE).
         let raw = unsafe { std::alloc::alloc_zeroed(layout) };
-        NonNull::new(raw).map(|ptr| HostPages { ptr, len, capacity, mapped: false })
+        NonNull::new(raw).map(|ptr| HostPages { ptr, len, capacity, source: Source::Heap })
     }
 
     /// `len` rounded up to whole pages (`len` at most `isize::MAX - PAGE_SIZE`).
@@ -327,7 +412,11 @@ impl HostPages {
 
 impl Drop for HostPages {
     fn drop(&mut self) {
-        if self.mapped {
+        if self.source == Source::Pool {
+            page_pool::give(self.ptr);
+            return;
+        }
+        if self.source == Source::Mapped {
             // SAFETY: the mapping of `capacity` bytes made in `try_new`, unmapped once; whoever
             // mapped it for a device (the DmaBuffer owning these pages) has unmapped it first.
             if let Err(e) = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast(), self.capacity) } {
@@ -356,10 +445,30 @@ mod tests {
     }
 
     #[test]
+    fn single_pages_come_from_the_pool_zeroed_even_when_reused() {
+        let mut pages: Vec<HostPages> = (0..600).map(|_| HostPages::new(100)).collect();
+        for p in &mut pages {
+            assert_eq!((p.source, p.capacity()), (Source::Pool, PAGE_SIZE));
+            assert_eq!(p.as_ptr().as_ptr() as usize % PAGE_SIZE, 0);
+            assert!(p.as_slice().iter().all(|&b| b == 0));
+            p.as_mut_slice().fill(0x5a);
+        }
+        let mut seen: Vec<usize> = pages.iter().map(|p| p.as_ptr().as_ptr() as usize).collect();
+        seen.sort_unstable();
+        assert!(seen.windows(2).all(|w| w[1] - w[0] >= PAGE_SIZE), "no two overlap (more than one slab)");
+        let written = seen[7];
+        drop(pages);
+        // Given back dirty, taken again clean.
+        let again: Vec<HostPages> = (0..600).map(|_| HostPages::new(PAGE_SIZE)).collect();
+        assert!(again.iter().any(|p| p.as_ptr().as_ptr() as usize == written), "pages are reused");
+        assert!(again.iter().all(|p| p.as_slice().iter().all(|&b| b == 0)));
+    }
+
+    #[test]
     fn large_host_pages_are_a_zeroed_mapping_of_their_own() {
         for len in [HostPages::MAPPED_FROM - 1, HostPages::MAPPED_FROM, 2 << 20] {
             let mut p = HostPages::new(len);
-            assert_eq!(p.mapped, p.capacity() >= HostPages::MAPPED_FROM, "{len} bytes");
+            assert_eq!(p.source == Source::Mapped, p.capacity() >= HostPages::MAPPED_FROM, "{len} bytes");
             assert_eq!(p.as_ptr().as_ptr() as usize % PAGE_SIZE, 0);
             assert!(p.as_slice().iter().all(|&b| b == 0), "{len} bytes read as zero");
             p.as_mut_slice()[len - 1] = 0xa5;

@@ -181,6 +181,9 @@ impl AccessKind {
 pub struct KeyTable {
     keys: BTreeMap<u32, KeyEntry>,
     generation: BTreeMap<u32, u8>,
+    /// Every index from 1 up to this one is in use (the smallest free index is taken, and a NIC
+    /// may hold 131,072 keys or more: the search starts here). Lowered when one is freed.
+    free_from: u32,
 }
 
 /// Index of a key.
@@ -192,6 +195,7 @@ impl KeyTable {
     /// Forget every key.
     pub fn clear(&mut self) {
         self.keys.clear();
+        self.free_from = 0;
     }
 
     /// Keys in use.
@@ -209,7 +213,8 @@ impl KeyTable {
         if self.keys.len() as u64 >= u64::from(capacity) {
             return None;
         }
-        let index = (1..=capacity).find(|i| !self.keys.contains_key(i))?;
+        let index = (self.free_from.max(1)..=capacity).find(|i| !self.keys.contains_key(i))?;
+        self.free_from = index + 1;
         let g = self.generation.entry(index).or_insert(0);
         *g = g.wrapping_add(1);
         let key = (index << 8) | u32::from(*g);
@@ -230,6 +235,7 @@ impl KeyTable {
     /// Free `key`.
     pub fn free(&mut self, key: u32) -> Option<KeyEntry> {
         self.get(key)?;
+        self.free_from = self.free_from.min(key_index(key));
         self.keys.remove(&key_index(key))
     }
 

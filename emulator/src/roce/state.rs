@@ -49,6 +49,21 @@ pub struct RoceState {
     /// what P7 firmware does with them (each a sentence naming the rule not found); the engine
     /// logs and counts them ([`RoceState::note_unsourced`]).
     pub unsourced: Vec<String>,
+    /// Lower bounds of the smallest free QP number and CQ id: every one below is in use (the
+    /// smallest free one is taken, and a NIC may hold 65,536 QPs and twice as many CQs, so the
+    /// search starts here instead of at the first). Lowered when one is freed.
+    pub free_from: FreeFrom,
+    /// How many QPs complete to each CQ (DESTROY_CQ refuses a CQ a QP still uses).
+    pub cq_users: BTreeMap<u32, u32>,
+}
+
+/// Where the searches for a free QP number and CQ id start ([`RoceState::free_from`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct FreeFrom {
+    /// Every QP number from the first up to this one is in use.
+    pub qp: u32,
+    /// Every CQ id from the first up to this one is in use.
+    pub cq: u32,
 }
 
 /// A set of QP numbers, taken smallest first: the QPs with work to look at. It holds one or
@@ -106,7 +121,21 @@ impl RoceState {
 
     /// Whether any QP uses CQ `cq`, and which.
     pub fn qp_using_cq(&self, cq: u32) -> Option<u32> {
+        if self.cq_users.get(&cq).is_none_or(|n| *n == 0) {
+            return None;
+        }
         self.qps.values().find(|q| q.scq == cq || q.rcq == cq).map(|q| q.id)
+    }
+
+    /// A QP that completes to `scq` and `rcq` was made (`true`) or destroyed.
+    pub fn count_cq_users(&mut self, scq: u32, rcq: u32, made: bool) {
+        for cq in [scq, rcq] {
+            let n = self.cq_users.entry(cq).or_default();
+            *n = if made { *n + 1 } else { n.saturating_sub(1) };
+            if *n == 0 {
+                self.cq_users.remove(&cq);
+            }
+        }
     }
 }
 

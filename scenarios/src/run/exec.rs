@@ -12,6 +12,7 @@ use super::outcome::{FailedStep, Failure, StepRecord, TimedOut, TimeoutClock, Ve
 use super::panic::{Panic, catch, catch_panic};
 use super::roce::Objects;
 use super::watch::{Expiry, Limit, Watch, WatchedClock, WatchedMachine, Whose};
+use crate::scenario::steps::DEFAULT_ITERATION;
 use crate::scenario::values::{format_duration, format_gid, format_mac};
 use crate::scenario::{Action, Capability, CountCheck, IdentityCheck, NicRef, Step};
 use crate::target::Session;
@@ -91,6 +92,8 @@ pub struct Exec<'s> {
     stray: Vec<Nic>,
     /// Iteration of each enclosing repeat (from 1) and its count.
     iterations: Vec<(u32, u32)>,
+    /// The name of each enclosing repeat's iteration (`i`), as `iterations` holds them.
+    iteration_names: Vec<String>,
     /// Numbers of the enclosing steps (`5` for the steps of repeat 5).
     numbers: Vec<usize>,
     rules: StepRules,
@@ -119,6 +122,7 @@ impl<'s> Exec<'s> {
             indices: HashMap::new(),
             stray: Vec::new(),
             iterations: Vec::new(),
+            iteration_names: Vec::new(),
             numbers: Vec::new(),
             rules: StepRules::default(),
         }
@@ -145,6 +149,8 @@ impl<'s> Exec<'s> {
     pub fn run(&mut self, steps: &[Step], records: &mut Vec<StepRecord>) -> Result<(), Box<Stop>> {
         for (i, step) in steps.iter().enumerate() {
             self.numbers.push(i + 1);
+            // Names that hold iterations (`q${i}`) with this pass's numbers put in.
+            let step = &*self.resolved(step);
             let started = self.now();
             if let Some(reason) = self.skips(step) {
                 let number = self.number();
@@ -186,6 +192,16 @@ impl<'s> Exec<'s> {
             result?;
         }
         Ok(())
+    }
+
+    /// `step` with the enclosing repeats' iterations put in its names (the checks before
+    /// running make sure each it holds is one of theirs).
+    fn resolved<'a>(&self, step: &'a Step) -> std::borrow::Cow<'a, Step> {
+        let value = |name: &str| {
+            let at = self.iteration_names.iter().rposition(|n| n == name)?;
+            Some(self.iterations[at].0 - 1)
+        };
+        step.resolved(&value).expect("the checks before running make sure every iteration a name holds is a repeat's")
     }
 
     /// Close every NIC still open (steps that failed, or scenarios that end without `close`),
@@ -294,15 +310,21 @@ impl<'s> Exec<'s> {
         let fail = |this: &Self, m: Mismatch| {
             Box::new(Stop::Failed(Failure { step: Some(this.failed_step(step)), expected: m.expected, got: m.got }))
         };
-        let note = if let Action::Repeat { times, steps } = &step.action {
+        let note = if let Action::Repeat { times, index, steps } = &step.action {
             // Inner steps report their own failures; their records are not kept.
+            self.iteration_names.push(index.clone().unwrap_or_else(|| DEFAULT_ITERATION.to_string()));
+            let mut inner = Vec::new();
             for i in 0..*times {
                 self.iterations.push((i + 1, *times));
-                let mut inner = Vec::new();
+                inner.clear();
                 let result = self.run(steps, &mut inner);
                 self.iterations.pop();
+                if result.is_err() {
+                    self.iteration_names.pop();
+                }
                 result?;
             }
+            self.iteration_names.pop();
             Some(format!("{times} iterations"))
         } else {
             let acted = catch_panic(|| self.act(step));

@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 
+use super::steps::DEFAULT_ITERATION;
 use super::{Action, Alias, FaultKind, NicRef, Scenario, Step, Transfer};
 use crate::yaml::{DecodeError, Pos, Problem};
 
@@ -71,7 +72,7 @@ struct Names {
 
 /// Every problem the checks find in `scenario` (none when it may run).
 pub fn check(scenario: &Scenario) -> Vec<DecodeError> {
-    let mut checker = Checker { nics: scenario.nics, errors: Vec::new() };
+    let mut checker = Checker { nics: scenario.nics, errors: Vec::new(), iterations: Vec::new() };
     for fault in &scenario.faults {
         match &fault.kind {
             FaultKind::Firmware(f) => checker.nic_index(f.value.nic.value, f.value.nic.at, &f.value.nic.path),
@@ -101,22 +102,28 @@ pub fn check(scenario: &Scenario) -> Vec<DecodeError> {
 pub fn step_runs(steps: &[Step]) -> u64 {
     steps.iter().fold(0u64, |n, s| {
         n.saturating_add(match &s.action {
-            Action::Repeat { times, steps } => u64::from(*times).saturating_mul(step_runs(steps)).saturating_add(1),
+            Action::Repeat { times, steps, .. } => u64::from(*times).saturating_mul(step_runs(steps)).saturating_add(1),
             _ => 1,
         })
     })
 }
 
+/// The most problems the checks report of one scenario (a mistake inside a repeat of a
+/// thousand passes would otherwise be said a thousand times, once per name).
+const MAX_PROBLEMS: usize = 20;
+
 struct Checker {
     nics: usize,
     errors: Vec<DecodeError>,
+    /// The enclosing repeats' iterations (name, number from 0), innermost last.
+    iterations: Vec<(String, u32)>,
 }
 
 impl Checker {
     fn push(&mut self, at: Pos, field: &str, problem: Problem) {
         let e = DecodeError { at, field: field.to_string(), problem };
         // A repeat body is walked more than once; say each problem once.
-        if !self.errors.contains(&e) {
+        if self.errors.len() < MAX_PROBLEMS && !self.errors.contains(&e) {
             self.errors.push(e);
         }
     }
@@ -266,6 +273,18 @@ impl Checker {
     }
 
     fn step(&mut self, step: &Step, names: &mut Names) {
+        let iterations = &self.iterations;
+        let value = |name: &str| iterations.iter().rev().find(|(n, _)| n == name).map(|(_, i)| *i);
+        let step = match step.resolved(&value) {
+            Ok(step) => step,
+            Err(name) => {
+                // The expansion refuses a reference to no enclosing repeat; this is its backstop.
+                let problem = Problem::UnknownName { what: "iteration".into(), name, suggestion: None };
+                self.push(step.action_at, &step.path, problem);
+                return;
+            }
+        };
+        let step = &*step;
         if step.expect.error.is_some() && !step.action.is_fallible() {
             let at = step.expect.at.unwrap_or(step.at);
             self.push(
@@ -332,10 +351,25 @@ impl Checker {
                     self.nic_index(f.value.nic.value, f.value.nic.at, &f.value.nic.path);
                 }
             }
-            Action::Repeat { times, steps } => {
+            Action::Repeat { times, index, steps } => {
+                let iteration = index.as_deref().unwrap_or(DEFAULT_ITERATION).to_string();
+                if steps.iter().any(|s| s.holds(&iteration)) {
+                    // Names that hold the iteration differ from pass to pass: every pass is
+                    // walked, as it will run (at most MAX_STEP_RUNS steps in all).
+                    for i in 0..*times {
+                        self.iterations.push((iteration.clone(), i));
+                        self.steps(steps, names);
+                        self.iterations.pop();
+                        if self.errors.len() >= MAX_PROBLEMS {
+                            break;
+                        }
+                    }
+                    return;
+                }
                 // Walk the body until what the names name stops changing (or as often as it
                 // runs): what one pass leaves behind is what the next pass starts from. Without
                 // conditionals a body settles within a few passes; eight is a safe bound.
+                self.iterations.push((iteration, 0));
                 for _ in 0..(*times).min(8) {
                     let before = names.clone();
                     self.steps(steps, names);
@@ -343,6 +377,7 @@ impl Checker {
                         break;
                     }
                 }
+                self.iterations.pop();
             }
             Action::Region(r) => {
                 let open = self.open_alias(&r.nic, names);
@@ -488,6 +523,28 @@ mod tests {
         let found = problems("  - close: x\n  - limits: {nic: y}\n  - open: {nic: 5, as: z}\n");
         assert_eq!(found.len(), 3, "{found:?}");
         assert!(matches!(found[2], Problem::NicOutOfRange { nic: 5, nics: 2 }));
+    }
+
+    #[test]
+    fn names_with_iterations_are_checked_pass_by_pass() {
+        let make = "  - open: {nic: 0, as: a}\n  - repeat:\n      times: 3\n      steps:\n        - qp: {on: a, as: \"q${i}\"}\n";
+        // Each pass gives a name of its own; a later step may use any of them by its number.
+        assert_eq!(problems(&format!("{make}  - destroy: q2\n  - destroy: q0\n")), vec![]);
+        // One past the last pass was never made.
+        let found = problems(&format!("{make}  - destroy: q3\n"));
+        assert!(matches!(&found[..], [Problem::UndefinedAlias { alias }] if alias == "q3"), "{found:?}");
+        // Destroyed by a second repeat pass by pass, then used: gone.
+        let again = "  - repeat:\n      times: 3\n      steps:\n        - destroy: \"q${i}\"\n";
+        let found = problems(&format!(
+            "{make}{again}  - room: {{qp: q1, side: send, equals: 0}}\n  - connect: {{qp: q1, peer: q2}}\n"
+        ));
+        assert!(matches!(&found[..], [Problem::Gone { name, .. }, ..] if name == "q1"), "{found:?}");
+        // Made again while the first ones live: the names collide at their pass.
+        let found = problems(&format!("{make}{}", make.lines().skip(1).collect::<Vec<_>>().join("\n") + "\n"));
+        assert!(matches!(&found[..], [Problem::NameInUse { name, .. }, ..] if name == "q0"), "{found:?}");
+        // Nested repeats name each pass by both iterations.
+        let nested = "  - open: {nic: 0, as: a}\n  - repeat:\n      times: 2\n      index: j\n      steps:\n        - repeat:\n            times: 2\n            steps:\n              - region: {on: a, as: \"r${j}_${i}\", bytes: 4KiB}\n  - deregister: r1_1\n  - deregister: r0_1\n";
+        assert_eq!(problems(nested), vec![]);
     }
 
     #[test]

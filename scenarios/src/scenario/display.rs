@@ -93,9 +93,11 @@ impl fmt::Display for Action {
                 }
                 super::faults::FaultKind::Wire(_) => "wire".into(),
             },
-            Action::Repeat { times, steps } => {
-                Flow::new().with("times", times).with("steps", format!("[{} steps]", steps.len())).to_string()
-            }
+            Action::Repeat { times, index, steps } => Flow::new()
+                .with("times", times)
+                .maybe("index", index.as_ref(), String::clone)
+                .with("steps", format!("[{} steps]", steps.len()))
+                .to_string(),
             Action::Inspect { nic, dma_mappings, driver_registered, firmware_objects, rx_no_l2_filter } => Flow::new()
                 .with("nic", nic)
                 .maybe("dma_mappings", *dma_mappings, |n| n.to_string())

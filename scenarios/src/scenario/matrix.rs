@@ -1,5 +1,8 @@
 //! `matrix:`: one file, several scenarios. Every combination of the listed values is a variant;
-//! `${name}` in any string of the file stands for the variant's value of `name`.
+//! `${name}` in any string of the file stands for the variant's value of `name`. Inside a
+//! `repeat`, `${i}` (or the name its `index` gives) is the repeat's iteration, which is put in
+//! as the steps run: expansion leaves those references in place, and refuses any `${…}` that
+//! names neither.
 //!
 //! Expansion works on the positioned YAML tree, before decoding: each variant is decoded and
 //! checked as if it had been written out, and its errors point into the one file.
@@ -8,6 +11,7 @@ use crate::suggest::closest;
 use crate::yaml::error::quote_value;
 use crate::yaml::{DecodeError, Entry, Node, Problem, Value};
 
+use super::steps::DEFAULT_ITERATION;
 use super::values::check_word;
 
 /// The most variants one matrix may make.
@@ -103,7 +107,7 @@ pub fn expand(root: &Node) -> Result<Vec<Variant>, DecodeError> {
     let mut variants = Vec::new();
     for choice in combinations(&vars) {
         let bound: Vec<(&str, &Node)> = vars.iter().zip(&choice).map(|((k, vs), i)| (k.as_str(), &vs[*i])).collect();
-        let root = substitute(&body, "", &bound)?;
+        let root = substitute(&body, "", &bound, &[])?;
         let values = bound.iter().map(|(k, v)| (k.to_string(), scalar_text(v))).collect();
         variants.push(Variant { values, root });
     }
@@ -132,14 +136,32 @@ fn scalar_text(node: &Node) -> String {
     }
 }
 
-fn substitute(node: &Node, path: &str, vars: &[(&str, &Node)]) -> Result<Node, DecodeError> {
+/// A repeat whose steps are being substituted: the name of its iteration, and its line.
+type Repeat<'a> = (&'a str, u64);
+
+/// The name a `repeat:` mapping gives its iteration: its `index`, or `i`.
+fn iteration_name(repeat: &Node) -> &str {
+    match &repeat.value {
+        Value::Map(entries) => entries
+            .iter()
+            .find(|e| e.key == "index")
+            .and_then(|e| match &e.value.value {
+                Value::Str(name) => Some(name.as_str()),
+                _ => None,
+            })
+            .unwrap_or(DEFAULT_ITERATION),
+        _ => DEFAULT_ITERATION,
+    }
+}
+
+fn substitute(node: &Node, path: &str, vars: &[(&str, &Node)], repeats: &[Repeat<'_>]) -> Result<Node, DecodeError> {
     let value = match &node.value {
-        Value::Str(text) => return substitute_str(node, text, path, vars),
+        Value::Str(text) => return substitute_str(node, text, path, vars, repeats),
         Value::Seq(items) => Value::Seq(
             items
                 .iter()
                 .enumerate()
-                .map(|(i, item)| substitute(item, &format!("{path}[{i}]"), vars))
+                .map(|(i, item)| substitute(item, &format!("{path}[{i}]"), vars, repeats))
                 .collect::<Result<_, _>>()?,
         ),
         Value::Map(entries) => Value::Map(
@@ -147,7 +169,14 @@ fn substitute(node: &Node, path: &str, vars: &[(&str, &Node)]) -> Result<Node, D
                 .iter()
                 .map(|e| {
                     let p = if path.is_empty() { e.key.clone() } else { format!("{path}.{}", e.key) };
-                    Ok(Entry { key: e.key.clone(), key_at: e.key_at, value: substitute(&e.value, &p, vars)? })
+                    let value = if e.key == "repeat" && matches!(e.value.value, Value::Map(_)) {
+                        let inner: Vec<Repeat<'_>> =
+                            repeats.iter().copied().chain([(iteration_name(&e.value), e.key_at.line)]).collect();
+                        substitute(&e.value, &p, vars, &inner)?
+                    } else {
+                        substitute(&e.value, &p, vars, repeats)?
+                    };
+                    Ok(Entry { key: e.key.clone(), key_at: e.key_at, value })
                 })
                 .collect::<Result<_, DecodeError>>()?,
         ),
@@ -156,33 +185,68 @@ fn substitute(node: &Node, path: &str, vars: &[(&str, &Node)]) -> Result<Node, D
     Ok(Node { value, at: node.at })
 }
 
+/// What a `${name}` stands for where it is written.
+enum Reference<'n> {
+    /// A matrix value.
+    Value(&'n Node),
+    /// The iteration of an enclosing repeat: left as written, for the runner.
+    Iteration,
+}
+
 /// A string with `${name}`s replaced. A string that is only `${name}` takes the value as it is
 /// (so `nic: ${nic}` is a number when the matrix lists numbers).
-fn substitute_str(node: &Node, text: &str, path: &str, vars: &[(&str, &Node)]) -> Result<Node, DecodeError> {
+fn substitute_str(
+    node: &Node,
+    text: &str,
+    path: &str,
+    vars: &[(&str, &Node)],
+    repeats: &[Repeat<'_>],
+) -> Result<Node, DecodeError> {
     if !text.contains("${") {
         return Ok(node.clone());
     }
     let lookup = |name: &str| {
-        vars.iter().find(|(k, _)| *k == name).map(|(_, v)| *v).ok_or_else(|| {
-            error(
-                node,
-                path,
-                Problem::UnknownName {
-                    what: if vars.is_empty() {
-                        "matrix name (the file has no matrix)".into()
-                    } else {
-                        "matrix name".into()
+        let matrix = vars.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
+        let lines: Vec<u64> = repeats.iter().filter(|(k, _)| *k == name).map(|(_, line)| *line).collect();
+        let ambiguous = |first: String| {
+            let message = format!(
+                "`${{{name}}}` is ambiguous here: {first} name `{name}`; give the repeat's iteration another name (`index: {name}2`)"
+            );
+            error(node, path, Problem::Conflict(message))
+        };
+        match (matrix, &lines[..]) {
+            (Some(_), [line, ..]) => Err(ambiguous(format!("the matrix and the repeat at line {line} both"))),
+            (None, [a, b, ..]) => Err(ambiguous(format!("the repeats at lines {a} and {b} both"))),
+            (None, [_]) => Ok(Reference::Iteration),
+            (Some(value), []) => Ok(Reference::Value(value)),
+            (None, []) => {
+                let known = vars.iter().map(|(k, _)| *k).chain(repeats.iter().map(|(k, _)| *k));
+                let here: Vec<String> = repeats.iter().map(|(k, _)| format!("`{k}`")).collect();
+                let what = match (vars.is_empty(), repeats.is_empty()) {
+                    (true, true) => "matrix name or iteration (the file has no matrix, and a repeat's iteration is named only inside its steps)".to_string(),
+                    (true, false) => format!("iteration (the file has no matrix; the iterations here: {})", here.join(", ")),
+                    (false, true) => "matrix name".to_string(),
+                    (false, false) => format!("matrix name or iteration (the iterations here: {})", here.join(", ")),
+                };
+                Err(error(
+                    node,
+                    path,
+                    Problem::UnknownName {
+                        what,
+                        name: name.into(),
+                        suggestion: closest(name, known).map(str::to_string),
                     },
-                    name: name.into(),
-                    suggestion: closest(name, vars.iter().map(|(k, _)| *k)).map(str::to_string),
-                },
-            )
-        })
+                ))
+            }
+        }
     };
     if let Some(name) = text.strip_prefix("${").and_then(|t| t.strip_suffix('}'))
         && !name.contains(['$', '{', '}'])
     {
-        return Ok(Node { value: lookup(name)?.value.clone(), at: node.at });
+        return Ok(match lookup(name)? {
+            Reference::Value(value) => Node { value: value.value.clone(), at: node.at },
+            Reference::Iteration => node.clone(),
+        });
     }
     let mut out = String::new();
     let mut rest = text;
@@ -193,7 +257,10 @@ fn substitute_str(node: &Node, text: &str, path: &str, vars: &[(&str, &Node)]) -
             let (value, expected) = (quote_value(&node.value), "text with ${name} references".into());
             error(node, path, Problem::Invalid { value, expected, reason: "a `${` is not closed by `}`".into() })
         })?;
-        out.push_str(&scalar_text(lookup(&after[..end])?));
+        match lookup(&after[..end])? {
+            Reference::Value(value) => out.push_str(&scalar_text(value)),
+            Reference::Iteration => out.push_str(&rest[start..start + 2 + end + 1]),
+        }
         rest = &after[end + 1..];
     }
     out.push_str(rest);
@@ -242,6 +309,32 @@ mod tests {
         assert_eq!(e.field, "matrix.r");
         let e = expand(&parse("name: x-${a}${b}${c}\nmatrix: {a: [1,2,3,4,5,6,7,8,9,10], b: [1,2,3,4,5,6,7,8,9,10], c: [1,2,3,4,5,6,7,8,9,10,11]}\n").unwrap()).unwrap_err();
         assert!(e.to_string().contains("more than 1000"), "{e}");
+    }
+
+    #[test]
+    fn a_repeats_iteration_is_left_in_its_steps_and_refused_outside_them() {
+        let text = "name: x\nsteps:\n  - repeat:\n      times: 2\n      index: j\n      steps:\n        - destroy: q${j}\n  - destroy: q${j}\n";
+        let e = expand(&parse(text).unwrap()).unwrap_err();
+        assert_eq!((e.at.line, e.field.as_str()), (8, "steps[1].destroy"));
+        assert!(e.to_string().contains("named only inside its steps"), "{e}");
+        let text =
+            "name: x\nsteps:\n  - repeat:\n      times: 2\n      index: j\n      steps:\n        - destroy: q${j}\n";
+        let v = expand(&parse(text).unwrap()).unwrap();
+        let steps = get(&v[0].root, "steps");
+        let Value::Seq(steps) = &steps.value else { panic!() };
+        let inner = get(get(&steps[0], "repeat"), "steps");
+        let Value::Seq(inner) = &inner.value else { panic!() };
+        assert_eq!(get(&inner[0], "destroy").value, Value::Str("q${j}".into()));
+        // A matrix value and an iteration of one name, where both could be meant.
+        let text = "name: x-${i}\nmatrix: {i: [1]}\nsteps:\n  - repeat:\n      times: 2\n      steps:\n        - destroy: q${i}\n";
+        let e = expand(&parse(text).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("the matrix and the repeat at line 4 both name `i`"), "{e}");
+        // The matrix's own values still go in inside a repeat.
+        let text = "name: x-${n}\nmatrix: {n: [3]}\nsteps:\n  - repeat:\n      times: 2\n      steps:\n        - destroy: q${n}_${i}\n";
+        let v = expand(&parse(text).unwrap()).unwrap();
+        let Value::Seq(steps) = &get(&v[0].root, "steps").value else { panic!() };
+        let Value::Seq(inner) = &get(get(&steps[0], "repeat"), "steps").value else { panic!() };
+        assert_eq!(get(&inner[0], "destroy").value, Value::Str("q3_${i}".into()));
     }
 
     #[test]

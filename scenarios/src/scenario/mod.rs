@@ -386,7 +386,7 @@ impl Scenario {
                 .iter()
                 .map(|s| match &s.action {
                     Action::Region(r) => r.bytes,
-                    Action::Repeat { times, steps } => sum(steps).saturating_mul(u64::from(*times)),
+                    Action::Repeat { times, steps, .. } => sum(steps).saturating_mul(u64::from(*times)),
                     _ => 0,
                 })
                 .fold(0, u64::saturating_add)

@@ -33,7 +33,16 @@ impl<'de> Deserialize<'de> for Step {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Step, D::Error> {
         let step = LocatedSeed(StepVisitor).deserialize(d)?;
         let Parts { action, expect, timeout } = step.value;
-        Ok(Step { at: step.at, path: step.path, action: action.value, action_at: action.at, expect, timeout })
+        let (mut value, action_at) = (action.value, action.at);
+        let mut uses: Vec<String> = Vec::new();
+        for name in value.names_mut() {
+            for iteration in name.references() {
+                if !uses.iter().any(|u| u == iteration) {
+                    uses.push(iteration.to_string());
+                }
+            }
+        }
+        Ok(Step { at: step.at, path: step.path, action: value, action_at, expect, timeout, uses })
     }
 }
 

@@ -39,6 +39,34 @@ pub struct Step {
     /// The longest one run of the step may take on the target's clock; past it the scenario
     /// ends with the verdict TIMEOUT.
     pub timeout: Option<Duration>,
+    /// The iterations of enclosing repeats its names hold (`i` of `as: q${i}`), each once;
+    /// empty for most steps.
+    pub uses: Vec<String>,
+}
+
+/// The name of a repeat's iteration when its `index` does not say.
+pub const DEFAULT_ITERATION: &str = "i";
+
+impl Step {
+    /// The step with every iteration its names hold put in by `value` (`q${i}` at `i` = 7 is
+    /// `q7`); the step itself when it holds none. An iteration `value` has no number for is
+    /// returned (the checks before running make sure every one has).
+    pub fn resolved(&self, value: &dyn Fn(&str) -> Option<u32>) -> Result<std::borrow::Cow<'_, Step>, String> {
+        if self.uses.is_empty() {
+            return Ok(std::borrow::Cow::Borrowed(self));
+        }
+        let mut step = self.clone();
+        for alias in step.action.names_mut() {
+            *alias = alias.resolve(value)?;
+        }
+        Ok(std::borrow::Cow::Owned(step))
+    }
+
+    /// Whether the step, or one inside it, holds iteration `name` in its names.
+    pub fn holds(&self, name: &str) -> bool {
+        self.uses.iter().any(|u| u == name)
+            || matches!(&self.action, Action::Repeat { steps, .. } if steps.iter().any(|s| s.holds(name)))
+    }
 }
 
 /// What a step does: its keyword and what the keyword takes.
@@ -96,6 +124,10 @@ pub enum Action {
         /// How many times (1 to 1,000,000).
         #[serde(with = "RepeatTimes")]
         times: u32,
+        /// The name by which the steps' names refer to the iteration, from 0 (`as: q${i}`);
+        /// `i` when absent.
+        #[serde(default, with = "Opt::<super::kinds::IterationName>")]
+        index: Option<String>,
         /// The steps.
         #[serde(with = "StepList")]
         steps: Vec<Step>,
@@ -540,6 +572,33 @@ super::kinds::schema!(StepList, |g| {
 });
 
 impl Action {
+    /// Every name the step gives or uses (not those of the steps inside a repeat), to put
+    /// iterations in ([`Step::resolved`]).
+    pub fn names_mut(&mut self) -> Vec<&mut Alias> {
+        fn nic(r: &mut NicRef) -> Vec<&mut Alias> {
+            match r {
+                NicRef::Alias(a) => vec![a],
+                NicRef::Index { .. } => Vec::new(),
+            }
+        }
+        match self {
+            Action::Open { alias, .. } => vec![alias],
+            Action::Close(a) | Action::Deregister(a) | Action::Destroy(a) => vec![a],
+            Action::Config { nic: r, .. } | Action::Inspect { nic: r, .. } => nic(r),
+            Action::Identity(c) => std::iter::once(&mut c.nic).chain(c.differs_from.iter_mut()).collect(),
+            Action::Limits { nic, .. } => vec![nic],
+            Action::Count(_) | Action::Wait(_) | Action::Fault(_) | Action::Repeat { .. } => Vec::new(),
+            Action::Region(r) => vec![&mut r.nic, &mut r.name],
+            Action::Qp { nic, name } => vec![nic, name],
+            Action::Connect { qp, peer } => vec![qp, peer],
+            Action::Send(t) | Action::Receive(t) => vec![&mut t.qp, &mut t.region],
+            Action::Read(r) => vec![&mut r.qp, &mut r.region, &mut r.from],
+            Action::Complete(c) => vec![&mut c.qp],
+            Action::Compare { region, with, .. } => vec![region, with],
+            Action::Room(r) => vec![&mut r.qp],
+        }
+    }
+
     /// The step's keyword in the language (its variant's name, as serde reads it; a test keeps
     /// the two the same).
     pub fn keyword(&self) -> &'static str {

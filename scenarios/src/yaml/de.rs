@@ -11,7 +11,7 @@ use serde::de::value::{StringDeserializer, U64Deserializer};
 use serde::de::{self, DeserializeSeed, IntoDeserializer, Visitor};
 
 use super::error::{DecodeError, Problem};
-use super::located::{LOCATED, ONE_OR_MANY};
+use super::located::{LOCATED, NAME, ONE_OR_MANY};
 use super::node::{Entry, Node, Value};
 
 /// Reads the node `node`, whose field is `path` (empty for the top of a file).
@@ -19,12 +19,28 @@ use super::node::{Entry, Node, Value};
 pub struct NodeDeserializer<'a> {
     node: &'a Node,
     path: &'a str,
+    /// Whether the node is a name, which may hold a repeat's iteration (`q${i}`).
+    name: bool,
 }
 
 impl<'a> NodeDeserializer<'a> {
     /// A deserializer of `node` at `path`.
     pub fn new(node: &'a Node, path: &'a str) -> NodeDeserializer<'a> {
-        NodeDeserializer { node, path }
+        NodeDeserializer { node, path, name: false }
+    }
+
+    /// A `${…}` left in text after a matrix's values went in is a repeat's iteration (the
+    /// expansion refuses any other): it stands only in names, which read it themselves.
+    fn iteration_outside_a_name(&self, text: &str) -> Result<(), DecodeError> {
+        match text.find("${") {
+            Some(start) if !self.name => {
+                let reference = text[start..].find('}').map_or(&text[start..], |end| &text[start..=start + end]);
+                Err(self.place(DecodeError::unplaced(Problem::Conflict(format!(
+                    "`{reference}` (a repeat's iteration) stands only in names (`as:` and the names steps use), not here"
+                )))))
+            }
+            _ => Ok(()),
+        }
     }
 
     fn place(&self, e: DecodeError) -> DecodeError {
@@ -54,7 +70,10 @@ impl<'de> de::Deserializer<'de> for NodeDeserializer<'_> {
                 _ => visitor.visit_i128(*i),
             },
             Value::Float(x) => visitor.visit_f64(*x),
-            Value::Str(s) => visitor.visit_str(s),
+            Value::Str(s) => {
+                self.iteration_outside_a_name(s)?;
+                visitor.visit_str(s)
+            }
             Value::Seq(items) => visitor.visit_seq(SeqReader { items, next: 0, path: self.path }),
             Value::Map(entries) => visitor.visit_map(MapReader { entries, next: 0, path: self.path }),
         };
@@ -74,6 +93,7 @@ impl<'de> de::Deserializer<'de> for NodeDeserializer<'_> {
     ) -> Result<V::Value, DecodeError> {
         let result = match (name, &self.node.value) {
             (LOCATED, _) => visitor.visit_seq(LocatedReader { de: self, next: 0 }),
+            (NAME, _) => visitor.visit_newtype_struct(NodeDeserializer { name: true, ..self }),
             (ONE_OR_MANY, Value::Seq(_)) => visitor.visit_newtype_struct(self),
             (ONE_OR_MANY, _) => visitor.visit_seq(OneReader { de: Some(self) }),
             _ => visitor.visit_newtype_struct(self),
@@ -113,7 +133,10 @@ impl<'de> de::Deserializer<'de> for NodeDeserializer<'_> {
             self.place(e)
         };
         match &self.node.value {
-            Value::Str(s) if of_words => visitor.visit_enum(WordVariant { word: s, de: self }).map_err(named),
+            Value::Str(s) if of_words => {
+                self.iteration_outside_a_name(s)?;
+                visitor.visit_enum(WordVariant { word: s, de: self }).map_err(named)
+            }
             Value::Map(entries) if !of_words => match &entries[..] {
                 [entry] => {
                     visitor.visit_enum(KeyVariant { entry, path: self.path, variants }).map_err(|e| self.place(e))

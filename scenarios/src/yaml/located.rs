@@ -17,6 +17,9 @@ use super::node::Pos;
 pub(super) const LOCATED: &str = "$bnxt_rig::Located";
 /// The newtype name by which [`OneOrMany`] asks to take one item as a list of it.
 pub(super) const ONE_OR_MANY: &str = "$bnxt_rig::OneOrMany";
+/// The newtype name by which a name's reader (`scenario::names::Alias`) asks for text that may
+/// hold a repeat's iteration (`q${i}`), which the deserializer refuses anywhere else.
+pub const NAME: &str = "$bnxt_rig::Name";
 
 /// A value, where it is written and its field's path.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,5 +10,5 @@ pub mod node;
 
 pub use de::NodeDeserializer;
 pub use error::{DecodeError, Problem};
-pub use located::{Located, LocatedSeed, OneOrMany};
+pub use located::{Located, LocatedSeed, NAME, OneOrMany};
 pub use node::{Entry, Node, Pos, SyntaxError, Value};

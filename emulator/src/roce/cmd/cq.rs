@@ -60,10 +60,14 @@ pub fn create_cq(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome 
     let spec = PblSpec { root: req.pbl.get(), level, page_shift, table_shift };
     let mem =
         PageList::walk(cx.mem, spec, u64::from(size) * 32).map_err(|e| Refusal::invalid(format!("CQ memory: {e}")))?;
-    let id =
-        (base..base + count).find(|id| !st.cqs.contains_key(id)).ok_or_else(|| Refusal::resources("no CQ id left"))?;
+    // The smallest free id: every one below `free_from.cq` is in use.
+    let id = (st.free_from.cq.max(base)..base + count)
+        .find(|id| !st.cqs.contains_key(id))
+        .ok_or_else(|| Refusal::resources("no CQ id left"))?;
     let unchecked = flags & C::FLAGS_DISABLE_CQ_OVERFLOW_DETECTION != 0;
     st.cqs.insert(id, Cq::new(id, req.cq_handle.get(), nq, size, dpi, unchecked, mem));
+    // The smallest free id was taken: every one up to it is in use.
+    st.free_from.cq = id + 1;
     answer::<CreqCreateCqResp>(|r| r.xid = id.into())
 }
 
@@ -78,6 +82,7 @@ pub fn destroy_cq(st: &mut RoceState, cmd: &Cmd<'_>) -> Outcome {
         return Err(Refusal::invalid(format!("CQ {id} is still used by QP {qp}")));
     }
     let cq = st.cqs.remove(&id).expect("checked above");
+    st.free_from.cq = st.free_from.cq.min(id);
     answer::<CreqDestroyCqResp>(|r| {
         r.xid = id.into();
         r.total_cnq_events = (cq.notifications.min(u64::from(u16::MAX)) as u16).into();

@@ -169,6 +169,11 @@ pub fn create_qp(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome 
         in_flight: Default::default(),
     };
     st.qps.insert(id, qp);
+    st.count_cq_users(scq, rcq, true);
+    if kind != QpKind::Gsi {
+        // The smallest free number was taken: every one up to it is in use.
+        st.free_from.qp = id + 1;
+    }
     answer::<CreqCreateQpResp>(|r| r.xid = id.into())
 }
 
@@ -280,11 +285,16 @@ fn max_sge(variable: bool) -> u32 {
 fn rc_qpn(st: &RoceState, cx: &CmdCtx<'_>) -> Result<u32, Refusal> {
     let first = super::func::first_qpn(cx.limits);
     let count = cx.limits.qps.saturating_sub(first);
-    let in_use = st.qps.values().filter(|q| q.kind != QpKind::Gsi).count();
+    // The GSI QP (QP1, the only one of its kind) is not one of them.
+    let gsi = st.qps.get(&GSI_QPN).is_some_and(|q| q.kind == QpKind::Gsi);
+    let in_use = st.qps.len() - usize::from(gsi);
     if in_use as u64 >= u64::from(count) {
         return Err(Refusal::resources(format!("all {count} QPs the context memory holds are in use")));
     }
-    (first..first + count).find(|q| !st.qps.contains_key(q)).ok_or_else(|| Refusal::resources("no QP id left"))
+    // The smallest free number: every one below `free_from.qp` is in use.
+    (st.free_from.qp.max(first)..first + count)
+        .find(|q| !st.qps.contains_key(q))
+        .ok_or_else(|| Refusal::resources("no QP id left"))
 }
 
 /// QP1 for the GSI QP, if the function has none yet and the context memory sets entries aside.
@@ -348,9 +358,11 @@ pub fn query_qp(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
 pub fn destroy_qp(st: &mut RoceState, cmd: &Cmd<'_>) -> Outcome {
     let req: CmdqDestroyQp = parse(cmd, 0x18)?;
     let id = req.qp_cid.get();
-    if st.qps.remove(&id).is_none() {
+    let Some(qp) = st.qps.remove(&id) else {
         return Err(Refusal::invalid(format!("qp_cid {id} is not a QP")));
-    }
+    };
+    st.count_cq_users(qp.scq, qp.rcq, false);
+    st.free_from.qp = st.free_from.qp.min(id);
     st.dirty.remove(&id);
     answer::<CreqDestroyQpResp>(|r| r.xid = id.into())
 }

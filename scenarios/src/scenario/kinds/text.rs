@@ -69,6 +69,11 @@ text!(
     |g| json_schema!({ "type": "string", "pattern": WORD_PATTERN })
 );
 text!(
+    /// The name by which a repeat's steps refer to its iteration (`${i}`).
+    IterationName, "an iteration's name", check_word,
+    |g| json_schema!({ "type": "string", "pattern": WORD_PATTERN })
+);
+text!(
     /// A PCI bus address, as Linux writes it (`0000:81:00.0`).
     Bus, "a bus address, as 0000:81:00.0", parse_bus,
     |g| json_schema!({ "type": "string" })
