@@ -139,6 +139,26 @@ if [ ! -x "$C/perftest-root/usr/bin/ib_send_bw" ]; then
   unpack_into "$C/perftest-root" "${DEBS[@]}"
 fi
 
+# --- The peers guest test (guest-test.sh --peers): iproute2's `rdma` (to add an rdma_rxe link) with
+# libmnl and libcap, which it loads, and rdmacm-utils' rping and ucmatose (RDMA CM); iproute2's `ip`
+# (the pyverbs suite runs `ip -j`, which busybox lacks) with libselinux and libpcre2, libbpf with
+# libelf and libzstd. A folder of its own, so that adding it leaves the others as they were.
+if [ ! -x "$C/peers-root/usr/bin/rping" ]; then
+  DEBS=(); fetch_debs sid iproute2 rdmacm-utils libmnl0 libcap2 libselinux1 libpcre2-8-0 libbpf1 libelf1t64 libzstd1
+  unpack_into "$C/peers-root" "${DEBS[@]}"
+fi
+
+# --- rdma-core's own test suite for the pyverbs guest test (guest-test.sh --pyverbs): python3-pyverbs
+# (pyverbs, and the suite under usr/share/doc/rdma-core/tests) with sid's Python 3 and the libraries
+# its interpreter and standard modules load (expat, ffi, bz2, lzma, zstd, zlib, OpenSSL, uuid).
+# libibverbs, the providers and librdmacm come from verbs-root and perftest-root.
+if [ ! -x "$C/pyverbs-root/usr/bin/python3" ]; then
+  DEBS=(); fetch_debs sid python3-pyverbs python3 python3-minimal python3.14 python3.14-minimal libpython3.14 \
+    libpython3.14-minimal libpython3.14-stdlib libpython3-stdlib libexpat1 libffi8 libbz2-1.0 liblzma5 libzstd1 \
+    zlib1g libssl3t64 libuuid1 media-types netbase
+  unpack_into "$C/pyverbs-root" "${DEBS[@]}"
+fi
+
 # The manifest lists what this run fetched or checked; a run that fetched nothing keeps the old one.
 if [ -s "$C/manifest.new" ]; then
   touch "$C/manifest.txt"; sort -u "$C/manifest.new" "$C/manifest.txt" > "$C/manifest.tmp"
