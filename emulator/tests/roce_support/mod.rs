@@ -796,6 +796,54 @@ impl Func {
     }
 }
 
+/// CREATE_AH of a RoCE v2 IPv4 address handle from GID index `sgid` to `dgid` at `dmac` in PD 1.
+pub fn create_ah(sgid: u16, dgid: [u8; 16], dmac: [u8; 6]) -> CmdqCreateAh {
+    let mut a = CmdqCreateAh::new_zeroed();
+    a.ah_handle = 0x77.into();
+    a.dgid.as_mut_bytes().copy_from_slice(&dgid);
+    a.type_ = CmdqCreateAh::TYPE_V2IPV4;
+    a.hop_limit = 64;
+    a.sgid_index = sgid.into();
+    // bnxt_re sets the VLAN id bits to all ones (no VLAN): qplib_sp.c `bnxt_qplib_create_ah`.
+    a.dest_vlan_id_flow_label = CmdqCreateAh::DEST_VLAN_ID_MASK.into();
+    a.pd_id = 1.into();
+    a.dest_mac.as_mut_bytes().copy_from_slice(&dmac);
+    a
+}
+
+/// A UD SEND WQE (static mode) as libbnxt_re and bnxt_re write it for UD and GSI QPs: `sq_send`
+/// with q_key, dst_qp and avid (`sge` is (va, lkey, len), `dst` (dst_qp, avid, q_key)); rings the
+/// SQ doorbell.
+pub fn post_ud(
+    f: &mut Func,
+    rig: &mut Rig,
+    qp: &mut TQp,
+    sge: (u64, u32, u32),
+    dst: (u32, u32, u32),
+    imm: Option<u32>,
+) {
+    let (dst_qp, avid, qkey) = dst;
+    let mut w = [0u8; 48];
+    w[0] = if imm.is_some() { SqBase::WQE_TYPE_SEND_W_IMMEAD } else { SqBase::WQE_TYPE_SEND };
+    w[1] = SqSendHdr::FLAGS_SIGNAL_COMP;
+    w[2] = 3;
+    w[4..8].copy_from_slice(&imm.unwrap_or(0).to_le_bytes());
+    w[8..12].copy_from_slice(&sge.2.to_le_bytes());
+    w[12..16].copy_from_slice(&qkey.to_le_bytes());
+    w[16..20].copy_from_slice(&dst_qp.to_le_bytes());
+    w[20..24].copy_from_slice(&avid.to_le_bytes());
+    w[32..40].copy_from_slice(&sge.0.to_le_bytes());
+    w[40..44].copy_from_slice(&sge.1.to_le_bytes());
+    w[44..48].copy_from_slice(&sge.2.to_le_bytes());
+    rig.poke(f.nic, qp.sq_base + u64::from(qp.sq_prod * 8) * 16, &w);
+    qp.sq_prod += 1;
+    if qp.sq_prod >= qp.sq_size {
+        qp.sq_prod -= qp.sq_size;
+        qp.sq_epoch = !qp.sq_epoch;
+    }
+    ring(rig, f.nic, Doorbell::roce(DbType::Sq, qp.id, qp.sq_prod, qp.sq_epoch, 0));
+}
+
 /// MODIFY_ROCE_CC's generation-1 extension TLV as bnxt_re fills it (qplib_tlv.h
 /// `ROCE_EXT_TLV_PREP`: CMD_DISCR_TLV_ENCAP, type MODIFY_ROCE_CC_GEN1, length 80, REQUIRED, MORE
 /// when `more`).
