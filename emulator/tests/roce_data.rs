@@ -190,6 +190,71 @@ fn an_overflowing_cq_reports_a_cq_error_and_keeps_the_model_running() {
     assert!(p.rig.world.take_events().iter().any(|e| matches!(e.kind, EventKind::CqOverflow { .. })));
 }
 
+/// RESIZE_CQ as bnxt_re sends it (qplib_fp.c `bnxt_qplib_resize_cq`) to a new ring of `size`.
+fn resize_cq(p: &mut Pair, size: u32) -> (Creq, TCq) {
+    let f = &mut p.f[0];
+    let (table, base) = pbl(&p.rig, 0, &mut f.pages, u64::from(size) * 32);
+    let mut r = CmdqResizeCq::new_zeroed();
+    r.cq_cid = p.cq[0].id.into();
+    r.new_cq_size_pg_size_lvl = ((size << 5) | CmdqResizeCq::LVL_LVL_1).into();
+    r.new_pbl = table.into();
+    let c = f.call(&mut p.rig, r);
+    (c, TCq { id: p.cq[0].id, base, size, cons: 0, epoch: false, toggle: p.cq[0].toggle })
+}
+
+#[test]
+fn resize_cq_ends_the_old_ring_with_a_cut_off_cqe_and_continues_on_the_new_one_from_its_start() {
+    let mut p = pair_with(FaultPlan::default(), false, 4);
+    let (k0, b0) = p.mr[0];
+    let (k1, b1) = p.mr[1];
+    // Three CQEs on the old ring (one wrap short), one consumed.
+    for k in 0..3 {
+        p.f[1].post_recv(&mut p.rig, &mut p.qp[1], k, &[(b1, k1, 64)]);
+        p.f[0].post_send(&mut p.rig, &mut p.qp[0], SEND, SIGNAL, &[(b0, k0, 64)], None, None, 0);
+    }
+    p.rig.world.advance(10 * MS);
+    p.cq[0].poll(&p.rig, 0).unwrap();
+    p.cq[0].release(&mut p.rig, 0);
+    let cases = [(0u32, "new_cq_size 0"), ((1 << 20) + 2, "beyond max_cqe + 1")];
+    for (size, what) in cases {
+        let mut r = CmdqResizeCq::new_zeroed();
+        r.cq_cid = p.cq[0].id.into();
+        r.new_cq_size_pg_size_lvl = ((size << 5) | CmdqResizeCq::LVL_LVL_1).into();
+        assert_eq!(p.f[0].call(&mut p.rig, r).status, INVALID_PARAMETER, "{what}");
+    }
+    let (c, mut new) = resize_cq(&mut p, 16);
+    assert_eq!((c.status, c.xid), (0, p.cq[0].id));
+    // The old ring: the two waiting CQEs, then CUT_OFF with resize toggle 1.
+    for _ in 0..2 {
+        assert_eq!(cqe_type(&p.cq[0].poll(&p.rig, 0).unwrap()), 0, "a requester CQE");
+    }
+    let cut = p.cq[0].poll(&p.rig, 0).expect("the CUT_OFF CQE");
+    assert_eq!((cut[0x18] & 0x1e, (cut[0x18] >> 5) & 3, cut[0x19]), (CqCutoff::CQE_TYPE_CUT_OFF, 1, 0));
+    assert!(p.cq[0].peek(&p.rig, 0).is_none(), "nothing after it on the old ring");
+    // libbnxt_re switches to the new ring (its old epoch kept) and acknowledges the cut-off.
+    ring(&mut p.rig, 0, Doorbell::roce(DbType::CqCutoffAck, new.id, 0, false, 0));
+    assert_eq!(p.rig.world.nic_state(0).roce.bad_doorbells_total(), 1, "a stale resize toggle is ignored");
+    ring(&mut p.rig, 0, Doorbell::roce(DbType::CqCutoffAck, new.id, 0, false, 1));
+    assert_eq!(p.rig.world.nic_state(0).roce.bad_doorbells_total(), 1);
+    // Twelve more CQEs: more than the old ring held, from index 0 of the new one, first pass.
+    for k in 0..12 {
+        p.f[1].post_recv(&mut p.rig, &mut p.qp[1], 10 + k, &[(b1, k1, 64)]);
+        p.f[0].post_send(&mut p.rig, &mut p.qp[0], SEND, SIGNAL, &[(b0, k0, 64)], None, None, 0);
+    }
+    p.rig.world.advance(10 * MS);
+    for k in 0..12 {
+        let c = new.poll(&p.rig, 0).unwrap_or_else(|| panic!("CQE {k} on the new ring"));
+        assert_eq!((cqe_type(&c), cqe_status(&c)), (0, 0));
+    }
+    assert!(new.peek(&p.rig, 0).is_none());
+    // The consumer doorbell with libbnxt_re's carried-over epoch: it keeps the old ring's (which
+    // wrapped at the CUT_OFF CQE), as index 12 is not below its old head 0.
+    ring(&mut p.rig, 0, Doorbell::roce(DbType::Cq, new.id, 12, true, 0));
+    let st = p.rig.world.nic_state(0);
+    assert_eq!((st.roce.bad_doorbells_total(), st.roce.cq_overflows), (1, 0));
+    assert_eq!(p.rig.world.device(0).roce().state().cqs[&new.id].outstanding(), 0, "all 12 returned");
+}
+
 #[test]
 fn armed_cqs_notify_their_nq_with_the_toggle_and_stale_arms_are_ignored() {
     let mut p = pair(false);
@@ -251,7 +316,9 @@ fn bad_doorbells_are_ignored_and_counted() {
         p.rig.world.bar_write(0, 2, offset, &value.to_le_bytes());
     }
     p.rig.world.bar_write(0, 2, DB, &1u32.to_le_bytes());
-    p.rig.world.bar_write(0, 2, DB, &Doorbell::roce(DbType::CqCutoffAck, 1, 0, false, 0).encode().to_le_bytes());
+    let cq = p.cq[0].id;
+    p.rig.world.bar_write(0, 2, DB, &Doorbell::roce(DbType::CqCutoffAck, cq, 0, false, 0).encode().to_le_bytes());
+    p.rig.world.bar_write(0, 2, DB, &Doorbell::roce(DbType::PushStart, qp, 0, false, 0).encode().to_le_bytes());
     p.rig.world.bar_write(0, 2, DB, &Doorbell::roce(DbType::Srq, 1, 0, false, 0).encode().to_le_bytes());
     p.rig.world.advance(MS);
     let st = p.rig.world.nic_state(0);
@@ -259,7 +326,8 @@ fn bad_doorbells_are_ignored_and_counted() {
         assert_eq!(st.roce.bad_doorbells.get(reason), Some(&1), "{reason}");
     }
     assert_eq!(st.roce.bad_doorbells.get("a 32-bit store: P7 doorbells are single 64-bit stores"), Some(&1));
-    assert_eq!(st.roce.unimplemented_doorbells, 1, "CQ resize (CQ_CUTOFF_ACK) is not modelled");
+    assert_eq!(st.roce.bad_doorbells.get("CQ_CUTOFF_ACK on a CQ never resized"), Some(&1));
+    assert_eq!(st.roce.unimplemented_doorbells, 1, "push WQEs are not modelled");
     assert_eq!(st.roce.bad_doorbells.get("no SRQ with this xid"), Some(&1));
     assert_eq!(st.roce.frames_sent, 0, "no WQE was taken from any of them");
     assert!(p.cq[0].peek(&p.rig, 0).is_none());

@@ -309,7 +309,7 @@ impl RoceEngine {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn write_cqe(
+    pub(super) fn write_cqe(
         &mut self,
         now: Duration,
         cq_id: u32,
