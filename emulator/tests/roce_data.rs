@@ -457,8 +457,8 @@ fn the_pcap_tap_records_every_frame_of_the_segment() {
 fn a_wqe_the_engine_cannot_carry_out_completes_in_error_then_the_rest_flushed() {
     let mut p = pair(false);
     let (k0, b0) = p.mr[0];
-    // An atomic (QUERY_FUNC says ATOMIC_OPS_NOT_SUPPORTED), then a good SEND.
-    p.f[0].post_send(&mut p.rig, &mut p.qp[0], SqBase::WQE_TYPE_ATOMIC_CS, SIGNAL, &[(b0, k0, 8)], None, None, 0);
+    // A local invalidate (memory windows and invalidation are not modelled), then a good SEND.
+    p.f[0].post_send(&mut p.rig, &mut p.qp[0], SqBase::WQE_TYPE_LOCAL_INVALID, SIGNAL, &[(b0, k0, 8)], None, None, 0);
     p.f[0].post_send(&mut p.rig, &mut p.qp[0], SEND, SIGNAL, &[(b0, k0, 64)], None, None, 0);
     let first = p.cq[0].wait(&mut p.rig, 0, 100 * MS);
     let second = p.cq[0].wait(&mut p.rig, 0, 100 * MS);
@@ -565,7 +565,7 @@ fn a_new_pair_of_qps_still_works(p: &mut Pair) {
 #[test]
 fn random_frames_with_good_icrcs_at_a_live_qp_never_crash_the_model() {
     use bnxt_model::net::bth::BthRepr;
-    use bnxt_model::net::ext::{AethRepr, DethRepr, RethRepr, Syndrome};
+    use bnxt_model::net::ext::{AethRepr, AtomicEthRepr, DethRepr, RethRepr, Syndrome};
     use bnxt_model::net::opcode::ALL_OPCODES;
     use bnxt_model::net::{MacAddr, Path, Transport, build_frame};
     use rand::{Rng, SeedableRng};
@@ -604,6 +604,14 @@ fn random_frames_with_good_icrcs_at_a_live_qp_never_crash_the_model() {
         }
         if op.has_deth() {
             t.deth = Some(DethRepr { qkey: rng.random(), src_qp: rng.random_range(0..0x100_0000) });
+        }
+        if op.has_atomic_eth() {
+            let va = if rng.random_bool(0.7) { b1 + (rng.random_range(0..(256u64 << 10)) & !7) } else { rng.random() };
+            let rkey = if rng.random_bool(0.7) { k1 } else { rng.random() };
+            t.atomic = Some(AtomicEthRepr { va, rkey, swap_add: rng.random(), compare: rng.random() });
+        }
+        if op.has_atomic_ack_eth() {
+            t.atomic_ack = Some(rng.random());
         }
         let len = if op.has_payload() { rng.random_range(0..=4096) } else { 0 };
         let payload: Vec<u8> = (0..len).map(|_| rng.random()).collect();
@@ -662,4 +670,49 @@ fn random_wqes_and_doorbells_on_a_live_qp_never_crash_the_model() {
     let st = p.rig.world.nic_state(0).roce;
     assert!(st.wqes > 100 && st.bad_wqes > 0, "WQEs read {}, refused {}", st.wqes, st.bad_wqes);
     a_new_pair_of_qps_still_works(&mut p);
+}
+
+#[rstest::rstest]
+fn rc_atomics_between_two_nics_as_bnxt_re_and_libbnxt_re_post_them(#[values(false, true)] variable: bool) {
+    let mut p = pair(variable);
+    let (k0, b0) = p.mr[0];
+    // The target word in a region that allows remote atomics (REGISTER_MR ACCESS_REMOTE_ATOMIC).
+    let access = LW | CmdqRegisterMr::ACCESS_REMOTE_ATOMIC;
+    let (ka, ba) = p.f[1].region(&mut p.rig, 4096, access);
+    p.rig.poke(1, ba + 64, &100u64.to_le_bytes());
+    let word = |p: &Pair| u64::from_le_bytes(p.rig.peek(1, ba + 64, 8).try_into().unwrap());
+    let local = |p: &Pair| u64::from_le_bytes(p.rig.peek(0, b0 + 8, 8).try_into().unwrap());
+    // Fetch-and-add as bnxt_re's kernel path writes it (wqe_size 0), then compare-and-swap as
+    // libbnxt_re does (wqe_size 3).
+    p.f[0].post_atomic(&mut p.rig, &mut p.qp[0], true, None, 5, (ba + 64, ka), (b0 + 8, k0));
+    let c = p.cq[0].wait(&mut p.rig, 0, 100 * MS);
+    assert_eq!((cqe_type(&c), cqe_status(&c)), (0, 0), "a requester CQE, ok");
+    assert_eq!((word(&p), local(&p)), (105, 100));
+    p.f[0].post_atomic(&mut p.rig, &mut p.qp[0], false, Some(105), 7, (ba + 64, ka), (b0 + 8, k0));
+    assert_eq!(cqe_status(&p.cq[0].wait(&mut p.rig, 0, 100 * MS)), 0);
+    assert_eq!((word(&p), local(&p)), (7, 105));
+    let events = p.rig.world.take_events();
+    let sent: Vec<u8> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::FrameSent { opcode, .. } => Some(*opcode),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        sent.contains(&0x14) && sent.contains(&0x13) && sent.contains(&0x12),
+        "FetchAdd, CmpSwap, ATOMIC ACK: {sent:x?}"
+    );
+    // The region for SENDs and WRITEs does not allow atomics: NAK remote access error.
+    let (k1, b1) = p.mr[1];
+    p.f[0].post_atomic(&mut p.rig, &mut p.qp[0], false, None, 1, (b1, k1), (b0 + 8, k0));
+    assert_eq!(cqe_status(&p.cq[0].wait(&mut p.rig, 0, 100 * MS)), CqReq::STATUS_REMOTE_ACCESS_ERR);
+    assert_eq!(p.rig.world.nic_state(0).unimplemented, 0);
+}
+
+#[test]
+fn query_func_does_not_say_atomics_are_unsupported() {
+    let (mut rig, mut f) = up();
+    let caps = f.query_func(&mut rig);
+    assert_eq!(caps.dev_cap_ext_flags & CreqQueryFuncRespSb::ATOMIC_OPS_NOT_SUPPORTED, 0);
 }

@@ -477,6 +477,10 @@ fn send_wqe(seq: u64, w: SqWqe, force: bool, inline: &mut std::collections::BTre
         SqBase::WQE_TYPE_SEND_W_IMMEAD => SendOp::Send { imm: Some(w.imm) },
         SqBase::WQE_TYPE_WRITE_WQE => SendOp::RdmaWrite { va: w.remote_va, rkey: w.remote_key, imm: None },
         SqBase::WQE_TYPE_WRITE_W_IMMEAD => SendOp::RdmaWrite { va: w.remote_va, rkey: w.remote_key, imm: Some(w.imm) },
+        SqBase::WQE_TYPE_ATOMIC_CS => {
+            SendOp::CompareSwap { va: w.remote_va, rkey: w.remote_key, compare: w.compare, swap: w.swap }
+        }
+        SqBase::WQE_TYPE_ATOMIC_FA => SendOp::FetchAdd { va: w.remote_va, rkey: w.remote_key, add: w.swap },
         _ => SendOp::RdmaRead { va: w.remote_va, rkey: w.remote_key },
     };
     let (signaled, solicited) = (w.signaled() || force, w.solicited());

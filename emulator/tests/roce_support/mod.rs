@@ -651,7 +651,7 @@ impl Func {
         m.qp_cid = qp.id.into();
         m.modify_mask = (M::MODIFY_MASK_STATE | M::MODIFY_MASK_ACCESS | M::MODIFY_MASK_PKEY).into();
         m.network_type_en_sqd_async_notify_new_state = M::NEW_STATE_INIT;
-        m.access = M::ACCESS_LOCAL_WRITE | M::ACCESS_REMOTE_WRITE | M::ACCESS_REMOTE_READ;
+        m.access = M::ACCESS_LOCAL_WRITE | M::ACCESS_REMOTE_WRITE | M::ACCESS_REMOTE_READ | M::ACCESS_REMOTE_ATOMIC;
         m.pkey = 0xffff.into();
         self.ok(rig, m);
         let mut m = M::new_zeroed();
@@ -748,12 +748,46 @@ impl Func {
                 }
             }
         }
+        self.post_wqe(rig, qp, &w, length.div_ceil(qp.mtu).max(1));
+    }
+
+    /// An atomic WQE (`sq_atomic_hdr` then one SGE of 8 bytes at `local`), as libbnxt_re writes
+    /// it (its slot count, 3, in `wqe_size`) or, with `kernel`, as bnxt_re does (`wqe_size` 0);
+    /// `cmp_swap` picks ATOMIC_CS (with `compare`) over ATOMIC_FA.
+    #[allow(clippy::too_many_arguments)]
+    pub fn post_atomic(
+        &mut self,
+        rig: &mut Rig,
+        qp: &mut TQp,
+        kernel: bool,
+        cmp_swap: Option<u64>,
+        swap_add: u64,
+        remote: (u64, u32),
+        local: (u64, u32),
+    ) {
+        let mut w = vec![0u8; 48];
+        w[0] = if cmp_swap.is_some() { SqBase::WQE_TYPE_ATOMIC_CS } else { SqBase::WQE_TYPE_ATOMIC_FA };
+        w[1] = SqSendHdr::FLAGS_SIGNAL_COMP;
+        w[2] = if kernel { 0 } else { 3 };
+        w[4..8].copy_from_slice(&remote.1.to_le_bytes());
+        w[8..16].copy_from_slice(&remote.0.to_le_bytes());
+        w[16..24].copy_from_slice(&swap_add.to_le_bytes());
+        w[24..32].copy_from_slice(&cmp_swap.unwrap_or(0).to_le_bytes());
+        w[32..40].copy_from_slice(&local.0.to_le_bytes());
+        w[40..44].copy_from_slice(&local.1.to_le_bytes());
+        w[44..48].copy_from_slice(&8u32.to_le_bytes());
+        self.post_wqe(rig, qp, &w, 1);
+    }
+
+    /// Write WQE `w` (whole slots) at the SQ producer, its MSN entry (`packets` PSNs), and ring
+    /// the SQ doorbell.
+    pub fn post_wqe(&mut self, rig: &mut Rig, qp: &mut TQp, w: &[u8], packets: u32) {
+        let wqe_size = (w.len() / 16) as u8;
         let start_slot = if qp.variable { qp.sq_prod } else { qp.sq_prod * 8 };
         for (k, slot) in w.chunks(16).enumerate() {
             let s = (start_slot + k as u32) % qp.depth;
             rig.poke(self.nic, qp.sq_base + u64::from(s) * 16, slot);
         }
-        let packets = length.div_ceil(qp.mtu).max(1);
         // RC QPs have an MSN table after the ring; the GSI QP has none.
         if qp.msn_entries > 0 {
             let entry =
