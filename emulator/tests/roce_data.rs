@@ -72,6 +72,18 @@ fn pattern(len: usize, seed: u8) -> Vec<u8> {
 }
 
 impl Pair {
+    /// NIC 1 posts `n` receives of 64 bytes (wr_ids from `wr_id`), NIC 0 sends `n` signaled
+    /// 64-byte SENDs; then 10 ms pass.
+    fn sends(&mut self, n: u32, wr_id: u32) {
+        let (k0, b0) = self.mr[0];
+        let (k1, b1) = self.mr[1];
+        for k in 0..n {
+            self.f[1].post_recv(&mut self.rig, &mut self.qp[1], wr_id + k, &[(b1, k1, 64)]);
+            self.f[0].post_send(&mut self.rig, &mut self.qp[0], SEND, SIGNAL, &[(b0, k0, 64)], None, None, 0);
+        }
+        self.rig.world.advance(10 * MS);
+    }
+
     /// NIC 1 posts a receive of `len` at `at` of its region; NIC 0 sends `len` bytes from `from`
     /// of its region; both completions, checked.
     fn send_one(&mut self, from: u64, at: u64, len: u32, wr_id: u32) -> ([u8; 32], [u8; 32]) {
@@ -176,13 +188,7 @@ fn cqe_toggles_flip_at_every_wrap_and_unsignaled_wqes_are_covered_by_the_next_cq
 #[test]
 fn an_overflowing_cq_reports_a_cq_error_and_keeps_the_model_running() {
     let mut p = pair_with(FaultPlan::default(), false, 4);
-    let (k0, b0) = p.mr[0];
-    let (k1, b1) = p.mr[1];
-    for k in 0..6 {
-        p.f[1].post_recv(&mut p.rig, &mut p.qp[1], k, &[(b1, k1, 64)]);
-        p.f[0].post_send(&mut p.rig, &mut p.qp[0], SEND, SIGNAL, &[(b0, k0, 64)], None, None, 0);
-    }
-    p.rig.world.advance(10 * MS);
+    p.sends(6, 0);
     let st = p.rig.world.nic_state(0);
     assert_eq!(st.roce.cq_overflows, 2, "4 CQEs fit, 2 are lost");
     let e = p.f[0].next_creq(&mut p.rig);
@@ -190,36 +196,34 @@ fn an_overflowing_cq_reports_a_cq_error_and_keeps_the_model_running() {
     assert!(p.rig.world.take_events().iter().any(|e| matches!(e.kind, EventKind::CqOverflow { .. })));
 }
 
-/// RESIZE_CQ as bnxt_re sends it (qplib_fp.c `bnxt_qplib_resize_cq`) to a new ring of `size`.
+/// RESIZE_CQ as bnxt_re sends it (qplib_fp.c `bnxt_qplib_resize_cq`) of CQ `cq` to a ring of
+/// `size` entries behind page table `table`.
+fn resize_req(cq: u32, size: u32, table: u64) -> CmdqResizeCq {
+    let mut r = CmdqResizeCq::new_zeroed();
+    r.cq_cid = cq.into();
+    r.new_cq_size_pg_size_lvl = ((size << 5) | CmdqResizeCq::LVL_LVL_1).into();
+    r.new_pbl = table.into();
+    r
+}
+
+/// RESIZE_CQ of NIC 0's CQ to a new ring of `size`: the answer and the new ring.
 fn resize_cq(p: &mut Pair, size: u32) -> (Creq, TCq) {
     let f = &mut p.f[0];
     let (table, base) = pbl(&p.rig, 0, &mut f.pages, u64::from(size) * 32);
-    let mut r = CmdqResizeCq::new_zeroed();
-    r.cq_cid = p.cq[0].id.into();
-    r.new_cq_size_pg_size_lvl = ((size << 5) | CmdqResizeCq::LVL_LVL_1).into();
-    r.new_pbl = table.into();
-    let c = f.call(&mut p.rig, r);
+    let c = f.call(&mut p.rig, resize_req(p.cq[0].id, size, table));
     (c, TCq { id: p.cq[0].id, base, size, cons: 0, epoch: false, toggle: p.cq[0].toggle })
 }
 
 #[test]
 fn resize_cq_ends_the_old_ring_with_a_cut_off_cqe_and_continues_on_the_new_one_from_its_start() {
     let mut p = pair_with(FaultPlan::default(), false, 4);
-    let (k0, b0) = p.mr[0];
-    let (k1, b1) = p.mr[1];
     // Three CQEs on the old ring (one wrap short), one consumed.
-    for k in 0..3 {
-        p.f[1].post_recv(&mut p.rig, &mut p.qp[1], k, &[(b1, k1, 64)]);
-        p.f[0].post_send(&mut p.rig, &mut p.qp[0], SEND, SIGNAL, &[(b0, k0, 64)], None, None, 0);
-    }
-    p.rig.world.advance(10 * MS);
+    p.sends(3, 0);
     p.cq[0].poll(&p.rig, 0).unwrap();
     p.cq[0].release(&mut p.rig, 0);
     let cases = [(0u32, "new_cq_size 0"), ((1 << 20) + 2, "beyond max_cqe + 1")];
     for (size, what) in cases {
-        let mut r = CmdqResizeCq::new_zeroed();
-        r.cq_cid = p.cq[0].id.into();
-        r.new_cq_size_pg_size_lvl = ((size << 5) | CmdqResizeCq::LVL_LVL_1).into();
+        let r = resize_req(p.cq[0].id, size, 0);
         assert_eq!(p.f[0].call(&mut p.rig, r).status, INVALID_PARAMETER, "{what}");
     }
     let (c, mut new) = resize_cq(&mut p, 16);
@@ -237,11 +241,7 @@ fn resize_cq_ends_the_old_ring_with_a_cut_off_cqe_and_continues_on_the_new_one_f
     ring(&mut p.rig, 0, Doorbell::roce(DbType::CqCutoffAck, new.id, 0, false, 1));
     assert_eq!(p.rig.world.nic_state(0).roce.bad_doorbells_total(), 1);
     // Twelve more CQEs: more than the old ring held, from index 0 of the new one, first pass.
-    for k in 0..12 {
-        p.f[1].post_recv(&mut p.rig, &mut p.qp[1], 10 + k, &[(b1, k1, 64)]);
-        p.f[0].post_send(&mut p.rig, &mut p.qp[0], SEND, SIGNAL, &[(b0, k0, 64)], None, None, 0);
-    }
-    p.rig.world.advance(10 * MS);
+    p.sends(12, 10);
     for k in 0..12 {
         let c = new.poll(&p.rig, 0).unwrap_or_else(|| panic!("CQE {k} on the new ring"));
         assert_eq!((cqe_type(&c), cqe_status(&c)), (0, 0));

@@ -173,12 +173,18 @@ fn check_mad_cqe(c: &[u8; 32], wr_id: u32, src_mac: [u8; 6]) {
     assert_eq!(flags & CqResUd::FLAGS_ROCE_IP_VER_MASK, CqResUd::FLAGS_ROCE_IP_VER_V2IPV4, "network header type");
 }
 
-#[test]
-fn a_mad_sent_on_qp1_of_one_nic_arrives_on_qp1_of_the_other_and_the_answer_comes_back() {
+/// Two NICs on a segment with QP1 in RTS, and NIC 0's AH to NIC 1.
+fn two_nics() -> (Rig, Nic, Nic, u32) {
     let mut rig = Rig::with(2, 5, Default::default());
     let mut a = nic(&mut rig, 0);
-    let mut b = nic(&mut rig, 1);
+    let b = nic(&mut rig, 1);
     let av = a.f.ok(&mut rig, create_ah(a.sgid, b.f.gid(), b.f.mac)).xid;
+    (rig, a, b, av)
+}
+
+#[test]
+fn a_mad_sent_on_qp1_of_one_nic_arrives_on_qp1_of_the_other_and_the_answer_comes_back() {
+    let (mut rig, mut a, mut b, av) = two_nics();
     b.f.post_recv(&mut rig, &mut b.qp1, 4, &[(b.buf, b.key, 40 + 256)]);
     rig.poke(0, a.buf, &mad(0x11));
     // ib_mad's send: remote QPN 1, remote Q_Key IB_QP1_QKEY, signaled.
@@ -277,10 +283,7 @@ fn qp1_takes_another_stacks_mads_and_answers_with_gsi_datagrams_it_can_read() {
 
 #[test]
 fn a_failed_mad_send_takes_qp1_to_sqe_where_receives_go_on_until_sqe_to_rts_sends_again() {
-    let mut rig = Rig::with(2, 5, Default::default());
-    let mut a = nic(&mut rig, 0);
-    let mut b = nic(&mut rig, 1);
-    let av = a.f.ok(&mut rig, create_ah(a.sgid, b.f.gid(), b.f.mac)).xid;
+    let (mut rig, mut a, mut b, av) = two_nics();
     rig.poke(0, a.buf, &mad(5));
     // An AV id that names no AH: the send fails and QP1 enters SQE (IBA §10.3.1).
     post_ud(&mut a.f, &mut rig, &mut a.qp1, (a.buf, a.key, 256), (1, av + 5, QP1_QKEY), None);

@@ -159,26 +159,35 @@ impl RcQp {
         }
     }
 
-    /// A READ response packet with PSN `p`.
-    fn on_read_response<M: Memory + ?Sized>(&mut self, now: Duration, p: Seq, frame: &RoceFrame<'_>, mem: &mut M) {
+    /// A READ response or ATOMIC Acknowledge with PSN `p` acknowledges the requests before its
+    /// READ or atomic: complete them. Whether the oldest request is left to answer (`false`
+    /// for a stale response, nothing outstanding, or a request that already failed).
+    fn before_response(&mut self, p: Seq) -> bool {
         if p < self.req.una {
             self.stats.stale_responses += 1;
-            return;
+            return false;
         }
-        // The response acknowledges the requests before its READ.
         while let Some(front) = self.req.sq.front() {
             if front.failed.is_some() || front.awaits_response() || front.end() > p || !front.started {
                 break;
             }
             self.complete_oldest();
         }
-        let Some(front) = self.req.sq.front() else {
-            self.stats.stale_responses += 1;
-            return;
-        };
-        if front.failed.is_some() {
+        match self.req.sq.front() {
+            None => {
+                self.stats.stale_responses += 1;
+                false
+            }
+            Some(front) => front.failed.is_none(),
+        }
+    }
+
+    /// A READ response packet with PSN `p`.
+    fn on_read_response<M: Memory + ?Sized>(&mut self, now: Duration, p: Seq, frame: &RoceFrame<'_>, mem: &mut M) {
+        if !self.before_response(p) {
             return;
         }
+        let Some(front) = self.req.sq.front() else { return };
         if !front.is_read() || p < front.first {
             self.fail_oldest(ReqStatus::BadResponse);
             return;
@@ -225,24 +234,10 @@ impl RcQp {
 impl RcQp {
     /// An ATOMIC Acknowledge with PSN `p`.
     fn on_atomic_ack<M: Memory + ?Sized>(&mut self, now: Duration, p: Seq, frame: &RoceFrame<'_>, mem: &mut M) {
-        if p < self.req.una {
-            self.stats.stale_responses += 1;
+        if !self.before_response(p) {
             return;
         }
-        // It acknowledges the requests before its atomic.
-        while let Some(front) = self.req.sq.front() {
-            if front.failed.is_some() || front.awaits_response() || front.end() > p || !front.started {
-                break;
-            }
-            self.complete_oldest();
-        }
-        let Some(front) = self.req.sq.front() else {
-            self.stats.stale_responses += 1;
-            return;
-        };
-        if front.failed.is_some() {
-            return;
-        }
+        let Some(front) = self.req.sq.front() else { return };
         if front.awaits_response() && p > front.first.plus(u64::from(front.read_got)) {
             // An answer for a later request: the oldest one's responses were lost.
             self.stats.stale_responses += 1;

@@ -482,16 +482,7 @@ impl RcQp {
                     aeth: Some(AethRepr { syndrome, msn }),
                     ..Transport::bth(BthRepr::new(Opcode::Acknowledge, self.attrs.dest_qpn, psn.wire()))
                 };
-                match build_frame_overwrite::<WireError>(&path, &t, 0, out, |_| Ok(())) {
-                    Ok(()) => {
-                        self.stats.acks_sent += 1;
-                        true
-                    }
-                    Err(err) => {
-                        tracing::error!(qpn = self.attrs.qpn, %err, "acknowledge could not be built");
-                        false
-                    }
-                }
+                self.send_acknowledge(&t, out)
             }
             Response::Atomic { psn, orig } => {
                 self.resp.out.pop_front();
@@ -500,16 +491,7 @@ impl RcQp {
                     atomic_ack: Some(orig),
                     ..Transport::bth(BthRepr::new(Opcode::AtomicAcknowledge, self.attrs.dest_qpn, psn.wire()))
                 };
-                match build_frame_overwrite::<WireError>(&path, &t, 0, out, |_| Ok(())) {
-                    Ok(()) => {
-                        self.stats.acks_sent += 1;
-                        true
-                    }
-                    Err(err) => {
-                        tracing::error!(qpn = self.attrs.qpn, %err, "ATOMIC Acknowledge could not be built");
-                        false
-                    }
-                }
+                self.send_acknowledge(&t, out)
             }
             Response::Read { res, next } => {
                 let mtu = res.mtu.bytes();
@@ -551,6 +533,22 @@ impl RcQp {
                         self.next_response(mem, out)
                     }
                 }
+            }
+        }
+    }
+}
+
+impl RcQp {
+    /// Build an Acknowledge or ATOMIC Acknowledge (no payload) into `out`.
+    fn send_acknowledge(&mut self, t: &Transport, out: &mut Vec<u8>) -> bool {
+        match build_frame_overwrite::<WireError>(&self.attrs.path, t, 0, out, |_| Ok(())) {
+            Ok(()) => {
+                self.stats.acks_sent += 1;
+                true
+            }
+            Err(err) => {
+                tracing::error!(qpn = self.attrs.qpn, %err, opcode = ?t.bth.opcode, "acknowledge could not be built");
+                false
             }
         }
     }

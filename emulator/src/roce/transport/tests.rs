@@ -63,6 +63,18 @@ fn send(id: u64, len: u32) -> SendWqe {
     }
 }
 
+/// An RDMA READ of `len` bytes at `va` of region 1 into region 2 at 0.
+fn read(id: u64, va: u64, len: u32) -> SendWqe {
+    SendWqe {
+        id,
+        op: SendOp::RdmaRead { va, rkey: 1 },
+        sges: smallvec::smallvec![Sge { addr: 0, lkey: 2, len }],
+        length: len,
+        signaled: true,
+        solicited: false,
+    }
+}
+
 fn recv(id: u64, at: u64, len: u32) -> RecvWqe {
     RecvWqe { id, sges: smallvec::smallvec![Sge { addr: at, lkey: 2, len }] }
 }
@@ -216,14 +228,7 @@ fn a_lost_read_response_is_asked_for_again_from_where_it_stopped() {
 fn reads_beyond_the_initiator_depth_wait() {
     let mut p = pair(Limits::default());
     for id in 0..3 {
-        p.a.post_send(SendWqe {
-            id,
-            op: SendOp::RdmaRead { va: 0, rkey: 1 },
-            sges: smallvec::smallvec![Sge { addr: 0, lkey: 2, len: 10 }],
-            length: 10,
-            signaled: true,
-            solicited: false,
-        });
+        p.a.post_send(read(id, 0, 10));
     }
     assert_eq!(drain(&mut p.a, &mut p.ma, T0).len(), 2, "max_rd_atomic is 2");
 }
@@ -475,14 +480,7 @@ fn a_duplicate_atomic_is_answered_from_the_saved_result_and_not_executed_again()
     // Two READs later (max_dest_rd_atomic 2) the atomic is no longer among the responder's
     // resources: a duplicate of it is dropped.
     for id in 2..4 {
-        p.a.post_send(SendWqe {
-            id,
-            op: SendOp::RdmaRead { va: 0, rkey: 1 },
-            sges: smallvec::smallvec![Sge { addr: 0, lkey: 2, len: 8 }],
-            length: 8,
-            signaled: true,
-            solicited: false,
-        });
+        p.a.post_send(read(id, 0, 8));
     }
     for f in drain(&mut p.a, &mut p.ma, deadline) {
         give(&mut p.b, &mut p.mb, deadline, &f);
