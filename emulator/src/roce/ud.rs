@@ -24,7 +24,8 @@
 //! The GSI QP (QP1) is a datagram QP too: on P5 and P7 bnxt_re creates it as CREATE_QP type GSI
 //! in "UD mode" (ib_verbs.c `bnxt_re_init_qp_type`: "For Thor always force UD mode",
 //! `BNXT_RE_GSI_MODE_UD`), writes its sends as the same `sq_send` + `sq_ud_ext_hdr` WQE as a UD
-//! QP's (qplib_fp.c `bnxt_qplib_post_send`: q_key, dst_qp, avid for TYPE_UD and TYPE_GSI alike;
+//! QP's (ib_verbs.c `bnxt_re_build_send_wqe` fills the AV, remote QPN and Q_Key for both,
+//! `is_ud_qp`; qplib_fp.c `bnxt_qplib_post_send`: q_key, dst_qp, avid for TYPE_UD and TYPE_GSI alike;
 //! the raw `sq_send_raweth_qp1` WQE with driver-built headers, `bnxt_re_build_qp1_send_v2`, is
 //! only for the older chips' CREATE_QP1 type), and reads its receives as `cq_res_ud`
 //! (`bnxt_qplib_cq_process_res_ud`; ib_verbs.c `bnxt_re_process_res_ud_wc` marks them IB_WC_GRH
