@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use crate::host_memory::HostMemory;
-use crate::roce::transport::{AccessError, Memory, RemoteAccess, Sge};
+use crate::roce::transport::{AccessError, AtomicOp, Memory, RemoteAccess, Sge};
 
 use super::mr::{AccessKind, KeyError, KeyTable};
 
@@ -69,7 +69,11 @@ impl Memory for QpMemory<'_> {
     }
 
     fn check_remote(&mut self, rkey: u32, va: u64, len: u32, access: RemoteAccess) -> Result<(), AccessError> {
-        let kind = if access.write { AccessKind::RemoteWrite } else { AccessKind::RemoteRead };
+        let kind = match access {
+            RemoteAccess { atomic: true, .. } => AccessKind::RemoteAtomic,
+            RemoteAccess { write: true, .. } => AccessKind::RemoteWrite,
+            _ => AccessKind::RemoteRead,
+        };
         self.keys.check(rkey, self.pd, va, u64::from(len), kind).map(|_| ()).map_err(|e| self.map(e))
     }
 
@@ -79,5 +83,18 @@ impl Memory for QpMemory<'_> {
 
     fn remote_write(&mut self, rkey: u32, va: u64, src: &[u8]) -> Result<(), AccessError> {
         self.keys.write(self.mem, rkey, self.pd, va, src, AccessKind::RemoteWrite).map_err(|e| self.map(e))
+    }
+
+    /// The region must allow remote atomics (not reads or writes): the 8 bytes are read and
+    /// written under that right.
+    fn remote_atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, AccessError> {
+        let mut b = [0u8; 8];
+        let kind = AccessKind::RemoteAtomic;
+        self.keys.read(self.mem, rkey, self.pd, va, &mut b, kind).map_err(|e| self.map(e))?;
+        let orig = u64::from_le_bytes(b);
+        if let Some(new) = op.apply(orig) {
+            self.keys.write(self.mem, rkey, self.pd, va, &new.to_le_bytes(), kind).map_err(|e| self.map(e))?;
+        }
+        Ok(orig)
     }
 }

@@ -49,6 +49,10 @@ pub struct RoceState {
     /// what P7 firmware does with them (each a sentence naming the rule not found); the engine
     /// logs and counts them ([`RoceState::note_unsourced`]).
     pub unsourced: Vec<String>,
+    /// RESIZE_CQs taken and not yet carried out (CQ id, new ring, entries): the engine writes
+    /// each CUT_OFF CQE and moves the CQ to its new ring right after the command
+    /// ([`super::cq`]).
+    pub cq_resizes: Vec<(u32, super::pages::PageList, u32)>,
 }
 
 /// A set of QP numbers, taken smallest first: the QPs with work to look at. It holds one or
