@@ -150,6 +150,8 @@ fi
 if [ $peers = 1 ]; then
   [ $no_model = 0 ] && [ $driver = 0 ] && [ $verbs = 0 ] && [ "$nics" = 2 ] || die "--peers needs the model, two NICs and not --driver or --verbs"
   traffic=1 peer=1 record=0
+  # A run that waits out its clients' limits (PP_WAIT each) must still end with its report.
+  export TIMEOUT=${TIMEOUT:-900}
   [ "$out" = "$BNXT_REPO/out/guest" ] && out=$BNXT_REPO/out/guest-peers
 fi
 if [ $pyverbs = 1 ]; then
@@ -472,6 +474,7 @@ run_suite() {
   if [ $peers = 1 ]; then
     words="bnxt.iters=${PP_ITERS:-100} bnxt.pp_wait=${PP_WAIT:-120} bnxt.pt_iters=${PT_ITERS:-200} bnxt.lat_iters=${LAT_ITERS:-200} ${PEERS_WORDS:-}"
     checks=(--pcap "$dir/segment.pcap" --iters "${PP_ITERS:-100}" --pt-iters "${PT_ITERS:-200}" --lat-iters "${LAT_ITERS:-200}")
+    [ "${PEERS_CM:-1}" = 1 ] && { words="$words bnxt.cm=1"; checks+=(--cm); }
   fi
   if [ $pyverbs = 1 ]; then
     words="bnxt.module_wait=${MODULE_WAIT:-240} ${PYVERBS_WORDS:-}"

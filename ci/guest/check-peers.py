@@ -2,7 +2,7 @@
 """Checks what ci/guest/init-peers reported: Linux's rdma_rxe against bnxt_re on the model, and
 perftest's latency tests, with every RoCE v2 frame of the segment's capture checked for its ICRC.
 
-usage: check-peers.py CONSOLE_LOG --pcap SEGMENT_PCAP [--iters N] [--pt-iters N] [--lat-iters N]
+usage: check-peers.py CONSOLE_LOG --pcap SEGMENT_PCAP [--iters N] [--pt-iters N] [--lat-iters N] [--cm]
 
 The modules loaded (bnxt_en, bnxt_re, ib_uverbs, rdma_ucm, virtio_net, rdma_rxe); the rdma_rxe link
 was added; bnxt_re0, bnxt_re1 and rxe0 have RoCE v2 GIDs for their netdevs' IPv4 addresses; in each
@@ -13,7 +13,8 @@ and to rxe0) both sides exited 0 and printed a result line for the size and iter
 server of ib_read_lat prints none: only its exit status counts); no
 kernel warning or bnxt_re complaint. In the capture: RoCE v2 frames both ways between the virtio-net
 NIC's address and the first model NIC's, every RoCE v2 frame's ICRC as the checker computes it
-(below), and every one sent to the MAC of the netdev that holds its destination address. Prints what failed; exit 1 then.
+(below), and every one sent to the MAC of the netdev that holds its destination address. With
+--cm, every run connected through RDMA CM exited 0 on both sides. Prints what failed; exit 1 then.
 """
 import argparse
 import importlib.util
@@ -37,6 +38,8 @@ PINGPONGS = [(mode, s, c) for mode in ('rc', 'srq', 'ud') for s, c in (('rxe0', 
 BANDWIDTH = [(f'ib_{v}_bw', s, c) for v in ('send', 'write', 'read') for s, c in (('rxe0', 'bnxt_re0'), ('bnxt_re0', 'rxe0'))]
 LATENCY = [(f'ib_{v}_lat', s, 'bnxt_re0') for v in ('send', 'write', 'read') for s in ('bnxt_re1', 'rxe0')]
 BW_SIZE, LAT_SIZE = 65536, 64
+# The runs connected through RDMA CM (bnxt.cm=1).
+CM_RUNS = ('rping-bnxt', 'ucmatose-bnxt', 'send_bw-R-bnxt', 'read_bw-R-bnxt', 'rping-rxe-to-bnxt', 'rping-bnxt-to-rxe')
 
 
 def icrc(ip_and_rest):
@@ -120,6 +123,7 @@ def main():
     ap.add_argument('--iters', type=int, default=100)
     ap.add_argument('--pt-iters', type=int, default=200)
     ap.add_argument('--lat-iters', type=int, default=200)
+    ap.add_argument('--cm', action='store_true', help='the RDMA CM runs (bnxt.cm=1) must pass too')
     a = ap.parse_args()
     with open(a.console, errors='replace') as f:
         summary = summary_check.parse(f.read())
@@ -168,6 +172,16 @@ def main():
                     # A bandwidth client's average, a latency client's maximum: above 0, or inf
                     # where perftest could not measure the CPU clock (TCG).
                     bad.append(f'{prog} {side} ({s} serving {c}; want {size} bytes x {iters}): {w}')
+    if a.cm:
+        setup = (of('cm_setup') or [{}])[0]
+        if setup.get('netns_a') != '0' or not setup.get('bnxt_re1', '-').isdigit() or not setup.get('rxe0', '-').isdigit():
+            bad.append(f'RDMA CM set-up (network namespaces, rxe0 made again): {setup}')
+        cms = {(w.get('run'), w.get('side')): w for w in of('cm')}
+        for run in CM_RUNS:
+            for side in ('server', 'client'):
+                w = cms.get((run, side))
+                if w is None or w.get('rc') != '0':
+                    bad.append(f'RDMA CM run {run} {side}: {w}')
     for line in summary['dmesg']:
         if summary_check.FATAL.search(line) or summary_check.BNXT_RE_ERRORS.search(line):
             bad.append(f'kernel log: {line.strip()}')
