@@ -142,9 +142,11 @@ fi
 # --- The peers guest test (guest-test.sh --peers): iproute2's `rdma` (to add an rdma_rxe link) with
 # libmnl and libcap, which it loads, and rdmacm-utils' rping and ucmatose (RDMA CM); iproute2's `ip`
 # (the pyverbs suite runs `ip -j`, which busybox lacks) with libselinux and libpcre2, libbpf with
-# libelf and libzstd. A folder of its own, so that adding it leaves the others as they were.
-if [ ! -x "$C/peers-root/usr/bin/rping" ]; then
-  DEBS=(); fetch_debs sid iproute2 rdmacm-utils libmnl0 libcap2 libselinux1 libpcre2-8-0 libbpf1 libelf1t64 libzstd1
+# libelf and libzstd; libgcc-s1, which glibc's pthread_exit loads (rping's threads end with it). A
+# folder of its own, so that adding it leaves the others as they were.
+if [ ! -f "$C/peers-root/usr/lib/x86_64-linux-gnu/libgcc_s.so.1" ]; then
+  DEBS=(); fetch_debs sid iproute2 rdmacm-utils libmnl0 libcap2 libselinux1 libpcre2-8-0 libbpf1 libelf1t64 libzstd1 \
+    libgcc-s1
   unpack_into "$C/peers-root" "${DEBS[@]}"
 fi
 

@@ -158,7 +158,7 @@ if [ $pyverbs = 1 ]; then
   [ $no_model = 0 ] && [ $driver = 0 ] && [ $verbs = 0 ] && [ $peers = 0 ] && [ "$nics" = 2 ] \
     || die "--pyverbs needs the model and two NICs, and runs on its own"
   traffic=1 peer=0 record=0
-  export MEM=${MEM:-2048}
+  export MEM=${MEM:-2048} TIMEOUT=${TIMEOUT:-1200}
   [ "$out" = "$BNXT_REPO/out/guest" ] && out=$BNXT_REPO/out/guest-pyverbs
 fi
 if [ $trace = 1 ]; then
@@ -273,7 +273,7 @@ peers_files() {
     for g in $r/$f; do [ -e "$g" ] || die "$g is missing"; echo "$g:${g#"$r"/}"; done
   done
   for f in usr/bin/ib_{send,write,read}_lat; do [ -e "$p/$f" ] || die "$p/$f is missing"; echo "$p/$f:$f"; done
-  for f in usr/bin/rdma usr/bin/rping usr/bin/ucmatose $l/libmnl.so.0 $l/libcap.so.2; do
+  for f in usr/bin/rdma usr/bin/rping usr/bin/ucmatose $l/libmnl.so.0 $l/libcap.so.2 $l/libgcc_s.so.1; do
     [ -e "$q/$f" ] || die "$q/$f is missing"; echo "$q/$f:$f"
   done
 }
@@ -475,6 +475,8 @@ run_suite() {
     words="bnxt.iters=${PP_ITERS:-100} bnxt.pp_wait=${PP_WAIT:-120} bnxt.pt_iters=${PT_ITERS:-200} bnxt.lat_iters=${LAT_ITERS:-200} ${PEERS_WORDS:-}"
     checks=(--pcap "$dir/segment.pcap" --iters "${PP_ITERS:-100}" --pt-iters "${PT_ITERS:-200}" --lat-iters "${LAT_ITERS:-200}")
     [ "${PEERS_CM:-1}" = 1 ] && { words="$words bnxt.cm=1"; checks+=(--cm); }
+    # rdma_rxe in a network namespace other than the first needs a kernel newer than 6.12.
+    [[ " ${PEERS_CM_RXE:-sid} " == *" $suite "* ]] && checks+=(--cm-rxe)
   fi
   if [ $pyverbs = 1 ]; then
     words="bnxt.module_wait=${MODULE_WAIT:-240} ${PYVERBS_WORDS:-}"
