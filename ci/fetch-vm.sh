@@ -156,6 +156,28 @@ if [ ! -x "$C/dpdk-root/usr/bin/dpdk-testpmd" ] || [ ! -e "$C/dpdk-root/usr/lib/
   unpack_into "$C/dpdk-root" "${DEBS[@]}"
 fi
 
+# --- The peers guest test (guest-test.sh --peers): iproute2's `rdma` (to add an rdma_rxe link) with
+# libmnl and libcap, which it loads, and rdmacm-utils' rping and ucmatose (RDMA CM); iproute2's `ip`
+# (the pyverbs suite runs `ip -j`, which busybox lacks) with libselinux and libpcre2, libbpf with
+# libelf and libzstd; libgcc-s1, which glibc's pthread_exit loads (rping's threads end with it). A
+# folder of its own, so that adding it leaves the others as they were.
+if [ ! -f "$C/peers-root/usr/lib/x86_64-linux-gnu/libgcc_s.so.1" ]; then
+  DEBS=(); fetch_debs sid iproute2 rdmacm-utils libmnl0 libcap2 libselinux1 libpcre2-8-0 libbpf1 libelf1t64 libzstd1 \
+    libgcc-s1
+  unpack_into "$C/peers-root" "${DEBS[@]}"
+fi
+
+# --- rdma-core's own test suite for the pyverbs guest test (guest-test.sh --pyverbs): python3-pyverbs
+# (pyverbs, and the suite under usr/share/doc/rdma-core/tests) with sid's Python 3 and the libraries
+# its interpreter and standard modules load (expat, ffi, bz2, lzma, zstd, zlib, OpenSSL, uuid).
+# libibverbs, the providers and librdmacm come from verbs-root and perftest-root.
+if [ ! -x "$C/pyverbs-root/usr/bin/python3" ]; then
+  DEBS=(); fetch_debs sid python3-pyverbs python3 python3-minimal python3.14 python3.14-minimal libpython3.14 \
+    libpython3.14-minimal libpython3.14-stdlib libpython3-stdlib libexpat1 libffi8 libbz2-1.0 liblzma5 libzstd1 \
+    zlib1g libssl3t64 libuuid1 media-types netbase
+  unpack_into "$C/pyverbs-root" "${DEBS[@]}"
+fi
+
 # The manifest lists what this run fetched or checked; a run that fetched nothing keeps the old one.
 if [ -s "$C/manifest.new" ]; then
   touch "$C/manifest.txt"; sort -u "$C/manifest.new" "$C/manifest.txt" > "$C/manifest.tmp"

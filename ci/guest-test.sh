@@ -14,7 +14,7 @@
 #
 # usage: ci/guest-test.sh [--no-model] [--nics N] [--kernels "trixie sid"] [--no-link] [--no-traffic]
 #                         [--no-qemu-nic] [--no-ib] [--out DIR] [--record-fixtures] [--driver] [--verbs]
-#                         [--trace] [--hugepages] [--faults] [--dpdk]
+#                         [--trace] [--hugepages] [--faults] [--dpdk] [--peers] [--pyverbs]
 #   --no-model         boot without any device: checks the tooling (bnxt_en loads, finds no function)
 #   --nics N           model processes / vfio-user devices per guest (1 or 2, default 2)
 #   --kernels LIST     which guest kernels (default: trixie sid)
@@ -72,6 +72,19 @@
 #                      close; ci/guest/check-dpdk.py checks the counts on both sides against each
 #                      other and the segment's capture (DPDK_HUGEPAGES, default 256; PHASE_WAIT s
 #                      per phase, default 4)
+#   --peers            other RoCE stacks against the model (ci/guest/init-peers, two NICs and the guest's
+#                      virtio-net NIC on the segment): Linux's rdma_rxe on the virtio-net netdev
+#                      against bnxt_re (rc, srq and ud pingpongs --chk and perftest's send, write and
+#                      read bandwidth, both ways, the server left in RTR), perftest's latency tests
+#                      (bnxt_re to bnxt_re, rdma_rxe to bnxt_re), and ci/guest/check-peers.py requires
+#                      every run to pass and every RoCE v2 frame of the segment's capture to carry a
+#                      right ICRC (recomputed by the checker itself, from the IBA's definition)
+#   --pyverbs          rdma-core's own test suite (Debian's python3-pyverbs: pyverbs and its tests) on
+#                      bnxt_re0 over the model (ci/guest/init-pyverbs: a Python process per test
+#                      module), 2 GiB guests (MEM); ci/guest/check-pyverbs.py compares every test's
+#                      outcome with fixtures/pyverbs/<kernel suite>.txt and fails on a test that
+#                      passed there and does not now, or one the file does not know
+#                      (PYVERBS_RECORD=1 rewrites the file instead)
 #   --record-fixtures  copy each kernel's HWRM request logs, the requests answered CMD_NOT_SUPPORTED
 #                      and bnxt_re's kernel messages to fixtures/guest/<kernel suite>/ (with --trace:
 #                      also the transcript, to fixtures/trace/<kernel suite>.transcript)
@@ -103,7 +116,7 @@ set -euo pipefail
 . "$(dirname "$0")/guest/lib.sh"
 G=$BNXT_REPO/ci/guest
 
-no_model=0 nics=2 kernels="${BNXT_GUEST_SUITES[*]}" link=1 traffic=1 peer=1 ib=1 record=0 driver=0 verbs=0 trace=0 hugepages=0 faults=0 dpdk=0
+no_model=0 nics=2 kernels="${BNXT_GUEST_SUITES[*]}" link=1 traffic=1 peer=1 ib=1 record=0 driver=0 verbs=0 trace=0 hugepages=0 faults=0 dpdk=0 peers=0 pyverbs=0
 out=$BNXT_REPO/out/guest
 while [ $# -gt 0 ]; do
   case $1 in
@@ -122,6 +135,8 @@ while [ $# -gt 0 ]; do
     --hugepages) hugepages=1 ;;
     --faults) faults=1 ;;
     --dpdk) dpdk=1 ;;
+    --peers) peers=1 ;;
+    --pyverbs) pyverbs=1 ;;
     *) die "unknown argument $1 (see the comment at the top of $0)" ;;
   esac
   shift
@@ -140,6 +155,20 @@ if [ $verbs = 1 ]; then
   [ $no_model = 0 ] && [ $driver = 0 ] && [ "$nics" = 2 ] || die "--verbs needs the model, two NICs and not --driver"
   traffic=1 peer=0 record=0
   [ "$out" = "$BNXT_REPO/out/guest" ] && out=$BNXT_REPO/out/guest-verbs
+fi
+if [ $peers = 1 ]; then
+  [ $no_model = 0 ] && [ $driver = 0 ] && [ $verbs = 0 ] && [ "$nics" = 2 ] || die "--peers needs the model, two NICs and not --driver or --verbs"
+  traffic=1 peer=1 record=0
+  # A run that waits out its clients' limits (PP_WAIT each) must still end with its report.
+  export TIMEOUT=${TIMEOUT:-900}
+  [ "$out" = "$BNXT_REPO/out/guest" ] && out=$BNXT_REPO/out/guest-peers
+fi
+if [ $pyverbs = 1 ]; then
+  [ $no_model = 0 ] && [ $driver = 0 ] && [ $verbs = 0 ] && [ $peers = 0 ] && [ "$nics" = 2 ] \
+    || die "--pyverbs needs the model and two NICs, and runs on its own"
+  traffic=1 peer=0 record=0
+  export MEM=${MEM:-2048} TIMEOUT=${TIMEOUT:-1200}
+  [ "$out" = "$BNXT_REPO/out/guest" ] && out=$BNXT_REPO/out/guest-pyverbs
 fi
 if [ $trace = 1 ]; then
   [ $no_model = 0 ] && [ $driver = 0 ] && [ $verbs = 0 ] || die "--trace needs the model and the default test (not --driver, --verbs)"
@@ -245,6 +274,43 @@ verbs_files() {
     [ -e "$p/$f" ] || die "$p/$f is missing"; echo "$p/$f:$f"
   done
   echo "$r/$l/ld-linux-x86-64.so.2:lib64/ld-linux-x86-64.so.2"
+  echo "$G/verbs-lib.sh:lib/bnxt/verbs-lib.sh"
+}
+
+# peers_files: SRC:DEST pairs for the initramfs of --peers, besides verbs_files': rdma-core's rxe
+# provider (libibverbs' user-space half of rdma_rxe) with its driver file, perftest's latency tests,
+# iproute2's rdma with libmnl and libcap, rdmacm-utils' rping and ucmatose (ci/fetch-vm.sh fills
+# peers-root).
+peers_files() {
+  local r=$BNXT_VM_CACHE/verbs-root p=$BNXT_VM_CACHE/perftest-root q=$BNXT_VM_CACHE/peers-root l=usr/lib/x86_64-linux-gnu f g
+  [ -x "$q/usr/bin/rping" ] || die "no peers-root in $q: run ci/fetch-vm.sh"
+  for f in $l/libibverbs/librxe-rdmav*.so etc/libibverbs.d/rxe.driver; do
+    for g in $r/$f; do [ -e "$g" ] || die "$g is missing"; echo "$g:${g#"$r"/}"; done
+  done
+  for f in usr/bin/ib_{send,write,read}_lat; do [ -e "$p/$f" ] || die "$p/$f is missing"; echo "$p/$f:$f"; done
+  for f in usr/bin/rdma usr/bin/rping usr/bin/ucmatose $l/libmnl.so.0 $l/libcap.so.2 $l/libgcc_s.so.1; do
+    [ -e "$q/$f" ] || die "$q/$f is missing"; echo "$q/$f:$f"
+  done
+}
+
+# pyverbs_files DIR: SRC:DEST pairs for the initramfs of --pyverbs, besides verbs_files': sid's Python
+# (interpreter, standard library, the libraries it loads), pyverbs, rdma-core's tests, which Debian
+# ships partly gzipped as documentation (unpacked into DIR/pyverbs-tests first), and iproute2's
+# rdma and ip.
+pyverbs_files() {
+  local q=$BNXT_VM_CACHE/pyverbs-root l=usr/lib/x86_64-linux-gnu t=$1/pyverbs-tests f
+  [ -x "$q/usr/bin/python3.14" ] || die "no pyverbs-root in $q: run ci/fetch-vm.sh"
+  rm -rf "$t"; cp -a "$q/usr/share/doc/rdma-core/tests" "$t"
+  for f in "$t"/*.gz; do gzip -df "$f"; done
+  echo "$q/usr/bin/python3.14:usr/bin/python3"
+  echo "$q/usr/lib/python3.14:usr/lib/python3.14"
+  echo "$q/usr/lib/python3:usr/lib/python3"
+  for f in "$q/$l"/*.so*; do [ -f "$f" ] && echo "$f:${f#"$q"/}"; done
+  echo "$t:usr/share/doc/rdma-core/tests"
+  # iproute2's rdma and ip (the suite asks them for links and addresses, as JSON) and their libraries.
+  q=$BNXT_VM_CACHE/peers-root
+  [ -x "$q/usr/bin/rdma" ] || die "no peers-root in $q: run ci/fetch-vm.sh"
+  for f in "$q/usr/bin/rdma" "$q/usr/bin/ip" "$q/$l"/*.so.*; do [ -f "$f" ] && echo "$f:${f#"$q"/}"; done
 }
 
 # dpdk_files: SRC:DEST pairs for the initramfs of --dpdk: dpdk-testpmd with the libraries it links
@@ -374,6 +440,14 @@ run_suite() {
     modules="vfio_pci vfio_iommu_type1 virtio_pci? virtio_net"; init=$G/init-dpdk
     mapfile -t extra < <(dpdk_files)
   fi
+  if [ $peers = 1 ]; then
+    modules="$modules rdma_ucm rdma_rxe crc32_generic?"; init=$G/init-peers
+    mapfile -t extra < <(verbs_files; peers_files)
+  fi
+  if [ $pyverbs = 1 ]; then
+    modules="$modules rdma_ucm"; init=$G/init-pyverbs
+    mapfile -t extra < <(verbs_files; pyverbs_files "$dir")
+  fi
   if [ $verbs = 1 ]; then
     init=$G/init-verbs
     mapfile -t extra < <(verbs_files)
@@ -438,6 +512,18 @@ run_suite() {
     iommu=1; multifunction=1
     checks=(--nics "$nics" "${macs[@]}" --peer-mac "$PEER_MAC" --pcap "$dir/segment.pcap" --json "$dir/result.json")
   fi
+  if [ $peers = 1 ]; then
+    words="bnxt.iters=${PP_ITERS:-100} bnxt.pp_wait=${PP_WAIT:-120} bnxt.pt_iters=${PT_ITERS:-200} bnxt.lat_iters=${LAT_ITERS:-200} ${PEERS_WORDS:-}"
+    checks=(--pcap "$dir/segment.pcap" --iters "${PP_ITERS:-100}" --pt-iters "${PT_ITERS:-200}" --lat-iters "${LAT_ITERS:-200}")
+    [ "${PEERS_CM:-1}" = 1 ] && { words="$words bnxt.cm=1"; checks+=(--cm); }
+    # rdma_rxe in a network namespace other than the first needs a kernel newer than 6.12.
+    [[ " ${PEERS_CM_RXE:-sid} " == *" $suite "* ]] && checks+=(--cm-rxe)
+  fi
+  if [ $pyverbs = 1 ]; then
+    words="bnxt.module_wait=${MODULE_WAIT:-240} ${PYVERBS_WORDS:-}"
+    checks=(--expected "$BNXT_REPO/fixtures/pyverbs/$suite.txt" --json "$dir/result.json")
+    [ "${PYVERBS_RECORD:-0}" = 1 ] && checks+=(--record)
+  fi
   local conductor=
   if [ $faults = 1 ]; then
     words="bnxt.fault_wait=${FAULT_WAIT:-3}"
@@ -469,6 +555,8 @@ run_suite() {
   [ $verbs = 1 ] && checker=$G/check-verbs.py
   [ $faults = 1 ] && checker=$G/check-faults.py
   [ $dpdk = 1 ] && checker=$G/check-dpdk.py
+  [ $peers = 1 ] && checker=$G/check-peers.py
+  [ $pyverbs = 1 ] && checker=$G/check-pyverbs.py
   local traced=0
   if [ $trace = 1 ]; then
     local tchecks=()

@@ -3,7 +3,8 @@
 # Builds the guest-test initramfs for SUITE's kernel (trixie | sid, fetched by ci/fetch-vm.sh): busybox,
 # ci/guest/init as /init, and bnxt_en, bnxt_re, ib_core and ib_uverbs with everything they depend on,
 # laid out under /lib/modules/<version>/ with a modules.dep so that the guest's `modprobe` works.
-# SRC:DEST pairs add host files (DEST relative to the initramfs root).
+# SRC:DEST pairs add host files (DEST relative to the initramfs root); a SRC folder is copied whole,
+# its symbolic links as they are.
 # Env: GUEST_MODULES overrides the module list (default "bnxt_en bnxt_re ib_core ib_uverbs");
 #      GUEST_INIT another /init (default ci/guest/init).
 set -euo pipefail
@@ -37,6 +38,7 @@ python3 "$here/modules.py" depmod "$moddir" "${mods[@]}" > "$root/lib/modules/$v
 
 for pair in "$@"; do
   src=${pair%%:*} dst=${pair#*:}
+  if [ -d "$src" ]; then mkdir -p "$root/$dst"; cp -a "$src/." "$root/$dst/"; continue; fi
   mkdir -p "$root/$(dirname "$dst")"; cp -L "$src" "$root/$dst"
 done
 

@@ -214,13 +214,13 @@ fn unimplemented_and_undefined_opcodes_and_short_commands_are_refused_loudly() {
     let mut f = Func::bring_up(&mut rig, 0, 64, 64);
     f.initialize(&mut rig);
     let before = rig.world.nic_state(0).unimplemented;
-    let c = f.call(&mut rig, CmdqResizeCq::new_zeroed());
+    let c = f.call(&mut rig, CmdqQueryGid::new_zeroed());
     assert_eq!(c.status, 4, "NOT_IMPLEMENTED");
     let cookie = f.send(&mut rig, vec![0x7f, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
     let c = f.wait(&mut rig, cookie);
     assert_eq!((c.status, c.event), (3, 0x7f), "INVALID_CMD");
     let st = rig.world.nic_state(0);
-    assert_eq!(st.roce.unimplemented_commands.get(&0x0c), Some(&1));
+    assert_eq!(st.roce.unimplemented_commands.get(&0x18), Some(&1));
     assert_eq!(st.roce.unimplemented_commands.get(&0x7f), Some(&1));
     assert_eq!(st.unimplemented, before + 2);
     // CREATE_QP cut to 3 slots: shorter than the fields the firmware reads.

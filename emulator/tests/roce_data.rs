@@ -72,6 +72,18 @@ fn pattern(len: usize, seed: u8) -> Vec<u8> {
 }
 
 impl Pair {
+    /// NIC 1 posts `n` receives of 64 bytes (wr_ids from `wr_id`), NIC 0 sends `n` signaled
+    /// 64-byte SENDs; then 10 ms pass.
+    fn sends(&mut self, n: u32, wr_id: u32) {
+        let (k0, b0) = self.mr[0];
+        let (k1, b1) = self.mr[1];
+        for k in 0..n {
+            self.f[1].post_recv(&mut self.rig, &mut self.qp[1], wr_id + k, &[(b1, k1, 64)]);
+            self.f[0].post_send(&mut self.rig, &mut self.qp[0], SEND, SIGNAL, &[(b0, k0, 64)], None, None, 0);
+        }
+        self.rig.world.advance(10 * MS);
+    }
+
     /// NIC 1 posts a receive of `len` at `at` of its region; NIC 0 sends `len` bytes from `from`
     /// of its region; both completions, checked.
     fn send_one(&mut self, from: u64, at: u64, len: u32, wr_id: u32) -> ([u8; 32], [u8; 32]) {
@@ -176,18 +188,71 @@ fn cqe_toggles_flip_at_every_wrap_and_unsignaled_wqes_are_covered_by_the_next_cq
 #[test]
 fn an_overflowing_cq_reports_a_cq_error_and_keeps_the_model_running() {
     let mut p = pair_with(FaultPlan::default(), false, 4);
-    let (k0, b0) = p.mr[0];
-    let (k1, b1) = p.mr[1];
-    for k in 0..6 {
-        p.f[1].post_recv(&mut p.rig, &mut p.qp[1], k, &[(b1, k1, 64)]);
-        p.f[0].post_send(&mut p.rig, &mut p.qp[0], SEND, SIGNAL, &[(b0, k0, 64)], None, None, 0);
-    }
-    p.rig.world.advance(10 * MS);
+    p.sends(6, 0);
     let st = p.rig.world.nic_state(0);
     assert_eq!(st.roce.cq_overflows, 2, "4 CQEs fit, 2 are lost");
     let e = p.f[0].next_creq(&mut p.rig);
     assert_eq!((e.event, e.bytes[2], e.xid), (0xc1, 2, p.cq[0].id), "CQ error: REQ_CQ_OVERFLOW");
     assert!(p.rig.world.take_events().iter().any(|e| matches!(e.kind, EventKind::CqOverflow { .. })));
+}
+
+/// RESIZE_CQ as bnxt_re sends it (qplib_fp.c `bnxt_qplib_resize_cq`) of CQ `cq` to a ring of
+/// `size` entries behind page table `table`.
+fn resize_req(cq: u32, size: u32, table: u64) -> CmdqResizeCq {
+    let mut r = CmdqResizeCq::new_zeroed();
+    r.cq_cid = cq.into();
+    r.new_cq_size_pg_size_lvl = ((size << 5) | CmdqResizeCq::LVL_LVL_1).into();
+    r.new_pbl = table.into();
+    r
+}
+
+/// RESIZE_CQ of NIC 0's CQ to a new ring of `size`: the answer and the new ring.
+fn resize_cq(p: &mut Pair, size: u32) -> (Creq, TCq) {
+    let f = &mut p.f[0];
+    let (table, base) = pbl(&p.rig, 0, &mut f.pages, u64::from(size) * 32);
+    let c = f.call(&mut p.rig, resize_req(p.cq[0].id, size, table));
+    (c, TCq { id: p.cq[0].id, base, size, cons: 0, epoch: false, toggle: p.cq[0].toggle })
+}
+
+#[test]
+fn resize_cq_ends_the_old_ring_with_a_cut_off_cqe_and_continues_on_the_new_one_from_its_start() {
+    let mut p = pair_with(FaultPlan::default(), false, 4);
+    // Three CQEs on the old ring (one wrap short), one consumed.
+    p.sends(3, 0);
+    p.cq[0].poll(&p.rig, 0).unwrap();
+    p.cq[0].release(&mut p.rig, 0);
+    let cases = [(0u32, "new_cq_size 0"), ((1 << 20) + 2, "beyond max_cqe + 1")];
+    for (size, what) in cases {
+        let r = resize_req(p.cq[0].id, size, 0);
+        assert_eq!(p.f[0].call(&mut p.rig, r).status, INVALID_PARAMETER, "{what}");
+    }
+    let (c, mut new) = resize_cq(&mut p, 16);
+    assert_eq!((c.status, c.xid), (0, p.cq[0].id));
+    // The old ring: the two waiting CQEs, then CUT_OFF with resize toggle 1.
+    for _ in 0..2 {
+        assert_eq!(cqe_type(&p.cq[0].poll(&p.rig, 0).unwrap()), 0, "a requester CQE");
+    }
+    let cut = p.cq[0].poll(&p.rig, 0).expect("the CUT_OFF CQE");
+    assert_eq!((cut[0x18] & 0x1e, (cut[0x18] >> 5) & 3, cut[0x19]), (CqCutoff::CQE_TYPE_CUT_OFF, 1, 0));
+    assert!(p.cq[0].peek(&p.rig, 0).is_none(), "nothing after it on the old ring");
+    // libbnxt_re switches to the new ring (its old epoch kept) and acknowledges the cut-off.
+    ring(&mut p.rig, 0, Doorbell::roce(DbType::CqCutoffAck, new.id, 0, false, 0));
+    assert_eq!(p.rig.world.nic_state(0).roce.bad_doorbells_total(), 1, "a stale resize toggle is ignored");
+    ring(&mut p.rig, 0, Doorbell::roce(DbType::CqCutoffAck, new.id, 0, false, 1));
+    assert_eq!(p.rig.world.nic_state(0).roce.bad_doorbells_total(), 1);
+    // Twelve more CQEs: more than the old ring held, from index 0 of the new one, first pass.
+    p.sends(12, 10);
+    for k in 0..12 {
+        let c = new.poll(&p.rig, 0).unwrap_or_else(|| panic!("CQE {k} on the new ring"));
+        assert_eq!((cqe_type(&c), cqe_status(&c)), (0, 0));
+    }
+    assert!(new.peek(&p.rig, 0).is_none());
+    // The consumer doorbell with libbnxt_re's carried-over epoch: it keeps the old ring's (which
+    // wrapped at the CUT_OFF CQE), as index 12 is not below its old head 0.
+    ring(&mut p.rig, 0, Doorbell::roce(DbType::Cq, new.id, 12, true, 0));
+    let st = p.rig.world.nic_state(0);
+    assert_eq!((st.roce.bad_doorbells_total(), st.roce.cq_overflows), (1, 0));
+    assert_eq!(p.rig.world.device(0).roce().state().cqs[&new.id].outstanding(), 0, "all 12 returned");
 }
 
 #[test]
@@ -251,7 +316,9 @@ fn bad_doorbells_are_ignored_and_counted() {
         p.rig.world.bar_write(0, 2, offset, &value.to_le_bytes());
     }
     p.rig.world.bar_write(0, 2, DB, &1u32.to_le_bytes());
-    p.rig.world.bar_write(0, 2, DB, &Doorbell::roce(DbType::CqCutoffAck, 1, 0, false, 0).encode().to_le_bytes());
+    let cq = p.cq[0].id;
+    p.rig.world.bar_write(0, 2, DB, &Doorbell::roce(DbType::CqCutoffAck, cq, 0, false, 0).encode().to_le_bytes());
+    p.rig.world.bar_write(0, 2, DB, &Doorbell::roce(DbType::PushStart, qp, 0, false, 0).encode().to_le_bytes());
     p.rig.world.bar_write(0, 2, DB, &Doorbell::roce(DbType::Srq, 1, 0, false, 0).encode().to_le_bytes());
     p.rig.world.advance(MS);
     let st = p.rig.world.nic_state(0);
@@ -259,7 +326,8 @@ fn bad_doorbells_are_ignored_and_counted() {
         assert_eq!(st.roce.bad_doorbells.get(reason), Some(&1), "{reason}");
     }
     assert_eq!(st.roce.bad_doorbells.get("a 32-bit store: P7 doorbells are single 64-bit stores"), Some(&1));
-    assert_eq!(st.roce.unimplemented_doorbells, 1, "CQ resize (CQ_CUTOFF_ACK) is not modelled");
+    assert_eq!(st.roce.bad_doorbells.get("CQ_CUTOFF_ACK on a CQ never resized"), Some(&1));
+    assert_eq!(st.roce.unimplemented_doorbells, 1, "push WQEs are not modelled");
     assert_eq!(st.roce.bad_doorbells.get("no SRQ with this xid"), Some(&1));
     assert_eq!(st.roce.frames_sent, 0, "no WQE was taken from any of them");
     assert!(p.cq[0].peek(&p.rig, 0).is_none());
@@ -389,8 +457,8 @@ fn the_pcap_tap_records_every_frame_of_the_segment() {
 fn a_wqe_the_engine_cannot_carry_out_completes_in_error_then_the_rest_flushed() {
     let mut p = pair(false);
     let (k0, b0) = p.mr[0];
-    // An atomic (QUERY_FUNC says ATOMIC_OPS_NOT_SUPPORTED), then a good SEND.
-    p.f[0].post_send(&mut p.rig, &mut p.qp[0], SqBase::WQE_TYPE_ATOMIC_CS, SIGNAL, &[(b0, k0, 8)], None, None, 0);
+    // A local invalidate (memory windows and invalidation are not modelled), then a good SEND.
+    p.f[0].post_send(&mut p.rig, &mut p.qp[0], SqBase::WQE_TYPE_LOCAL_INVALID, SIGNAL, &[(b0, k0, 8)], None, None, 0);
     p.f[0].post_send(&mut p.rig, &mut p.qp[0], SEND, SIGNAL, &[(b0, k0, 64)], None, None, 0);
     let first = p.cq[0].wait(&mut p.rig, 0, 100 * MS);
     let second = p.cq[0].wait(&mut p.rig, 0, 100 * MS);
@@ -497,7 +565,7 @@ fn a_new_pair_of_qps_still_works(p: &mut Pair) {
 #[test]
 fn random_frames_with_good_icrcs_at_a_live_qp_never_crash_the_model() {
     use bnxt_model::net::bth::BthRepr;
-    use bnxt_model::net::ext::{AethRepr, DethRepr, RethRepr, Syndrome};
+    use bnxt_model::net::ext::{AethRepr, AtomicEthRepr, DethRepr, RethRepr, Syndrome};
     use bnxt_model::net::opcode::ALL_OPCODES;
     use bnxt_model::net::{MacAddr, Path, Transport, build_frame};
     use rand::{Rng, SeedableRng};
@@ -536,6 +604,14 @@ fn random_frames_with_good_icrcs_at_a_live_qp_never_crash_the_model() {
         }
         if op.has_deth() {
             t.deth = Some(DethRepr { qkey: rng.random(), src_qp: rng.random_range(0..0x100_0000) });
+        }
+        if op.has_atomic_eth() {
+            let va = if rng.random_bool(0.7) { b1 + (rng.random_range(0..(256u64 << 10)) & !7) } else { rng.random() };
+            let rkey = if rng.random_bool(0.7) { k1 } else { rng.random() };
+            t.atomic = Some(AtomicEthRepr { va, rkey, swap_add: rng.random(), compare: rng.random() });
+        }
+        if op.has_atomic_ack_eth() {
+            t.atomic_ack = Some(rng.random());
         }
         let len = if op.has_payload() { rng.random_range(0..=4096) } else { 0 };
         let payload: Vec<u8> = (0..len).map(|_| rng.random()).collect();
@@ -594,4 +670,49 @@ fn random_wqes_and_doorbells_on_a_live_qp_never_crash_the_model() {
     let st = p.rig.world.nic_state(0).roce;
     assert!(st.wqes > 100 && st.bad_wqes > 0, "WQEs read {}, refused {}", st.wqes, st.bad_wqes);
     a_new_pair_of_qps_still_works(&mut p);
+}
+
+#[rstest::rstest]
+fn rc_atomics_between_two_nics_as_bnxt_re_and_libbnxt_re_post_them(#[values(false, true)] variable: bool) {
+    let mut p = pair(variable);
+    let (k0, b0) = p.mr[0];
+    // The target word in a region that allows remote atomics (REGISTER_MR ACCESS_REMOTE_ATOMIC).
+    let access = LW | CmdqRegisterMr::ACCESS_REMOTE_ATOMIC;
+    let (ka, ba) = p.f[1].region(&mut p.rig, 4096, access);
+    p.rig.poke(1, ba + 64, &100u64.to_le_bytes());
+    let word = |p: &Pair| u64::from_le_bytes(p.rig.peek(1, ba + 64, 8).try_into().unwrap());
+    let local = |p: &Pair| u64::from_le_bytes(p.rig.peek(0, b0 + 8, 8).try_into().unwrap());
+    // Fetch-and-add as bnxt_re's kernel path writes it (wqe_size 0), then compare-and-swap as
+    // libbnxt_re does (wqe_size 3).
+    p.f[0].post_atomic(&mut p.rig, &mut p.qp[0], true, None, 5, (ba + 64, ka), (b0 + 8, k0));
+    let c = p.cq[0].wait(&mut p.rig, 0, 100 * MS);
+    assert_eq!((cqe_type(&c), cqe_status(&c)), (0, 0), "a requester CQE, ok");
+    assert_eq!((word(&p), local(&p)), (105, 100));
+    p.f[0].post_atomic(&mut p.rig, &mut p.qp[0], false, Some(105), 7, (ba + 64, ka), (b0 + 8, k0));
+    assert_eq!(cqe_status(&p.cq[0].wait(&mut p.rig, 0, 100 * MS)), 0);
+    assert_eq!((word(&p), local(&p)), (7, 105));
+    let events = p.rig.world.take_events();
+    let sent: Vec<u8> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::FrameSent { opcode, .. } => Some(*opcode),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        sent.contains(&0x14) && sent.contains(&0x13) && sent.contains(&0x12),
+        "FetchAdd, CmpSwap, ATOMIC ACK: {sent:x?}"
+    );
+    // The region for SENDs and WRITEs does not allow atomics: NAK remote access error.
+    let (k1, b1) = p.mr[1];
+    p.f[0].post_atomic(&mut p.rig, &mut p.qp[0], false, None, 1, (b1, k1), (b0 + 8, k0));
+    assert_eq!(cqe_status(&p.cq[0].wait(&mut p.rig, 0, 100 * MS)), CqReq::STATUS_REMOTE_ACCESS_ERR);
+    assert_eq!(p.rig.world.nic_state(0).unimplemented, 0);
+}
+
+#[test]
+fn query_func_does_not_say_atomics_are_unsupported() {
+    let (mut rig, mut f) = up();
+    let caps = f.query_func(&mut rig);
+    assert_eq!(caps.dev_cap_ext_flags & CreqQueryFuncRespSb::ATOMIC_OPS_NOT_SUPPORTED, 0);
 }

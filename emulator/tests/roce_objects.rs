@@ -248,7 +248,11 @@ fn modify_qp_walks_the_rc_state_machine_with_the_attributes_each_step_needs() {
     assert_eq!(f.call(&mut rig, modify(M::NEW_STATE_RTR, 0)).status, INVALID_PARAMETER, "RESET to RTR");
     assert_eq!(f.call(&mut rig, modify(M::NEW_STATE_INIT, M::MODIFY_MASK_PKEY)).status, INVALID_PARAMETER, "no ACCESS");
     assert_eq!(f.call(&mut rig, modify(M::NEW_STATE_SQD, 0)).status, INVALID_PARAMETER, "RESET to SQD");
-    assert_eq!(f.call(&mut rig, modify(M::NEW_STATE_SQE, 0)).status, NOT_IMPLEMENTED, "SQE");
+    assert_eq!(
+        f.call(&mut rig, modify(M::NEW_STATE_SQE, 0)).status,
+        INVALID_PARAMETER,
+        "SQE is not a MODIFY_QP target"
+    );
     let mut tagged = modify(M::NEW_STATE_INIT, M::MODIFY_MASK_ACCESS | M::MODIFY_MASK_PKEY | M::MODIFY_MASK_VLAN_ID);
     tagged.vlan_pcp_vlan_dei_vlan_id = 5.into();
     assert_eq!(f.call(&mut rig, tagged).status, NOT_IMPLEMENTED, "a real VLAN");

@@ -9,12 +9,11 @@ mod roce_support;
 
 use std::time::Duration;
 
-use bnxt_hsi::roce::doorbell::{DbType, Doorbell};
 use bnxt_hsi::roce::layouts::*;
 use bnxt_model::events::EventKind;
 use common::Rig;
 use roce_support::*;
-use zerocopy::{FromZeros, IntoBytes};
+use zerocopy::FromZeros;
 
 const MS: Duration = Duration::from_millis(1);
 const QKEY: u32 = 0x1111_1111;
@@ -40,44 +39,6 @@ fn side(rig: &mut Rig, nic: usize) -> Side {
     f.gsi_to_rts(rig, &qp, QKEY, 0x100);
     let (key, buf) = f.region(rig, 8192, CmdqRegisterMr::ACCESS_LOCAL_WRITE);
     Side { f, cq, qp, sgid, key, buf }
-}
-
-fn create_ah(sgid: u16, dgid: [u8; 16], dmac: [u8; 6]) -> CmdqCreateAh {
-    let mut a = CmdqCreateAh::new_zeroed();
-    a.ah_handle = 0x77.into();
-    a.dgid.as_mut_bytes().copy_from_slice(&dgid);
-    a.type_ = CmdqCreateAh::TYPE_V2IPV4;
-    a.hop_limit = 64;
-    a.sgid_index = sgid.into();
-    // bnxt_re sets the VLAN id bits to all ones (no VLAN): qplib_sp.c `bnxt_qplib_create_ah`.
-    a.dest_vlan_id_flow_label = CmdqCreateAh::DEST_VLAN_ID_MASK.into();
-    a.pd_id = 1.into();
-    a.dest_mac.as_mut_bytes().copy_from_slice(&dmac);
-    a
-}
-
-/// A UD SEND WQE (static mode) as libbnxt_re writes it: `sq_send` with q_key, dst_qp and avid.
-fn post_ud(f: &mut Func, rig: &mut Rig, qp: &mut TQp, sge: (u64, u32, u32), dst: (u32, u32, u32), imm: Option<u32>) {
-    let (dst_qp, avid, qkey) = dst;
-    let mut w = [0u8; 48];
-    w[0] = if imm.is_some() { SqBase::WQE_TYPE_SEND_W_IMMEAD } else { SqBase::WQE_TYPE_SEND };
-    w[1] = SqSendHdr::FLAGS_SIGNAL_COMP;
-    w[2] = 3;
-    w[4..8].copy_from_slice(&imm.unwrap_or(0).to_le_bytes());
-    w[8..12].copy_from_slice(&sge.2.to_le_bytes());
-    w[12..16].copy_from_slice(&qkey.to_le_bytes());
-    w[16..20].copy_from_slice(&dst_qp.to_le_bytes());
-    w[20..24].copy_from_slice(&avid.to_le_bytes());
-    w[32..40].copy_from_slice(&sge.0.to_le_bytes());
-    w[40..44].copy_from_slice(&sge.1.to_le_bytes());
-    w[44..48].copy_from_slice(&sge.2.to_le_bytes());
-    rig.poke(f.nic, qp.sq_base + u64::from(qp.sq_prod * 8) * 16, &w);
-    qp.sq_prod += 1;
-    if qp.sq_prod >= qp.sq_size {
-        qp.sq_prod -= qp.sq_size;
-        qp.sq_epoch = !qp.sq_epoch;
-    }
-    ring(rig, f.nic, Doorbell::roce(DbType::Sq, qp.id, qp.sq_prod, qp.sq_epoch, 0));
 }
 
 fn pair() -> (Rig, Side, Side, u32) {
@@ -160,11 +121,14 @@ fn a_buffer_without_room_for_the_grh_fails_the_receive_and_the_qp() {
 }
 
 #[test]
-fn sends_to_an_unknown_av_or_beyond_the_mtu_fail_and_the_qp_flushes_after() {
+fn sends_to_an_unknown_av_or_beyond_the_mtu_fail_into_sqe_and_the_qp_flushes_after() {
     let (mut rig, mut a, b, av) = pair();
     post_ud(&mut a.f, &mut rig, &mut a.qp, (a.buf, a.key, 8), (b.qp.id, av + 5, QKEY), None);
     let c = a.cq.wait(&mut rig, 0, 10 * MS);
     assert_eq!(cqe_status(&c), CqReq::STATUS_LOCAL_QP_OPERATION_ERR);
+    let qpn = a.qp.id;
+    let state = rig.world.device(0).roce().state().qps[&qpn].state;
+    assert_eq!(state, bnxt_hsi::roce::qp::QpState::Sqe, "a UD send error: the send queue error state");
     post_ud(&mut a.f, &mut rig, &mut a.qp, (a.buf, a.key, 8), (b.qp.id, av, QKEY), None);
     let c = a.cq.wait(&mut rig, 0, 10 * MS);
     assert_eq!(cqe_status(&c), CqReq::STATUS_WORK_REQUEST_FLUSHED_ERR);

@@ -137,7 +137,7 @@ fn reads_with_a_bad_key_a_region_without_the_right_or_a_qp_without_the_flag_fail
     // A region that does not allow remote reads.
     let mut f = pair(|_, _| {});
     f.nodes[0].mem.add(DST, 0x80_0000, 4096, |_| 0);
-    f.nodes[1].mem.regions.get_mut(&DST).unwrap().remote = RemoteAccess { read: false, write: true };
+    f.nodes[1].mem.regions.get_mut(&DST).unwrap().remote = RemoteAccess { write: true, ..RemoteAccess::default() };
     f.post_send(0, 10, read(1, DST));
     assert!(f.run_until(Duration::from_secs(1), |f| f.qp(0, 10).sends_outstanding() == 0));
     assert_eq!(statuses(&mut f), vec![(1, ReqStatus::RemoteAccess)]);
@@ -145,7 +145,7 @@ fn reads_with_a_bad_key_a_region_without_the_right_or_a_qp_without_the_flag_fail
     // A responder QP that allows no remote reads: invalid request (rdma_rxe `check_op_valid`).
     let mut f = pair(|node, a| {
         if node == 1 {
-            a.access = RemoteAccess { read: false, write: true };
+            a.access = RemoteAccess { write: true, ..RemoteAccess::default() };
         }
     });
     f.nodes[0].mem.add(DST, 0x80_0000, 4096, |_| 0);

@@ -21,6 +21,10 @@ pub enum Layer {
     Aeth,
     /// Immediate data.
     ImmDt,
+    /// Atomic Extended Transport Header.
+    AtomicEth,
+    /// Atomic Acknowledge Extended Transport Header.
+    AtomicAckEth,
     /// Payload, pad bytes and ICRC after the transport headers.
     Payload,
 }
@@ -36,6 +40,8 @@ impl fmt::Display for Layer {
             Layer::Reth => "RETH",
             Layer::Aeth => "AETH",
             Layer::ImmDt => "ImmDt",
+            Layer::AtomicEth => "AtomicETH",
+            Layer::AtomicAckEth => "AtomicAckETH",
             Layer::Payload => "payload",
         })
     }

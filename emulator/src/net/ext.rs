@@ -1,5 +1,5 @@
-//! Extended transport headers: DETH of UD packets (IBA Vol 1 §9.3.2), RETH (§9.3.3), AETH
-//! (§9.3.5) and immediate data (ImmDt, §9.3.7).
+//! Extended transport headers: DETH of UD packets (IBA Vol 1 §9.3.2), RETH (§9.3.3), AtomicETH
+//! (§9.3.4), AETH (§9.3.5), AtomicAckETH (§9.3.6) and immediate data (ImmDt, §9.3.7).
 
 use std::fmt;
 use std::time::Duration;
@@ -15,6 +15,50 @@ pub const RETH_LEN: usize = 16;
 pub const AETH_LEN: usize = 4;
 /// Bytes of immediate data.
 pub const IMMDT_LEN: usize = 4;
+/// Bytes of an AtomicETH: virtual address (8), R_Key (4), swap or add data (8), compare data (8).
+pub const ATOMIC_ETH_LEN: usize = 28;
+/// Bytes of an AtomicAckETH: the original remote data (8).
+pub const ATOMIC_ACK_ETH_LEN: usize = 8;
+
+/// The fields of an AtomicETH (IBA §9.3.4; rdma_rxe rxe_hdr.h `struct rxe_atmeth`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AtomicEthRepr {
+    /// Virtual address of the 8 bytes at the responder (naturally aligned, §9.4.5).
+    pub va: u64,
+    /// Remote key of the region.
+    pub rkey: u32,
+    /// Swap data (CompareSwap) or add data (FetchAdd).
+    pub swap_add: u64,
+    /// Compare data (CompareSwap; FetchAdd ignores it).
+    pub compare: u64,
+}
+
+impl AtomicEthRepr {
+    /// Read an AtomicETH from the start of `buf`.
+    pub fn parse(buf: &[u8]) -> Result<AtomicEthRepr, WireError> {
+        need(Layer::AtomicEth, 0, buf, ATOMIC_ETH_LEN)?;
+        Ok(AtomicEthRepr { va: be64(buf, 0), rkey: be32(buf, 8), swap_add: be64(buf, 12), compare: be64(buf, 20) })
+    }
+
+    /// Write the AtomicETH at the start of `buf` (at least [`ATOMIC_ETH_LEN`] bytes).
+    pub fn emit(&self, buf: &mut [u8]) {
+        put64(buf, 0, self.va);
+        put32(buf, 8, self.rkey);
+        put64(buf, 12, self.swap_add);
+        put64(buf, 20, self.compare);
+    }
+}
+
+/// Read an AtomicAckETH (the original remote data) from the start of `buf`.
+pub fn parse_atomic_ack(buf: &[u8]) -> Result<u64, WireError> {
+    need(Layer::AtomicAckEth, 0, buf, ATOMIC_ACK_ETH_LEN)?;
+    Ok(be64(buf, 0))
+}
+
+/// Write an AtomicAckETH at the start of `buf` (at least [`ATOMIC_ACK_ETH_LEN`] bytes).
+pub fn emit_atomic_ack(orig: u64, buf: &mut [u8]) {
+    put64(buf, 0, orig);
+}
 
 /// The fields of a DETH (IBA §9.3.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

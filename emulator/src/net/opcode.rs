@@ -1,11 +1,13 @@
-//! The BTH opcodes the model handles (reliable connected, and unreliable datagram SEND Only) and
-//! the headers each implies.
+//! The BTH opcodes the model handles (reliable connected, atomics included, and unreliable
+//! datagram SEND Only) and the headers each implies.
 //!
 //! IBA Vol 1 §9.2.1 (OpCode field: bits 7-5 the transport, 000 = RC, 011 = UD; bits 4-0 the
 //! operation) and
 //! §9.3 (which extended headers follow the BTH for each operation); cross-checked with Linux
 //! include/rdma/ib_pack.h (`IB_OPCODE_RC_*`) and drivers/infiniband/sw/rxe/rxe_opcode.c
-//! (`rxe_opcode[]`: header masks per opcode; `IB_OPCODE_UD_SEND_ONLY` 0x64 and
+//! (`rxe_opcode[]`: header masks per opcode; `IB_OPCODE_RC_ATOMIC_ACKNOWLEDGE` 0x12 with AETH and
+//! AtomicAckETH, `IB_OPCODE_RC_COMPARE_SWAP` 0x13 and `IB_OPCODE_RC_FETCH_ADD` 0x14 with
+//! AtomicETH; `IB_OPCODE_UD_SEND_ONLY` 0x64 and
 //! `IB_OPCODE_UD_SEND_ONLY_WITH_IMMEDIATE` 0x65 carry a DETH, §9.3.2).
 
 use super::error::{Layer, WireError};
@@ -50,6 +52,12 @@ pub enum Opcode {
     ReadResponseOnly = 0x10,
     /// Acknowledge.
     Acknowledge = 0x11,
+    /// ATOMIC Acknowledge (IBA §9.4.5: AETH and AtomicAckETH).
+    AtomicAcknowledge = 0x12,
+    /// CmpSwap (an atomic compare-and-swap request: AtomicETH).
+    CompareSwap = 0x13,
+    /// FetchAdd (an atomic fetch-and-add request: AtomicETH).
+    FetchAdd = 0x14,
     /// UD SEND Only (IBA §9.2.1: transport 011, operation 00100).
     UdSendOnly = 0x64,
     /// UD SEND Only with Immediate.
@@ -57,7 +65,7 @@ pub enum Opcode {
 }
 
 /// Every opcode in [`Opcode`], in numeric order.
-pub const ALL_OPCODES: [Opcode; 20] = [
+pub const ALL_OPCODES: [Opcode; 23] = [
     Opcode::SendFirst,
     Opcode::SendMiddle,
     Opcode::SendLast,
@@ -76,6 +84,9 @@ pub const ALL_OPCODES: [Opcode; 20] = [
     Opcode::ReadResponseLast,
     Opcode::ReadResponseOnly,
     Opcode::Acknowledge,
+    Opcode::AtomicAcknowledge,
+    Opcode::CompareSwap,
+    Opcode::FetchAdd,
     Opcode::UdSendOnly,
     Opcode::UdSendOnlyImm,
 ];
@@ -107,6 +118,9 @@ impl Opcode {
             Opcode::ReadResponseLast => "RC RDMA Read Response Last",
             Opcode::ReadResponseOnly => "RC RDMA Read Response Only",
             Opcode::Acknowledge => "RC Acknowledge",
+            Opcode::AtomicAcknowledge => "RC Atomic Acknowledge",
+            Opcode::CompareSwap => "RC Compare Swap",
+            Opcode::FetchAdd => "RC Fetch Add",
             Opcode::UdSendOnly => "UD Send Only",
             Opcode::UdSendOnlyImm => "UD Send Only Immediate",
         }
@@ -117,12 +131,32 @@ impl Opcode {
         matches!(self, Opcode::WriteFirst | Opcode::WriteOnly | Opcode::WriteOnlyImm | Opcode::ReadRequest)
     }
 
-    /// Whether an AETH follows: Acknowledge and RDMA READ response First/Last/Only (§9.3.5).
+    /// Whether an AETH follows: Acknowledge, ATOMIC Acknowledge and RDMA READ response
+    /// First/Last/Only (§9.3.5).
     pub fn has_aeth(self) -> bool {
         matches!(
             self,
-            Opcode::Acknowledge | Opcode::ReadResponseFirst | Opcode::ReadResponseLast | Opcode::ReadResponseOnly
+            Opcode::Acknowledge
+                | Opcode::AtomicAcknowledge
+                | Opcode::ReadResponseFirst
+                | Opcode::ReadResponseLast
+                | Opcode::ReadResponseOnly
         )
+    }
+
+    /// Whether an AtomicETH follows the BTH: CmpSwap and FetchAdd (§9.3.4).
+    pub fn has_atomic_eth(self) -> bool {
+        self.is_atomic()
+    }
+
+    /// Whether an AtomicAckETH follows the AETH: ATOMIC Acknowledge (§9.3.6).
+    pub fn has_atomic_ack_eth(self) -> bool {
+        self == Opcode::AtomicAcknowledge
+    }
+
+    /// Whether it is an atomic request (CmpSwap or FetchAdd).
+    pub fn is_atomic(self) -> bool {
+        matches!(self, Opcode::CompareSwap | Opcode::FetchAdd)
     }
 
     /// Whether immediate data follows (after the RETH, if any) (§9.3.7).
@@ -147,9 +181,16 @@ impl Opcode {
         matches!(self, Opcode::UdSendOnly | Opcode::UdSendOnlyImm)
     }
 
-    /// Whether the packet may carry payload (READ requests and ACKs carry none).
+    /// Whether the packet may carry payload (READ requests, atomics and ACKs carry none).
     pub fn has_payload(self) -> bool {
-        !matches!(self, Opcode::ReadRequest | Opcode::Acknowledge)
+        !matches!(
+            self,
+            Opcode::ReadRequest
+                | Opcode::Acknowledge
+                | Opcode::AtomicAcknowledge
+                | Opcode::CompareSwap
+                | Opcode::FetchAdd
+        )
     }
 
     /// Bytes of extended headers after the BTH.
@@ -158,11 +199,13 @@ impl Opcode {
             + usize::from(self.has_reth()) * super::ext::RETH_LEN
             + usize::from(self.has_aeth()) * super::ext::AETH_LEN
             + usize::from(self.has_immdt()) * super::ext::IMMDT_LEN
+            + usize::from(self.has_atomic_eth()) * super::ext::ATOMIC_ETH_LEN
+            + usize::from(self.has_atomic_ack_eth()) * super::ext::ATOMIC_ACK_ETH_LEN
     }
 
     /// Whether an RC requester sends it (the RC opcodes but READ responses and ACKs).
     pub fn is_request(self) -> bool {
-        self <= Opcode::ReadRequest
+        self <= Opcode::ReadRequest || self.is_atomic()
     }
 
     /// Whether it starts a message (First or Only, or a READ request).
@@ -178,6 +221,9 @@ impl Opcode {
                 | Opcode::ReadRequest
                 | Opcode::ReadResponseFirst
                 | Opcode::ReadResponseOnly
+                | Opcode::AtomicAcknowledge
+                | Opcode::CompareSwap
+                | Opcode::FetchAdd
                 | Opcode::UdSendOnly
                 | Opcode::UdSendOnlyImm
         )
@@ -198,6 +244,9 @@ impl Opcode {
                 | Opcode::ReadRequest
                 | Opcode::ReadResponseLast
                 | Opcode::ReadResponseOnly
+                | Opcode::AtomicAcknowledge
+                | Opcode::CompareSwap
+                | Opcode::FetchAdd
                 | Opcode::UdSendOnly
                 | Opcode::UdSendOnlyImm
         )
@@ -212,7 +261,7 @@ impl TryFrom<u8> for Opcode {
             layer: Layer::Bth,
             field: "opcode",
             value: code.into(),
-            why: "not an opcode the model handles (RC SEND, RDMA WRITE, RDMA READ, Acknowledge; UD SEND Only)",
+            why: "not an opcode the model handles (RC SEND, RDMA WRITE, RDMA READ, atomics, Acknowledge; UD SEND Only)",
         })
     }
 }
@@ -224,13 +273,13 @@ mod tests {
     #[test]
     fn codes_round_trip_and_others_are_refused() {
         for (i, op) in ALL_OPCODES.iter().enumerate() {
-            if i < 0x12 {
+            if i < 0x15 {
                 assert_eq!(usize::from(op.code()), i);
             }
             assert_eq!(Opcode::try_from(op.code()).unwrap(), *op);
         }
         assert_eq!((Opcode::UdSendOnly.code(), Opcode::UdSendOnlyImm.code()), (0x64, 0x65));
-        for code in [0x12u8, 0x13, 0x16, 0x24, 0x66, 0x81, 0xff] {
+        for code in [0x15u8, 0x16, 0x24, 0x66, 0x81, 0xff] {
             assert!(matches!(Opcode::try_from(code), Err(WireError::Unsupported { field: "opcode", .. })));
         }
     }
@@ -265,5 +314,12 @@ mod tests {
         assert_eq!(Opcode::UdSendOnlyImm.ext_headers_len(), 12);
         assert!(Opcode::UdSendOnly.is_first() && Opcode::UdSendOnly.is_last() && !Opcode::UdSendOnly.is_request());
         assert!(Opcode::ReadRequest.is_request() && !Opcode::ReadResponseOnly.is_request());
+        // rxe_opcode.c: CmpSwap and FetchAdd are BTH + AtomicETH (28); ATOMIC Acknowledge is
+        // BTH + AETH + AtomicAckETH (4 + 8); none carries payload.
+        for op in [Opcode::CompareSwap, Opcode::FetchAdd] {
+            assert_eq!((op.ext_headers_len(), op.has_payload(), op.is_request()), (28, false, true), "{op:?}");
+        }
+        let ack = Opcode::AtomicAcknowledge;
+        assert_eq!((ack.ext_headers_len(), ack.has_payload(), ack.is_request()), (12, false, false));
     }
 }

@@ -14,7 +14,7 @@ use std::net::Ipv4Addr;
 use super::bth::{self, BthPacket, BthRepr};
 use super::error::{Layer, WireError, need};
 use super::ethernet::{self, ETHERTYPE_IPV4, ETHERTYPE_QINQ, ETHERTYPE_VLAN, EthernetFrame, EthernetRepr, MacAddr};
-use super::ext::{self, AethRepr, DethRepr, RethRepr};
+use super::ext::{self, AethRepr, AtomicEthRepr, DethRepr, RethRepr};
 use super::icrc::{self, ICRC_LEN};
 use super::ipv4::{self, Ipv4Packet, Ipv4Repr, PROTOCOL_UDP, ipv4_of_mac};
 use super::opcode::Opcode;
@@ -74,12 +74,17 @@ pub struct Transport {
     pub aeth: Option<AethRepr>,
     /// Immediate data, present exactly when [`Opcode::has_immdt`].
     pub immdt: Option<u32>,
+    /// AtomicETH, present exactly when [`Opcode::has_atomic_eth`] (CmpSwap, FetchAdd).
+    pub atomic: Option<AtomicEthRepr>,
+    /// AtomicAckETH (the original remote data), present exactly when
+    /// [`Opcode::has_atomic_ack_eth`] (ATOMIC Acknowledge).
+    pub atomic_ack: Option<u64>,
 }
 
 impl Transport {
     /// Just a BTH (SEND and WRITE Middle, SEND First/Last/Only, READ response Middle).
     pub fn bth(bth: BthRepr) -> Transport {
-        Transport { bth, deth: None, reth: None, aeth: None, immdt: None }
+        Transport { bth, deth: None, reth: None, aeth: None, immdt: None, atomic: None, atomic_ack: None }
     }
 
     /// Bytes of BTH and extended headers.
@@ -102,7 +107,19 @@ impl Transport {
         if self.aeth.is_some() != op.has_aeth() {
             return Err(WireError::Emit {
                 layer: Layer::Aeth,
-                why: "an AETH goes with Acknowledge and READ response First/Last/Only only",
+                why: "an AETH goes with Acknowledge, ATOMIC Acknowledge and READ response First/Last/Only only",
+            });
+        }
+        if self.atomic.is_some() != op.has_atomic_eth() {
+            return Err(WireError::Emit {
+                layer: Layer::AtomicEth,
+                why: "an AtomicETH goes with CmpSwap and FetchAdd only",
+            });
+        }
+        if self.atomic_ack.is_some() != op.has_atomic_ack_eth() {
+            return Err(WireError::Emit {
+                layer: Layer::AtomicAckEth,
+                why: "an AtomicAckETH goes with ATOMIC Acknowledge only",
             });
         }
         if self.immdt.is_some() != op.has_immdt() {
@@ -114,7 +131,7 @@ impl Transport {
         if payload_len > 0 && !op.has_payload() {
             return Err(WireError::Emit {
                 layer: Layer::Payload,
-                why: "READ requests and Acknowledges carry no payload",
+                why: "READ requests, atomics and Acknowledges carry no payload",
             });
         }
         Ok(())
@@ -245,9 +262,17 @@ fn write_headers(path: &Path, t: &Transport, layout: &Layout, out: &mut [u8]) ->
         reth.emit(&mut out[at..]);
         at += ext::RETH_LEN;
     }
+    if let Some(atomic) = t.atomic {
+        atomic.emit(&mut out[at..]);
+        at += ext::ATOMIC_ETH_LEN;
+    }
     if let Some(aeth) = t.aeth {
         aeth.emit(&mut out[at..]);
         at += ext::AETH_LEN;
+    }
+    if let Some(orig) = t.atomic_ack {
+        ext::emit_atomic_ack(orig, &mut out[at..]);
+        at += ext::ATOMIC_ACK_ETH_LEN;
     }
     if let Some(imm) = t.immdt {
         ext::emit_immdt(imm, &mut out[at..]);
@@ -317,7 +342,17 @@ impl<'a> RoceFrame<'a> {
         };
         let deth = if op.has_deth() { Some(DethRepr::parse(take(Layer::Deth, ext::DETH_LEN)?)?) } else { None };
         let reth = if op.has_reth() { Some(RethRepr::parse(take(Layer::Reth, ext::RETH_LEN)?)?) } else { None };
+        let atomic = if op.has_atomic_eth() {
+            Some(AtomicEthRepr::parse(take(Layer::AtomicEth, ext::ATOMIC_ETH_LEN)?)?)
+        } else {
+            None
+        };
         let aeth = if op.has_aeth() { Some(AethRepr::parse(take(Layer::Aeth, ext::AETH_LEN)?)?) } else { None };
+        let atomic_ack = if op.has_atomic_ack_eth() {
+            Some(ext::parse_atomic_ack(take(Layer::AtomicAckEth, ext::ATOMIC_ACK_ETH_LEN)?)?)
+        } else {
+            None
+        };
         let immdt = if op.has_immdt() { Some(ext::parse_immdt(take(Layer::ImmDt, ext::IMMDT_LEN)?)?) } else { None };
         let rest = &frame[at_byte..body_end];
         let pad = usize::from(bth.pad_count);
@@ -333,7 +368,7 @@ impl<'a> RoceFrame<'a> {
             eth,
             ip,
             udp,
-            transport: Transport { bth, deth, reth, aeth, immdt },
+            transport: Transport { bth, deth, reth, aeth, immdt, atomic, atomic_ack },
             payload: &rest[..rest.len() - pad],
             icrc,
         })
@@ -457,6 +492,7 @@ mod tests {
         let reth = RethRepr { va: 0x1000, rkey: 0x55, dma_len: 8192 };
         let aeth = AethRepr { syndrome: Syndrome::Ack { credits: 0x1f }, msn: 7 };
         let deth = DethRepr { qkey: 0x1111_1111, src_qp: 0x42 };
+        let atomic = AtomicEthRepr { va: 0x2008, rkey: 0x66, swap_add: 0x1122_3344_5566_7788, compare: 9 };
         let b = |op| BthRepr::new(op, 0x11, 100);
         vec![
             (Transport::bth(b(Opcode::SendFirst)), 4096),
@@ -479,6 +515,16 @@ mod tests {
             (Transport { aeth: Some(aeth), ..Transport::bth(b(Opcode::Acknowledge)) }, 0),
             (Transport { deth: Some(deth), ..Transport::bth(b(Opcode::UdSendOnly)) }, 11),
             (Transport { deth: Some(deth), immdt: Some(4), ..Transport::bth(b(Opcode::UdSendOnlyImm)) }, 12),
+            (Transport { atomic: Some(atomic), ..Transport::bth(b(Opcode::CompareSwap)) }, 0),
+            (Transport { atomic: Some(atomic), ..Transport::bth(b(Opcode::FetchAdd)) }, 0),
+            (
+                Transport {
+                    aeth: Some(aeth),
+                    atomic_ack: Some(0x0102_0304_0506_0708),
+                    ..Transport::bth(b(Opcode::AtomicAcknowledge))
+                },
+                0,
+            ),
             (
                 Transport {
                     aeth: Some(AethRepr { syndrome: Syndrome::Nak(NakCode::PsnSequenceError), msn: 3 }),

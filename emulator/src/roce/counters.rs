@@ -33,9 +33,6 @@ pub struct RoceCounters {
     pub bad_doorbells: BTreeMap<Cow<'static, str>, u64>,
     /// Doorbells of types or paths the model does not implement.
     pub unimplemented_doorbells: u64,
-    /// Send WQEs rung on the GSI QP (QP1) and frames received for it: the UD/GSI data path (MADs)
-    /// is not modelled (see `roce::gsi`).
-    pub gsi_unmodelled: u64,
     /// WQEs read from SQs and RQs.
     pub wqes: u64,
     /// WQEs refused (malformed or unsupported); each also completes in error.
@@ -88,9 +85,6 @@ impl RoceCounters {
 
     /// Everything unimplemented the engine was asked for.
     pub fn unimplemented_total(&self) -> u64 {
-        self.unimplemented_commands.values().sum::<u64>()
-            + self.unimplemented_features
-            + self.unimplemented_doorbells
-            + self.gsi_unmodelled
+        self.unimplemented_commands.values().sum::<u64>() + self.unimplemented_features + self.unimplemented_doorbells
     }
 }

@@ -17,9 +17,24 @@
 //!   consumer index are waiting notifies at once. Arm doorbells whose toggle is not the latest
 //!   notification's are stale and ignored (counted). The toggle's exact semantics are not
 //!   documented publicly; this is the model's reading of how bnxt_re uses it.
+//! * Resizing (RESIZE_CQ; bnxt_re qplib_fp.c `bnxt_qplib_resize_cq`,
+//!   `bnxt_qplib_resize_cq_complete`; libbnxt_re verbs.c `bnxt_re_resize_cq`,
+//!   `bnxt_re_resize_cq_complete`): the engine writes a CUT_OFF CQE (`cq_cutoff`, type 0xf, with
+//!   the resize count modulo 4 in its `resize_toggle` bits) as the old ring's last entry, and the
+//!   CQEs after it go to the new ring from index 0 with the toggle of a first pass: the driver
+//!   polls the old ring up to the CUT_OFF CQE, then reads the new one from its start with the
+//!   phase reset (`BNXT_RE_QUEUE_START_PHASE`; the kernel clears its consumer epoch). The
+//!   CQ_CUTOFF_ACK doorbell that follows (carrying the resize toggle) is checked and taken. The
+//!   consumer epoch the driver rings on the new ring is its own: libbnxt_re keeps its old ring's
+//!   epoch and flips it when its first index on the new ring is below its last on the old one
+//!   (db.c `bnxt_re_cq_resize_check`, "the ASIC ... is not aware of the CQ resize"), the kernel
+//!   starts from 0; so the first consumer doorbell after a resize tells the engine which, and
+//!   the rest are read with that offset. Whether the hardware holds CQEs back until the
+//!   CQ_CUTOFF_ACK is not public; the model does not (both drivers read the new ring only
+//!   after the CUT_OFF CQE, so nothing they see differs).
 
 use bnxt_hsi::roce::cqe::{CQE_BYTES, CQE_TYPE_TOGGLE_OFFSET, nq_cn_type};
-use bnxt_hsi::roce::layouts::NqCn;
+use bnxt_hsi::roce::layouts::{CqCutoff, NqCn};
 use zerocopy::{FromZeros, IntoBytes};
 
 use crate::host_memory::HostMemory;
@@ -67,6 +82,11 @@ pub struct Cq {
     pub written: u64,
     /// Notifications produced.
     pub notifications: u64,
+    /// RESIZE_CQs taken; the CUT_OFF CQE's and CQ_CUTOFF_ACK's resize toggle is this modulo 4.
+    pub resizes: u32,
+    /// The epoch the driver's consumer doorbells carry relative to the engine's, once known:
+    /// `None` from a resize until the first consumer doorbell after it.
+    epoch_skew: Option<bool>,
 }
 
 /// What writing one CQE led to.
@@ -138,7 +158,38 @@ impl Cq {
             overflowed: false,
             written: 0,
             notifications: 0,
+            resizes: 0,
+            epoch_skew: Some(false),
         }
+    }
+
+    /// The CUT_OFF CQE a resize writes as the old ring's last entry (its toggle bit is set by
+    /// [`Cq::write`]).
+    pub fn cutoff_cqe(&self) -> [u8; CQE_BYTES] {
+        let mut c = CqCutoff::new_zeroed();
+        let toggle = ((self.resizes + 1) & 3) as u8;
+        c.cqe_type_toggle = CqCutoff::CQE_TYPE_CUT_OFF | (toggle << CqCutoff::RESIZE_TOGGLE_MASK.trailing_zeros());
+        c.status = CqCutoff::STATUS_OK;
+        c.as_bytes().try_into().expect("cq_cutoff is 32 bytes")
+    }
+
+    /// Move to the new ring `mem` of `size` entries (after the CUT_OFF CQE went to the old one):
+    /// the producer and consumer start at index 0 on a first pass.
+    pub fn switch_ring(&mut self, mem: PageList, size: u32) {
+        self.mem = mem;
+        self.size = size;
+        self.prod = 0;
+        self.prod_epoch = false;
+        self.cons = 0;
+        self.cons_epoch = false;
+        self.overflowed = false;
+        self.resizes += 1;
+        self.epoch_skew = None;
+    }
+
+    /// The resize toggle the latest CUT_OFF CQE carried (0 before any resize).
+    pub fn resize_toggle(&self) -> u8 {
+        (self.resizes & 3) as u8
     }
 
     fn pos(&self, i: u32, e: bool) -> u64 {
@@ -224,6 +275,18 @@ impl Cq {
         if index >= self.size {
             return Err(CqDoorbellError::IndexTooLarge { index, size: self.size });
         }
+        let skew = match self.epoch_skew {
+            Some(skew) => skew,
+            // The first consumer doorbell after a resize: the skew that puts it between the
+            // consumer and the producer (the engine's own epoch first).
+            None => {
+                let fits = |skew: bool| self.advance_fits(index, epoch ^ skew);
+                let skew = !fits(false) && fits(true);
+                self.epoch_skew = Some(skew);
+                skew
+            }
+        };
+        let epoch = epoch ^ skew;
         let two = 2 * u64::from(self.size);
         let old = self.pos(self.cons, self.cons_epoch);
         let advance = (self.pos(index, epoch) + two - old) % two;
@@ -234,6 +297,12 @@ impl Cq {
         self.cons = index;
         self.cons_epoch = epoch;
         Ok(())
+    }
+
+    fn advance_fits(&self, index: u32, epoch: bool) -> bool {
+        let two = 2 * u64::from(self.size);
+        let old = self.pos(self.cons, self.cons_epoch);
+        (self.pos(index, epoch) + two - old) % two <= (self.pos(self.prod, self.prod_epoch) + two - old) % two
     }
 
     /// A CQ doorbell: the driver consumed up to `index` (with `epoch`).

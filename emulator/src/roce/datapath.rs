@@ -2,8 +2,8 @@
 //! wire and its completions to CQEs, frames from the wire to the right QP, and the transport's
 //! timers.
 //!
-//! * Send WQEs are read when the QP is in RTS (or ERR, where they complete flushed; in SQD they
-//!   wait in the ring) and handed to the transport in ring order, each numbered; a WQE the engine cannot carry out completes with
+//! * Send WQEs are read when the QP is in RTS (or ERR and SQE, where they complete flushed; in SQD
+//!   they wait in the ring) and handed to the transport in ring order, each numbered; a WQE the engine cannot carry out completes with
 //!   LOCAL_QP_OPERATION_ERR after everything before it, and moves the QP to the error state with a
 //!   QP error notification on the CREQ. Receive WQEs are read from RTR on, where the transport
 //!   is already a responder.
@@ -18,9 +18,9 @@
 //! * Frames to one of the NIC's own MACs (a QP connected to another QP of the same NIC) do not go
 //!   on the wire: the NIC loops them back to itself [`LOOPBACK_LATENCY`] later, as a NIC's
 //!   internal switch does (the hardware's own hairpin timing is not public).
-//! * The GSI QP (QP1) has no transport: its WQEs and frames go to [`super::gsi`]. UD QPs have
-//!   none either: theirs go to [`super::ud`]; their receive WQEs wait in the QP's queue of
-//!   early receives until a packet takes them.
+//! * Datagram QPs (UD, and the GSI QP, QP1) have no transport: their WQEs and frames go to
+//!   [`super::ud`]; their receive WQEs wait in the QP's queue of early receives until a packet
+//!   takes them.
 //! * When the transport enters the error state on its own (retry exceeded, a NAK, a local
 //!   protection error), the QP moves to ERR and a QP error notification goes to the CREQ.
 
@@ -47,7 +47,7 @@ use super::cq::CqeOutcome;
 use super::engine::{Env, RoceEngine};
 use super::l2_gate::{self, Admission};
 use super::memory::{INLINE_LKEY, QpMemory};
-use super::qp::{Qp, QpKind};
+use super::qp::Qp;
 use super::state::RoceState;
 use super::wqe::{SqWqe, read_rq_wqe};
 
@@ -83,10 +83,11 @@ impl RoceEngine {
         self.done = done;
     }
 
-    /// Read newly posted receive WQEs (the GSI QP's stay in its ring: [`super::gsi`]).
+    /// Read newly posted receive WQEs (from RTR on; in SQE too, where a datagram QP's receive
+    /// queue still works, IBA Vol 1 §10.3.1).
     fn read_rq(&mut self, now: Duration, qpn: u32, env: &mut Env<'_>, done: &mut Vec<Done>) {
         let Some(qp) = self.st.qps.get_mut(&qpn) else { return };
-        if qp.kind == QpKind::Gsi || !matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Err) {
+        if !matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Sqe | QpState::Err) {
             return;
         }
         while qp.rq.taken != qp.rq.prod {
@@ -132,13 +133,10 @@ impl RoceEngine {
         }
     }
 
-    /// Read newly posted send WQEs (the GSI QP's: [`super::gsi`]).
+    /// Read newly posted send WQEs (a datagram QP's: [`super::ud`]).
     fn read_sq(&mut self, now: Duration, qpn: u32, env: &mut Env<'_>, done: &mut Vec<Done>) {
         let Some(qp) = self.st.qps.get_mut(&qpn) else { return };
-        if qp.kind == QpKind::Gsi {
-            return self.gsi_sends(now, qpn, env, done);
-        }
-        if qp.kind == QpKind::Ud {
+        if qp.kind.is_datagram() {
             return self.ud_sends(now, qpn, env, done);
         }
         if !matches!(qp.state, QpState::Rts | QpState::Err) {
@@ -285,7 +283,7 @@ impl RoceEngine {
                 let cqe = super::ud::ud_cqe(qp.handle, c, Some((u.src_qp, u.src_mac)));
                 (qp.rcq, cqe, false, c.status.code(), c.solicited || !c.status.is_ok())
             }
-            Done::Recv(c) if qp.kind == QpKind::Ud => {
+            Done::Recv(c) if qp.kind.is_datagram() => {
                 let cqe = super::ud::ud_cqe(qp.handle, &c, None);
                 (qp.rcq, cqe, false, c.status.code(), c.solicited || !c.status.is_ok())
             }
@@ -303,7 +301,7 @@ impl RoceEngine {
                     solicited: false,
                 };
                 let cqe =
-                    if qp.kind == QpKind::Ud { super::ud::ud_cqe(qp.handle, &c, None) } else { res_cqe(qp.handle, &c) };
+                    if qp.kind.is_datagram() { super::ud::ud_cqe(qp.handle, &c, None) } else { res_cqe(qp.handle, &c) };
                 (qp.rcq, cqe, false, c.status.code(), true)
             }
         };
@@ -311,7 +309,7 @@ impl RoceEngine {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn write_cqe(
+    pub(super) fn write_cqe(
         &mut self,
         now: Duration,
         cq_id: u32,
@@ -410,7 +408,7 @@ impl RoceEngine {
             return;
         }
         let qpn = parsed.transport.bth.dest_qp;
-        if self.st.qps.get(&qpn).is_some_and(|q| q.kind == QpKind::Ud) {
+        if self.st.qps.get(&qpn).is_some_and(|q| q.kind.is_datagram()) {
             return self.ud_frame(now, qpn, &parsed, env);
         }
         if let Some(q) = self.st.qps.get(&qpn)
@@ -421,9 +419,6 @@ impl RoceEngine {
         }
         let RoceState { qps, keys, dirty, .. } = &mut self.st;
         let Some(Qp { transport: Some(t), inline, pd, .. }) = qps.get_mut(&qpn) else {
-            if qps.get(&qpn).is_some_and(|q| q.kind == QpKind::Gsi) {
-                return self.gsi_frame(now, qpn, env);
-            }
             self.counters.rx_no_qp += 1;
             env.rec.record(now, EventKind::FrameDropped { reason: format!("no QP {qpn} ready to receive (RTR)") });
             return;
@@ -482,6 +477,10 @@ fn send_wqe(seq: u64, w: SqWqe, force: bool, inline: &mut std::collections::BTre
         SqBase::WQE_TYPE_SEND_W_IMMEAD => SendOp::Send { imm: Some(w.imm) },
         SqBase::WQE_TYPE_WRITE_WQE => SendOp::RdmaWrite { va: w.remote_va, rkey: w.remote_key, imm: None },
         SqBase::WQE_TYPE_WRITE_W_IMMEAD => SendOp::RdmaWrite { va: w.remote_va, rkey: w.remote_key, imm: Some(w.imm) },
+        SqBase::WQE_TYPE_ATOMIC_CS => {
+            SendOp::CompareSwap { va: w.remote_va, rkey: w.remote_key, compare: w.compare, swap: w.swap }
+        }
+        SqBase::WQE_TYPE_ATOMIC_FA => SendOp::FetchAdd { va: w.remote_va, rkey: w.remote_key, add: w.swap },
         _ => SendOp::RdmaRead { va: w.remote_va, rkey: w.remote_key },
     };
     let (signaled, solicited) = (w.signaled() || force, w.solicited());

@@ -134,15 +134,14 @@ impl RoceEngine {
             DbType::SrqArm => self.srq_arm_doorbell(now, &db, env),
             // Taken and without further effect (see `super::srq`).
             DbType::SrqArmEna => self.st.srqs.get(&db.xid).map(|_| ()).ok_or("no SRQ with this xid"),
-            DbType::CqCutoffAck => {
-                return self.unimplemented_doorbell(
-                    now,
-                    offset,
-                    value,
-                    "CQ_CUTOFF_ACK (CQ resize is not modelled)",
-                    env,
-                );
-            }
+            // After a resize, with the CUT_OFF CQE's resize toggle (libbnxt_re db.c
+            // `bnxt_re_ring_cq_coff_ack_db`; qplib_res.h `bnxt_qplib_cq_coffack_db`).
+            DbType::CqCutoffAck => match self.st.cqs.get(&db.xid) {
+                None => Err("no CQ with this xid"),
+                Some(cq) if cq.resizes == 0 => Err("CQ_CUTOFF_ACK on a CQ never resized"),
+                Some(cq) if db.toggle != cq.resize_toggle() => Err("CQ_CUTOFF_ACK with a stale resize toggle"),
+                Some(_) => Ok(()),
+            },
             DbType::PushStart | DbType::PushEnd => {
                 return self.unimplemented_doorbell(now, offset, value, "push WQEs", env);
             }

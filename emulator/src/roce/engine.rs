@@ -297,6 +297,13 @@ impl RoceEngine {
                     cmd::execute(&mut self.st, &c, &cx)
                 }
             };
+            for (cq, mem, size) in std::mem::take(&mut self.st.cq_resizes) {
+                let Some(cutoff) = self.st.cqs.get(&cq).map(|c| c.cutoff_cqe()) else { continue };
+                self.write_cqe(now, cq, 0, cutoff, false, 0, false, env);
+                if let Some(c) = self.st.cqs.get_mut(&cq) {
+                    c.switch_ring(mem, size);
+                }
+            }
             for what in std::mem::take(&mut self.st.unsourced) {
                 self.counters.accepted_without_source += 1;
                 self.warn_once(what);

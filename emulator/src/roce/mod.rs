@@ -19,7 +19,6 @@ mod datapath;
 pub mod doorbell;
 pub mod engine;
 pub mod gid;
-mod gsi;
 pub mod l2_gate;
 pub mod memory;
 pub mod mr;

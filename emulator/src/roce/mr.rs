@@ -154,6 +154,8 @@ pub enum AccessKind {
     RemoteWrite,
     /// A remote read (RDMA READ).
     RemoteRead,
+    /// A remote atomic (CmpSwap, FetchAdd: REGISTER_MR `ACCESS_REMOTE_ATOMIC`).
+    RemoteAtomic,
 }
 
 impl AccessKind {
@@ -163,6 +165,7 @@ impl AccessKind {
             AccessKind::LocalWrite => a.local_write,
             AccessKind::RemoteWrite => a.remote_write,
             AccessKind::RemoteRead => a.remote_read,
+            AccessKind::RemoteAtomic => a.remote_atomic,
         }
     }
 
@@ -172,6 +175,7 @@ impl AccessKind {
             AccessKind::LocalWrite => "local write",
             AccessKind::RemoteWrite => "remote write",
             AccessKind::RemoteRead => "remote read",
+            AccessKind::RemoteAtomic => "remote atomic",
         }
     }
 }

@@ -26,8 +26,9 @@ pub enum QpKind {
     Rc,
     /// The general services interface QP, QP1 (`TYPE_GSI`, 7): on P5 and P7 bnxt_re creates
     /// ib_mad's QP1 with CREATE_QP of this type (ib_verbs.c `bnxt_re_init_qp_type`,
-    /// `bnxt_re_create_qp`). The model keeps it, its rings and its state; the UD data path
-    /// behind it (sending and receiving MADs) is not modelled.
+    /// `bnxt_re_create_qp`, "For Thor always force UD mode": `BNXT_RE_GSI_MODE_UD`), and posts
+    /// UD send WQEs and reads UD receive completions on it as on any UD QP: its MADs take the
+    /// UD data path ([`super::ud`]).
     Gsi,
     /// Unreliable datagram (`TYPE_UD`, 4): SEND Only packets to the address handle and QP each
     /// send WQE names ([`super::ud`]).
@@ -42,6 +43,12 @@ impl QpKind {
             QpKind::Gsi => bnxt_hsi::roce::layouts::CmdqCreateQp::TYPE_GSI,
             QpKind::Ud => bnxt_hsi::roce::layouts::CmdqCreateQp::TYPE_UD,
         }
+    }
+
+    /// Whether the QP is a datagram QP (UD or GSI): no connection, the UD data path, and a send
+    /// queue error takes it to SQE rather than ERR (IBA Vol 1 §10.3.1).
+    pub fn is_datagram(self) -> bool {
+        matches!(self, QpKind::Ud | QpKind::Gsi)
     }
 
     /// Name for messages.
@@ -276,7 +283,12 @@ impl Qp {
 /// Transitions MODIFY_QP takes, the same for every QP type (IBA Vol 1 §10.3.1, the QP state
 /// diagram; Linux verbs.c `qp_state_table`, which bnxt_re's modify_qp checks a state change
 /// against: RTS→SQD, SQD→SQD and SQD→RTS among them; hardware-map §4.5); the attributes each
-/// requires depend on the type.
+/// requires depend on the type. SQE→RTS takes a datagram QP out of the send queue error state
+/// its data path put it in (only UD and GSI QPs reach SQE here, [`super::ud`]): ib_mad asks for
+/// exactly that after a failed MAD send (Linux mad.c `ib_mad_send_error`: "Send errors will
+/// transition the QP to SQE", then `qp_state` RTS with `cur_qp_state` SQE). SQE itself is not a
+/// MODIFY_QP target: the QP enters it on its own (IBA §10.3.1; verbs.c `qp_state_table` has no
+/// transition to it).
 pub fn transition_allowed(from: QpState, to: QpState) -> bool {
     use QpState::*;
     matches!(
@@ -289,6 +301,7 @@ pub fn transition_allowed(from: QpState, to: QpState) -> bool {
             | (Rts, Sqd)
             | (Sqd, Sqd)
             | (Sqd, Rts)
+            | (Sqe, Rts)
             | (_, Err)
             | (_, Reset)
     )

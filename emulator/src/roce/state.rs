@@ -55,6 +55,10 @@ pub struct RoceState {
     pub free_from: FreeFrom,
     /// How many QPs complete to each CQ (DESTROY_CQ refuses a CQ a QP still uses).
     pub cq_users: BTreeMap<u32, u32>,
+    /// RESIZE_CQs taken and not yet carried out (CQ id, new ring, entries): the engine writes
+    /// each CUT_OFF CQE and moves the CQ to its new ring right after the command
+    /// ([`super::cq`]).
+    pub cq_resizes: Vec<(u32, super::pages::PageList, u32)>,
 }
 
 /// Where the searches for a free QP number and CQ id start ([`RoceState::free_from`]).

@@ -8,10 +8,33 @@
 //! IBA §10.2.4) and the QP's next PSN. It completes as soon as it is sent (nothing acknowledges
 //! it). A message longer than the path MTU completes with LOCAL_LENGTH_ERR; an AV id that names
 //! no AH of the QP's PD, a WQE type other than SEND and a source GID that is gone complete with
-//! LOCAL_QP_OPERATION_ERR; memory the SGEs cannot reach with LOCAL_PROTECTION_ERR. Each error
-//! moves the QP to ERR with a QP error notification; later WQEs complete flushed.
+//! LOCAL_QP_OPERATION_ERR; memory the SGEs cannot reach with LOCAL_PROTECTION_ERR.
 //!
-//! Receiving: a packet for a UD QP in RTR or RTS with a UD opcode and the QP's Q_Key takes the
+//! A send error moves the QP from RTS to SQE, the send queue error state (IBA Vol 1 §10.3.1: a
+//! UD QP's failed send completes in error and takes the QP to SQE; its receive queue goes on
+//! working): WQEs posted after the failed one complete flushed, receives still take packets, and
+//! MODIFY_QP SQE→RTS starts the send queue again. That is the recovery ib_mad carries out on QP1
+//! (Linux mad.c `ib_mad_send_error`: "Send errors will transition the QP to SQE", then RTS with
+//! `cur_qp_state` SQE, then the flushed MADs posted again). No QP error notification goes to the
+//! CREQ: IBA reports a send queue error through the completion alone (the affiliated
+//! asynchronous "local work queue catastrophic error" is for QPs that enter ERR, §11.6.3), and
+//! bnxt_re passes a notification on as IB_EVENT_QP_FATAL (ib_verbs.c
+//! `bnxt_re_handle_qp_async_event`), which ib_mad logs as a fatal error on the MAD QP.
+//!
+//! The GSI QP (QP1) is a datagram QP too: on P5 and P7 bnxt_re creates it as CREATE_QP type GSI
+//! in "UD mode" (ib_verbs.c `bnxt_re_init_qp_type`: "For Thor always force UD mode",
+//! `BNXT_RE_GSI_MODE_UD`), writes its sends as the same `sq_send` + `sq_ud_ext_hdr` WQE as a UD
+//! QP's (ib_verbs.c `bnxt_re_build_send_wqe` fills the AV, remote QPN and Q_Key for both,
+//! `is_ud_qp`; qplib_fp.c `bnxt_qplib_post_send`: q_key, dst_qp, avid for TYPE_UD and TYPE_GSI alike;
+//! the raw `sq_send_raweth_qp1` WQE with driver-built headers, `bnxt_re_build_qp1_send_v2`, is
+//! only for the older chips' CREATE_QP1 type), and reads its receives as `cq_res_ud`
+//! (`bnxt_qplib_cq_process_res_ud`; ib_verbs.c `bnxt_re_process_res_ud_wc` marks them IB_WC_GRH
+//! with the source MAC and the network header type on the GSI QP; `cq_res_raweth_qp1` is the
+//! older chips' format). So ib_mad's MADs are UD SEND Only packets from QP 1 with ib_mad's Q_Key
+//! (the WQE's 0x80010000, `IB_QP1_QKEY`, whose high bit asks for the QP's own, also 0x80010000)
+//! and the default P_Key, which rdma_rxe and other RoCE v2 stacks take as GSI datagrams.
+//!
+//! Receiving: a packet for a UD QP in RTR, RTS, SQD or SQE with a UD opcode and the QP's Q_Key takes the
 //! next receive WQE; one with another Q_Key, another opcode, a QP not ready or no receive WQE
 //! posted is dropped and counted (UD has no RNR NAK). The receive buffer gets the 40-byte GRH
 //! area first, then the payload: for RoCE v2 over IPv4 the area's last 20 bytes are the IPv4
@@ -24,8 +47,8 @@
 //! LOCAL_LENGTH_ERR and moves the QP to ERR.
 //!
 //! Not modelled: the AH's hop limit, traffic class and flow label (frames carry the defaults of
-//! [`crate::net`]), P_Key checks beyond the default partition, SRQs on UD QPs (CREATE_QP refuses
-//! them) and UD on the GSI QP ([`super::gsi`]).
+//! [`crate::net`]), P_Key checks beyond the default partition (every packet carries 0xffff),
+//! and SRQs on UD QPs (CREATE_QP refuses them).
 
 use std::net::Ipv4Addr;
 use std::time::Duration;
@@ -76,20 +99,19 @@ pub(super) struct UdRecv {
     pub src_mac: [u8; 6],
 }
 
-/// Why a UD send failed: the completion status, the QP error notification's reason and what
-/// was wrong.
-type SendFailure = (ReqStatus, u8, String);
+/// Why a UD send failed: the completion status and what was wrong.
+type SendFailure = (ReqStatus, String);
 
 impl RoceEngine {
-    /// Take the send WQEs posted to UD QP `qpn` (in RTS or ERR) off its ring: sent in RTS,
-    /// flushed in ERR; and, in ERR, flush the receive WQEs it holds.
+    /// Take the send WQEs posted to datagram QP `qpn` (in RTS, SQE or ERR) off its ring: sent in
+    /// RTS, flushed in SQE and ERR; and, in ERR, flush the receive WQEs it holds.
     pub(super) fn ud_sends(&mut self, now: Duration, qpn: u32, env: &mut Env<'_>, done: &mut Vec<Done>) {
         let RoceState { qps, keys, gids, ahs, .. } = &mut self.st;
         let Some(qp) = qps.get_mut(&qpn) else { return };
         if qp.state == QpState::Err {
             done.extend(qp.early_recvs.drain(..).map(|w| Done::Recv(flushed(w.id))));
         }
-        if !matches!(qp.state, QpState::Rts | QpState::Err) {
+        if !matches!(qp.state, QpState::Rts | QpState::Sqe | QpState::Err) {
             return;
         }
         let force = qp.flags & CmdqCreateQp::QP_FLAGS_FORCE_COMPLETION != 0;
@@ -102,13 +124,13 @@ impl RoceEngine {
                     let reason = format!("SQ WQE at slot {slot}: {e}");
                     env.rec.record(now, EventKind::WqeRefused { qp: qpn, reason });
                     done.push(Done::Refused { send: true, id: seq });
-                    fail(qp, &mut self.pending_qp_error, QpErr::REQ_ERR_STATE_REASON_REQ_WQE_FORMAT_ERROR);
+                    send_queue_error(qp);
                     continue;
                 }
             };
             let imm = (w.wqe_type == SqBase::WQE_TYPE_SEND_W_IMMEAD).then_some(w.imm);
             let op = SendOp::Send { imm };
-            if qp.state == QpState::Err {
+            if qp.state != QpState::Rts {
                 done.push(Done::Send(SendCompletion { id: seq, status: ReqStatus::Flushed, op, bytes: 0 }));
                 continue;
             }
@@ -139,11 +161,11 @@ impl RoceEngine {
                         done.push(Done::Send(SendCompletion { id: seq, status: ReqStatus::Ok, op, bytes: w.length }));
                     }
                 }
-                Err((status, reason, what)) => {
+                Err((status, what)) => {
                     let why = format!("UD send WQE {seq}: {} ({what})", status.name());
                     env.rec.record(now, EventKind::WqeRefused { qp: qpn, reason: why });
                     done.push(Done::Send(SendCompletion { id: seq, status, op, bytes: 0 }));
-                    fail(qp, &mut self.pending_qp_error, reason);
+                    send_queue_error(qp);
                 }
             }
         }
@@ -156,7 +178,9 @@ impl RoceEngine {
         let Some(qp) = qps.get_mut(&qpn) else { return };
         let why = match (frame.transport.deth, qp.state) {
             (None, _) => Some("not a UD opcode".to_string()),
-            (_, s) if !matches!(s, QpState::Rtr | QpState::Rts | QpState::Sqd) => Some(format!("QP in {}", s.name())),
+            (_, s) if !matches!(s, QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe) => {
+                Some(format!("QP in {}", s.name()))
+            }
             (Some(d), _) if d.qkey != qp.attrs.qkey => Some(format!("Q_Key 0x{:x} is not the QP's", d.qkey)),
             _ if qp.early_recvs.is_empty() => Some("no receive WQE posted".to_string()),
             _ => None,
@@ -218,11 +242,12 @@ impl RoceEngine {
     }
 }
 
-/// The QP moves to ERR (once) with requester reason `reason`.
-fn fail(qp: &mut Qp, pending: &mut Vec<(u32, u8, u8)>, reason: u8) {
-    if qp.state != QpState::Err {
-        qp.state = QpState::Err;
-        pending.push((qp.id, reason, 0));
+/// A send queue error (the failed WQE's refusal is already recorded): a QP in RTS moves to SQE
+/// (IBA Vol 1 §10.3.1); in SQE or ERR it stays where it is.
+fn send_queue_error(qp: &mut Qp) {
+    if qp.state == QpState::Rts {
+        qp.state = QpState::Sqe;
+        tracing::debug!(qp = qp.id, "send queue error: SQE");
     }
 }
 
@@ -245,8 +270,8 @@ fn ud_packet(
     mem: &mut QpMemory<'_>,
     out: &mut Vec<u8>,
 ) -> Result<(), SendFailure> {
-    let bad_av = |what: String| (ReqStatus::LocalQpOperation, QpErr::REQ_ERR_STATE_REASON_REQ_INVALID_AVID_ERROR, what);
-    let format = |what: String| (ReqStatus::LocalQpOperation, QpErr::REQ_ERR_STATE_REASON_REQ_WQE_FORMAT_ERROR, what);
+    let bad_av = |what: String| (ReqStatus::LocalQpOperation, what);
+    let format = |what: String| (ReqStatus::LocalQpOperation, what);
     let opcode = match w.wqe_type {
         SqBase::WQE_TYPE_SEND => Opcode::UdSendOnly,
         SqBase::WQE_TYPE_SEND_W_IMMEAD => Opcode::UdSendOnlyImm,
@@ -272,7 +297,7 @@ fn ud_packet(
     };
     if w.length > mtu {
         let what = format!("{} bytes exceed the path MTU {mtu}", w.length);
-        return Err((ReqStatus::LocalLength, QpErr::REQ_ERR_STATE_REASON_REQ_WQE_FORMAT_ERROR, what));
+        return Err((ReqStatus::LocalLength, what));
     }
     let (src_mac, dst_mac) = (MacAddr(sgid.mac), MacAddr(ah.dest_mac));
     let path = Path {
@@ -310,14 +335,8 @@ fn ud_packet(
             qp.attrs.sq_psn = (psn + 1) & 0xff_ffff;
             Ok(())
         }
-        Err(UdBuild::Short) => Err((
-            ReqStatus::LocalLength,
-            QpErr::REQ_ERR_STATE_REASON_REQ_WQE_FORMAT_ERROR,
-            format!("the SGEs hold less than length {len}"),
-        )),
-        Err(UdBuild::Access(e)) => {
-            Err((ReqStatus::LocalProtection, QpErr::REQ_ERR_STATE_REASON_REQ_TX_MEMORY_ERROR, e.to_string()))
-        }
+        Err(UdBuild::Short) => Err((ReqStatus::LocalLength, format!("the SGEs hold less than length {len}"))),
+        Err(UdBuild::Access(e)) => Err((ReqStatus::LocalProtection, e.to_string())),
         Err(UdBuild::Wire(e)) => Err(format(e.to_string())),
     }
 }

@@ -12,10 +12,20 @@
 //! Everything here is checked against the ring: a WQE's size against its mode's limits and the
 //! slots the doorbell made available, its SGE count against the QP's, its type against what
 //! the engine carries out (SEND, SEND with immediate, RDMA WRITE with or without immediate, RDMA
-//! READ). Anything else is a [`WqeError`], which the engine completes with a local
-//! QP-operation error and reports as a QP error.
+//! READ, atomic compare-and-swap and fetch-and-add). Anything else is a [`WqeError`], which the
+//! engine completes with a local QP-operation error and reports as a QP error.
+//!
+//! An atomic WQE is `sq_atomic_hdr` (remote_key at 0x04, remote_va at 0x08, swap_data at 0x10,
+//! cmp_data at 0x18) then its SGE (qplib_fp.c `bnxt_qplib_post_send`, libbnxt_re verbs.c
+//! `bnxt_re_build_cns_sqe`, `bnxt_re_build_fna_sqe`). It has no length field: the operand is 8
+//! bytes. libbnxt_re writes its slot count in `wqe_size`; bnxt_re's kernel path leaves the byte
+//! 0 (`sq_atomic_hdr` has `reserved16` there), so 0 reads as the two header slots and one SGE,
+//! the size bnxt_re reserves for it (`_calculate_wqe_byte`: header plus `num_sge`, one for an
+//! atomic).
 
-use bnxt_hsi::roce::layouts::{RqWqeHdr, SqBase, SqSendHdr, SqSge};
+use bnxt_hsi::roce::layouts::{RqWqeHdr, SqAtomicHdr, SqBase, SqSendHdr, SqSge};
+
+use crate::roce::transport::ATOMIC_BYTES;
 use zerocopy::FromBytes;
 
 use crate::host_memory::HostMemory;
@@ -51,6 +61,10 @@ pub struct SqWqe {
     pub dst_qp: u32,
     /// UD SEND: the address vector (`sq_send.avid`, 20 bits).
     pub avid: u32,
+    /// Atomic: swap data (compare-and-swap) or add data (fetch-and-add).
+    pub swap: u64,
+    /// Atomic: compare data.
+    pub compare: u64,
     /// The SGEs (va, lkey, size), as the transport takes them.
     pub sges: SgeList,
     /// Inline data (when `flags` has INLINE).
@@ -82,7 +96,9 @@ pub struct RqWqe {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WqeError {
     /// The WQE type is not one the engine carries out.
-    #[error("WQE type 0x{0:x} is not supported (SEND, SEND with immediate, RDMA WRITE (with immediate) and READ are)")]
+    #[error(
+        "WQE type 0x{0:x} is not supported (SEND, SEND with immediate, RDMA WRITE (with immediate), READ and atomics are)"
+    )]
     Unsupported(u8),
     /// `wqe_size` is outside what the mode and the slots available allow.
     #[error("wqe_size {size} slots: {why}")]
@@ -183,7 +199,7 @@ pub fn read_sq_wqe(
     let fixed = (!layout.variable).then_some(STATIC_WQE_SLOTS);
     let mut head = [0u8; 2 * SLOT_BYTES as usize];
     read_slots(ring, mem, layout.depth, slot, &mut head).map_err(|e| (e, fixed))?;
-    let size = head[2];
+    let size = wqe_size(&head);
     let owned = if layout.variable { u32::from(size) } else { STATIC_WQE_SLOTS };
     let size_ok = size >= 2 && owned <= available && (layout.variable || u32::from(size) <= STATIC_WQE_SLOTS);
     parse_sq_wqe(ring, mem, layout, slot, available, &head).map_err(|e| (e, if size_ok { Some(owned) } else { fixed }))
@@ -199,7 +215,7 @@ fn parse_sq_wqe(
 ) -> Result<(SqWqe, u32), WqeError> {
     let base = SqBase::read_from_bytes(&head[..8]).expect("8-byte base");
     let hdr = SqSendHdr::read_from_bytes(&head[..32]).expect("32-byte header");
-    let size = hdr.wqe_size;
+    let size = wqe_size(head);
     let bad = |why: String| WqeError::BadSize { size, why };
     let owned = if layout.variable { u32::from(size) } else { STATIC_WQE_SLOTS };
     if size < 2 {
@@ -217,15 +233,18 @@ fn parse_sq_wqe(
         | SqBase::WQE_TYPE_SEND_W_IMMEAD
         | SqBase::WQE_TYPE_WRITE_WQE
         | SqBase::WQE_TYPE_WRITE_W_IMMEAD
-        | SqBase::WQE_TYPE_READ_WQE => {}
+        | SqBase::WQE_TYPE_READ_WQE
+        | SqBase::WQE_TYPE_ATOMIC_CS
+        | SqBase::WQE_TYPE_ATOMIC_FA => {}
         other => return Err(WqeError::Unsupported(other)),
     }
+    let atomic = matches!(ty, SqBase::WQE_TYPE_ATOMIC_CS | SqBase::WQE_TYPE_ATOMIC_FA);
     let data_slots = u32::from(size) - 2;
     let (mut stack, mut heap) = ([0u8; STACK_SLOTS * SLOT_BYTES as usize], Vec::new());
     let data = slot_buffer(&mut stack, &mut heap, data_slots);
     read_slots(ring, mem, layout.depth, (slot + 2) % layout.depth, data)?;
-    let is_rdma =
-        matches!(ty, SqBase::WQE_TYPE_WRITE_WQE | SqBase::WQE_TYPE_WRITE_W_IMMEAD | SqBase::WQE_TYPE_READ_WQE);
+    let is_rdma = atomic
+        || matches!(ty, SqBase::WQE_TYPE_WRITE_WQE | SqBase::WQE_TYPE_WRITE_W_IMMEAD | SqBase::WQE_TYPE_READ_WQE);
     // A SEND's header carries the UD fields where an RDMA header carries the remote address
     // (roce_hsi.h `sq_send`: q_key at 0x0c, dst_qp at 0x10, avid at 0x14); RC QPs leave them 0.
     let (q_key, dst_qp, avid) = if is_rdma {
@@ -235,14 +254,17 @@ fn parse_sq_wqe(
         let le = |at: usize| u32::from_le_bytes(head[at..at + 4].try_into().expect("4 bytes"));
         (le(0x0c), le(0x10) & U::DST_QP_MASK, le(0x14) & U::AVID_MASK)
     };
-    let (remote_va, remote_key) = if is_rdma {
+    let (remote_va, remote_key, swap, compare) = if atomic {
+        let a = SqAtomicHdr::read_from_bytes(&head[..32]).expect("32-byte header");
+        (a.remote_va.get(), a.remote_key.get(), a.swap_data.get(), a.cmp_data.get())
+    } else if is_rdma {
         let r = bnxt_hsi::roce::layouts::SqRdmaHdr::read_from_bytes(&head[..32]).expect("32-byte header");
-        (r.remote_va.get(), r.remote_key.get())
+        (r.remote_va.get(), r.remote_key.get(), 0, 0)
     } else {
-        (0, 0)
+        (0, 0, 0, 0)
     };
-    let inline_flag = hdr.flags & SqSendHdr::FLAGS_INLINE != 0 && ty != SqBase::WQE_TYPE_READ_WQE;
-    let length = hdr.length.get();
+    let inline_flag = hdr.flags & SqSendHdr::FLAGS_INLINE != 0 && ty != SqBase::WQE_TYPE_READ_WQE && !atomic;
+    let length = if atomic { ATOMIC_BYTES } else { hdr.length.get() };
     let (sges, inline) = if inline_flag {
         let room = data_slots * SLOT_BYTES as u32;
         if length > room || length > layout.max_inline {
@@ -266,10 +288,21 @@ fn parse_sq_wqe(
         q_key,
         dst_qp,
         avid,
+        swap,
+        compare,
         sges,
         inline,
     };
     Ok((wqe, owned))
+}
+
+/// The WQE's size in slots: `wqe_size`, and for an atomic whose byte is 0 (bnxt_re's kernel
+/// path leaves it so) its two header slots and one SGE.
+fn wqe_size(head: &[u8]) -> u8 {
+    match (head[0], head[2]) {
+        (SqBase::WQE_TYPE_ATOMIC_CS | SqBase::WQE_TYPE_ATOMIC_FA, 0) => 3,
+        (_, size) => size,
+    }
 }
 
 /// Read the RQ WQE of index `index` (stride `stride_slots`, the ring holding `size` WQEs); it

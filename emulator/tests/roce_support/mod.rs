@@ -651,7 +651,7 @@ impl Func {
         m.qp_cid = qp.id.into();
         m.modify_mask = (M::MODIFY_MASK_STATE | M::MODIFY_MASK_ACCESS | M::MODIFY_MASK_PKEY).into();
         m.network_type_en_sqd_async_notify_new_state = M::NEW_STATE_INIT;
-        m.access = M::ACCESS_LOCAL_WRITE | M::ACCESS_REMOTE_WRITE | M::ACCESS_REMOTE_READ;
+        m.access = M::ACCESS_LOCAL_WRITE | M::ACCESS_REMOTE_WRITE | M::ACCESS_REMOTE_READ | M::ACCESS_REMOTE_ATOMIC;
         m.pkey = 0xffff.into();
         self.ok(rig, m);
         let mut m = M::new_zeroed();
@@ -748,12 +748,46 @@ impl Func {
                 }
             }
         }
+        self.post_wqe(rig, qp, &w, length.div_ceil(qp.mtu).max(1));
+    }
+
+    /// An atomic WQE (`sq_atomic_hdr` then one SGE of 8 bytes at `local`), as libbnxt_re writes
+    /// it (its slot count, 3, in `wqe_size`) or, with `kernel`, as bnxt_re does (`wqe_size` 0);
+    /// `cmp_swap` picks ATOMIC_CS (with `compare`) over ATOMIC_FA.
+    #[allow(clippy::too_many_arguments)]
+    pub fn post_atomic(
+        &mut self,
+        rig: &mut Rig,
+        qp: &mut TQp,
+        kernel: bool,
+        cmp_swap: Option<u64>,
+        swap_add: u64,
+        remote: (u64, u32),
+        local: (u64, u32),
+    ) {
+        let mut w = vec![0u8; 48];
+        w[0] = if cmp_swap.is_some() { SqBase::WQE_TYPE_ATOMIC_CS } else { SqBase::WQE_TYPE_ATOMIC_FA };
+        w[1] = SqSendHdr::FLAGS_SIGNAL_COMP;
+        w[2] = if kernel { 0 } else { 3 };
+        w[4..8].copy_from_slice(&remote.1.to_le_bytes());
+        w[8..16].copy_from_slice(&remote.0.to_le_bytes());
+        w[16..24].copy_from_slice(&swap_add.to_le_bytes());
+        w[24..32].copy_from_slice(&cmp_swap.unwrap_or(0).to_le_bytes());
+        w[32..40].copy_from_slice(&local.0.to_le_bytes());
+        w[40..44].copy_from_slice(&local.1.to_le_bytes());
+        w[44..48].copy_from_slice(&8u32.to_le_bytes());
+        self.post_wqe(rig, qp, &w, 1);
+    }
+
+    /// Write WQE `w` (whole slots) at the SQ producer, its MSN entry (`packets` PSNs), and ring
+    /// the SQ doorbell.
+    pub fn post_wqe(&mut self, rig: &mut Rig, qp: &mut TQp, w: &[u8], packets: u32) {
+        let wqe_size = (w.len() / 16) as u8;
         let start_slot = if qp.variable { qp.sq_prod } else { qp.sq_prod * 8 };
         for (k, slot) in w.chunks(16).enumerate() {
             let s = (start_slot + k as u32) % qp.depth;
             rig.poke(self.nic, qp.sq_base + u64::from(s) * 16, slot);
         }
-        let packets = length.div_ceil(qp.mtu).max(1);
         // RC QPs have an MSN table after the ring; the GSI QP has none.
         if qp.msn_entries > 0 {
             let entry =
@@ -794,6 +828,54 @@ impl Func {
         }
         ring(rig, self.nic, Doorbell::roce(DbType::Rq, qp.id, qp.rq_prod, qp.rq_epoch, 0));
     }
+}
+
+/// CREATE_AH of a RoCE v2 IPv4 address handle from GID index `sgid` to `dgid` at `dmac` in PD 1.
+pub fn create_ah(sgid: u16, dgid: [u8; 16], dmac: [u8; 6]) -> CmdqCreateAh {
+    let mut a = CmdqCreateAh::new_zeroed();
+    a.ah_handle = 0x77.into();
+    a.dgid.as_mut_bytes().copy_from_slice(&dgid);
+    a.type_ = CmdqCreateAh::TYPE_V2IPV4;
+    a.hop_limit = 64;
+    a.sgid_index = sgid.into();
+    // bnxt_re sets the VLAN id bits to all ones (no VLAN): qplib_sp.c `bnxt_qplib_create_ah`.
+    a.dest_vlan_id_flow_label = CmdqCreateAh::DEST_VLAN_ID_MASK.into();
+    a.pd_id = 1.into();
+    a.dest_mac.as_mut_bytes().copy_from_slice(&dmac);
+    a
+}
+
+/// A UD SEND WQE (static mode) as libbnxt_re and bnxt_re write it for UD and GSI QPs: `sq_send`
+/// with q_key, dst_qp and avid (`sge` is (va, lkey, len), `dst` (dst_qp, avid, q_key)); rings the
+/// SQ doorbell.
+pub fn post_ud(
+    f: &mut Func,
+    rig: &mut Rig,
+    qp: &mut TQp,
+    sge: (u64, u32, u32),
+    dst: (u32, u32, u32),
+    imm: Option<u32>,
+) {
+    let (dst_qp, avid, qkey) = dst;
+    let mut w = [0u8; 48];
+    w[0] = if imm.is_some() { SqBase::WQE_TYPE_SEND_W_IMMEAD } else { SqBase::WQE_TYPE_SEND };
+    w[1] = SqSendHdr::FLAGS_SIGNAL_COMP;
+    w[2] = 3;
+    w[4..8].copy_from_slice(&imm.unwrap_or(0).to_le_bytes());
+    w[8..12].copy_from_slice(&sge.2.to_le_bytes());
+    w[12..16].copy_from_slice(&qkey.to_le_bytes());
+    w[16..20].copy_from_slice(&dst_qp.to_le_bytes());
+    w[20..24].copy_from_slice(&avid.to_le_bytes());
+    w[32..40].copy_from_slice(&sge.0.to_le_bytes());
+    w[40..44].copy_from_slice(&sge.1.to_le_bytes());
+    w[44..48].copy_from_slice(&sge.2.to_le_bytes());
+    rig.poke(f.nic, qp.sq_base + u64::from(qp.sq_prod * 8) * 16, &w);
+    qp.sq_prod += 1;
+    if qp.sq_prod >= qp.sq_size {
+        qp.sq_prod -= qp.sq_size;
+        qp.sq_epoch = !qp.sq_epoch;
+    }
+    ring(rig, f.nic, Doorbell::roce(DbType::Sq, qp.id, qp.sq_prod, qp.sq_epoch, 0));
 }
 
 /// MODIFY_ROCE_CC's generation-1 extension TLV as bnxt_re fills it (qplib_tlv.h

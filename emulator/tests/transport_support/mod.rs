@@ -72,7 +72,7 @@ impl Memory for TestMem {
 
     fn check_remote(&mut self, rkey: u32, va: u64, len: u32, access: RemoteAccess) -> Result<(), AccessError> {
         let r = self.span(rkey, va, len as usize)?;
-        if (access.read && !r.remote.read) || (access.write && !r.remote.write) {
+        if (access.read && !r.remote.read) || (access.write && !r.remote.write) || (access.atomic && !r.remote.atomic) {
             return Err(AccessError::NotAllowed { key: rkey, what: "remote access" });
         }
         Ok(())

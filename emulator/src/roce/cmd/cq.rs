@@ -1,5 +1,5 @@
-//! CREATE_CQ and DESTROY_CQ (hardware-map §4.5; bnxt_re qplib_fp.c `bnxt_qplib_create_cq`,
-//! `bnxt_qplib_destroy_cq`).
+//! CREATE_CQ, RESIZE_CQ and DESTROY_CQ (hardware-map §4.5; bnxt_re qplib_fp.c
+//! `bnxt_qplib_create_cq`, `bnxt_qplib_resize_cq`, `bnxt_qplib_destroy_cq`).
 //!
 //! A CQ is `cq_size` 32-byte entries in pages of the size `pg_size_lvl` names, behind a page
 //! table of `lvl` levels (table pages of `pbl_pg_size` when `PBL_PG_SIZE_VALID`, else 4 KiB). Its
@@ -9,7 +9,9 @@
 //! infinite-CQ mode are not modelled (NOT_IMPLEMENTED); interrupt coalescing settings are taken
 //! and have no effect (the model notifies at once, which coalescing allows).
 
-use bnxt_hsi::roce::layouts::{CmdqCreateCq as C, CmdqDestroyCq, CreqCreateCqResp, CreqDestroyCqResp};
+use bnxt_hsi::roce::layouts::{
+    CmdqCreateCq as C, CmdqDestroyCq, CmdqResizeCq as R, CreqCreateCqResp, CreqDestroyCqResp, CreqResizeCqResp,
+};
 
 use super::{Cmd, CmdCtx, Outcome, Refusal, answer, parse, table_shape};
 use crate::firmware::state::RingType;
@@ -69,6 +71,41 @@ pub fn create_cq(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome 
     // The smallest free id was taken: every one up to it is in use.
     st.free_from.cq = id + 1;
     answer::<CreqCreateCqResp>(|r| r.xid = id.into())
+}
+
+/// RESIZE_CQ (bnxt_re qplib_fp.c `bnxt_qplib_resize_cq`): the new ring's size, page size,
+/// level and PBL, checked as CREATE_CQ checks them (bnxt_re sends `cqe + 1` entries capped at
+/// `max_cqe + 1`, ib_verbs.c `bnxt_re_resize_cq`); the engine carries it out after the answer
+/// is queued ([`crate::roce::cq`]).
+pub fn resize_cq(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
+    let req: R = parse(cmd, 0x28)?;
+    let id = req.cq_cid.get();
+    if !st.cqs.contains_key(&id) {
+        return Err(Refusal::invalid(format!("cq_cid {id} is not a CQ")));
+    }
+    if st.cq_resizes.iter().any(|r| r.0 == id) {
+        return Err(Refusal::invalid(format!("CQ {id} is already being resized")));
+    }
+    let v = req.new_cq_size_pg_size_lvl.get();
+    let pbl_valid = req.flags.get() & R::FLAGS_PBL_PG_SIZE_VALID != 0;
+    let (level, page_shift, table_shift) =
+        table_shape(v & (R::LVL_MASK | R::PG_SIZE_MASK), pbl_valid, req.pbl_pg_size)?;
+    if req.new_cq_fco.get() & R::CQ_FCO_MASK != 0 {
+        return Err(Refusal::not_implemented(format!(
+            "first-page offset {} is not modelled",
+            req.new_cq_fco.get() & R::CQ_FCO_MASK
+        )));
+    }
+    let size = (v & R::NEW_CQ_SIZE_MASK) >> R::NEW_CQ_SIZE_MASK.trailing_zeros();
+    let largest = MAX_CQE + 1;
+    if size == 0 || size > largest {
+        return Err(Refusal::invalid(format!("new_cq_size {size} outside 1..={largest} (max_cqe + 1)")));
+    }
+    let spec = PblSpec { root: req.new_pbl.get(), level, page_shift, table_shift };
+    let mem = PageList::walk(cx.mem, spec, u64::from(size) * 32)
+        .map_err(|e| Refusal::invalid(format!("new CQ memory: {e}")))?;
+    st.cq_resizes.push((id, mem, size));
+    answer::<CreqResizeCqResp>(|r| r.xid = id.into())
 }
 
 /// DESTROY_CQ. A CQ a QP still completes to cannot go.

@@ -50,7 +50,12 @@ pub fn query_func(cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
     sb.max_gid = MAX_GID.into();
     sb.max_dpi = MAX_DPI.into();
     sb.max_sge_var_wqe = MAX_SGE_VAR_WQE;
-    sb.dev_cap_ext_flags = Sb::ATOMIC_OPS_NOT_SUPPORTED;
+    // RC atomics are carried out (`super::super::transport`): ATOMIC_OPS_NOT_SUPPORTED is clear.
+    // Neither bnxt_re nor libbnxt_re reads the flag: bnxt_re offers atomics when the PCIe
+    // AtomicOp requester enable is set (qplib_sp.c `bnxt_qplib_is_atomic_cap`,
+    // PCI_EXP_DEVCTL2_ATOMIC_REQ, which qplib_res.c `bnxt_qplib_enable_atomic_ops_to_root` asks
+    // the kernel to set when the root port completes 32- and 64-bit AtomicOps).
+    sb.dev_cap_ext_flags = 0;
     sb.max_inline_data_var_wqe = MAX_INLINE_DATA_VAR_WQE.into();
     sb.start_qid = first_qp.into();
     sb.max_msn_table_size = MAX_MSN_TABLE_SIZE_LOG2;

@@ -216,7 +216,7 @@ pub enum Support {
 }
 
 /// Opcodes the model carries out.
-pub const IMPLEMENTED: [u8; 24] = [
+pub const IMPLEMENTED: [u8; 25] = [
     B::OPCODE_QUERY_FUNC,
     B::OPCODE_QUERY_VERSION,
     B::OPCODE_INITIALIZE_FW,
@@ -225,6 +225,7 @@ pub const IMPLEMENTED: [u8; 24] = [
     B::OPCODE_DELETE_GID,
     B::OPCODE_MODIFY_GID,
     B::OPCODE_CREATE_CQ,
+    B::OPCODE_RESIZE_CQ,
     B::OPCODE_DESTROY_CQ,
     B::OPCODE_ALLOCATE_MRW,
     B::OPCODE_DEALLOCATE_KEY,
@@ -281,6 +282,7 @@ pub fn execute(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
         B::OPCODE_DELETE_GID => gid::delete_gid(st, cmd),
         B::OPCODE_MODIFY_GID => gid::modify_gid(st, cmd, cx),
         B::OPCODE_CREATE_CQ => cq::create_cq(st, cmd, cx),
+        B::OPCODE_RESIZE_CQ => cq::resize_cq(st, cmd, cx),
         B::OPCODE_DESTROY_CQ => cq::destroy_cq(st, cmd),
         B::OPCODE_ALLOCATE_MRW => mr::allocate_mrw(st, cmd, cx),
         B::OPCODE_DEALLOCATE_KEY => mr::deallocate_key(st, cmd),
@@ -326,6 +328,7 @@ pub fn summary(opcode: u8, bytes: &[u8]) -> String {
         }
         B::OPCODE_DESTROY_QP | B::OPCODE_QUERY_QP => format!("qp={}", get(0x10, 4)),
         B::OPCODE_CREATE_CQ => format!("cq_size={} nq={} lvl={}", get(0x24, 4), get(0x1c, 4) & 0xfff, get(0x18, 4) & 3),
+        B::OPCODE_RESIZE_CQ => format!("cq={} new_cq_size={}", get(0x10, 4), (get(0x14, 4) >> 5) & 0xff_ffff),
         B::OPCODE_DESTROY_CQ => format!("cq={}", get(0x10, 4)),
         B::OPCODE_CREATE_SRQ => format!("srq_size={} nq={} pd={}", get(0x1c, 2), get(0x1a, 2) & 0xfff, get(0x24, 4)),
         B::OPCODE_DESTROY_SRQ | B::OPCODE_QUERY_SRQ => format!("srq={}", get(0x10, 4)),

@@ -15,7 +15,9 @@
 //!   SGID_INDEX itself in `__filter_modify_flags`); RTR→RTS: SQ_PSN. ib_mad walks QP1 through
 //!   exactly these (mad.c `ib_mad_port_start`: PKEY_INDEX and QKEY, then the state alone, then
 //!   SQ_PSN). A GSI QP has no destination: its attributes are kept and reported back, and no
-//!   transport is built (the UD data path is not modelled).
+//!   transport is built; its MADs take the UD data path ([`crate::roce::ud`]).
+//! - SQE→RTS (UD and GSI, after a send queue error): nothing required (ib_mad sends the state
+//!   alone, with IB_QP_CUR_STATE, which bnxt_re does not pass on).
 //!
 //! - UD: the same attributes as GSI (IBA §11.2.4.2 names the same for UD and GSI QPs; ibverbs'
 //!   ud_pingpong sends PKEY_INDEX and QKEY, then the state, then SQ_PSN). The QKEY and SQ_PSN
@@ -284,7 +286,7 @@ pub fn modify_qp(st: &mut RoceState, cmd: &Cmd<'_>, _cx: &CmdCtx<'_>) -> Outcome
         let f = req.network_type_en_sqd_async_notify_new_state & M::NEW_STATE_MASK;
         let to = QpState::from_field(f).ok_or_else(|| Refusal::invalid(format!("new_state {f} is not defined")))?;
         if to == QpState::Sqe {
-            return Err(Refusal::not_implemented("the SQE state is not modelled"));
+            return Err(Refusal::invalid("SQE is entered by a datagram QP's send queue error, not by MODIFY_QP"));
         }
         if !transition_allowed(from, to) {
             return Err(Refusal::invalid(format!("{} to {} is not a QP state transition", from.name(), to.name())));

@@ -131,7 +131,11 @@ pub(super) fn transport_attrs(qp: &Qp, a: &QpAttributes, src: (MacAddr, [u8; 4])
         min_rnr_timer: a.min_rnr_timer,
         max_rd_atomic: ord,
         max_dest_rd_atomic: ird,
-        access: RemoteAccess { read: a.access.remote_read, write: a.access.remote_write },
+        access: RemoteAccess {
+            read: a.access.remote_read,
+            write: a.access.remote_write,
+            atomic: a.access.remote_atomic,
+        },
     })
 }
 

@@ -83,11 +83,13 @@ pub struct RemoteAccess {
     pub read: bool,
     /// RDMA WRITE requests may be executed.
     pub write: bool,
+    /// Atomic requests (CmpSwap, FetchAdd) may be executed.
+    pub atomic: bool,
 }
 
 impl RemoteAccess {
-    /// Both reads and writes.
-    pub const ALL: RemoteAccess = RemoteAccess { read: true, write: true };
+    /// Reads, writes and atomics.
+    pub const ALL: RemoteAccess = RemoteAccess { read: true, write: true, atomic: true };
 }
 
 /// The transport attributes of one RC QP.

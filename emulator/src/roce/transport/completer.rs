@@ -7,6 +7,10 @@
 //!   every request before the READ (an implied ACK). A response past the next expected one, or
 //!   an ACK past a READ whose responses are missing, means responses were lost: the requester
 //!   retries from the oldest unacknowledged PSN (rxe_comp.c `check_psn`).
+//! * An ATOMIC Acknowledge completes the atomic with its PSN: the original remote value in its
+//!   AtomicAckETH lands in the atomic's local buffer as a host-order u64 (IBA Vol 1 §9.4.5;
+//!   rxe_comp.c `do_atomic`), and it acknowledges the requests before it, as a READ response
+//!   does. A plain ACK past an atomic not yet answered means the answer was lost (retry).
 //! * A PSN sequence error NAK acknowledges the PSNs before it and retries from it; an RNR NAK
 //!   does the same after the NAK's timer (IBA §9.7.5.2.8); a NAK invalid request, remote access
 //!   or remote operational error completes the oldest request with that error and moves the QP
@@ -45,6 +49,10 @@ impl RcQp {
         if p >= self.req.sent_end {
             // Nothing was sent with that PSN.
             self.stats.stale_responses += 1;
+            return;
+        }
+        if t.bth.opcode == Opcode::AtomicAcknowledge {
+            self.on_atomic_ack(now, p, frame, mem);
             return;
         }
         if t.bth.opcode != Opcode::Acknowledge {
@@ -94,9 +102,10 @@ impl RcQp {
             if front.failed.is_some() {
                 break;
             }
-            if front.is_read() {
+            if front.awaits_response() {
                 if next > front.first.plus(u64::from(front.read_got)) {
-                    // An ACK past a READ whose responses have not all come: they were lost.
+                    // An ACK past a READ whose responses have not all come (or an atomic not
+                    // answered): they were lost.
                     self.retry(false);
                 }
                 break;
@@ -107,7 +116,7 @@ impl RcQp {
             self.complete_oldest();
         }
         let mut una = self.req.una.max(next);
-        if let Some(front) = self.req.sq.front().filter(|f| f.is_read()) {
+        if let Some(front) = self.req.sq.front().filter(|f| f.awaits_response()) {
             una = una.min(front.first.plus(u64::from(front.read_got)).max(self.req.una));
         }
         self.req.una = una;
@@ -137,7 +146,7 @@ impl RcQp {
         let Some(e) = self.req.sq.pop_front() else {
             return;
         };
-        if e.is_read() {
+        if e.awaits_response() {
             self.req.reads_in_flight = self.req.reads_in_flight.saturating_sub(1);
         }
         if e.wqe.signaled {
@@ -150,26 +159,35 @@ impl RcQp {
         }
     }
 
-    /// A READ response packet with PSN `p`.
-    fn on_read_response<M: Memory + ?Sized>(&mut self, now: Duration, p: Seq, frame: &RoceFrame<'_>, mem: &mut M) {
+    /// A READ response or ATOMIC Acknowledge with PSN `p` acknowledges the requests before its
+    /// READ or atomic: complete them. Whether the oldest request is left to answer (`false`
+    /// for a stale response, nothing outstanding, or a request that already failed).
+    fn before_response(&mut self, p: Seq) -> bool {
         if p < self.req.una {
             self.stats.stale_responses += 1;
-            return;
+            return false;
         }
-        // The response acknowledges the requests before its READ.
         while let Some(front) = self.req.sq.front() {
-            if front.failed.is_some() || front.is_read() || front.end() > p || !front.started {
+            if front.failed.is_some() || front.awaits_response() || front.end() > p || !front.started {
                 break;
             }
             self.complete_oldest();
         }
-        let Some(front) = self.req.sq.front() else {
-            self.stats.stale_responses += 1;
-            return;
-        };
-        if front.failed.is_some() {
+        match self.req.sq.front() {
+            None => {
+                self.stats.stale_responses += 1;
+                false
+            }
+            Some(front) => front.failed.is_none(),
+        }
+    }
+
+    /// A READ response packet with PSN `p`.
+    fn on_read_response<M: Memory + ?Sized>(&mut self, now: Duration, p: Seq, frame: &RoceFrame<'_>, mem: &mut M) {
+        if !self.before_response(p) {
             return;
         }
+        let Some(front) = self.req.sq.front() else { return };
         if !front.is_read() || p < front.first {
             self.fail_oldest(ReqStatus::BadResponse);
             return;
@@ -209,6 +227,38 @@ impl RcQp {
         if done {
             self.complete_oldest();
         }
+        self.progress(now);
+    }
+}
+
+impl RcQp {
+    /// An ATOMIC Acknowledge with PSN `p`.
+    fn on_atomic_ack<M: Memory + ?Sized>(&mut self, now: Duration, p: Seq, frame: &RoceFrame<'_>, mem: &mut M) {
+        if !self.before_response(p) {
+            return;
+        }
+        let Some(front) = self.req.sq.front() else { return };
+        if front.awaits_response() && p > front.first.plus(u64::from(front.read_got)) {
+            // An answer for a later request: the oldest one's responses were lost.
+            self.stats.stale_responses += 1;
+            self.retry(false);
+            return;
+        }
+        let t = &frame.transport;
+        let aeth_ok = t.aeth.is_some_and(|a| matches!(a.syndrome, Syndrome::Ack { .. }));
+        let (true, Some(orig), true) = (front.is_atomic() && p == front.first, t.atomic_ack, aeth_ok) else {
+            self.fail_oldest(ReqStatus::BadResponse);
+            return;
+        };
+        match scatter_sges(mem, &front.wqe.sges, 0, &orig.to_le_bytes()) {
+            Ok(true) => {}
+            Ok(false) | Err(_) => {
+                self.fail_oldest(ReqStatus::LocalProtection);
+                return;
+            }
+        }
+        self.req.una = p.plus(1);
+        self.complete_oldest();
         self.progress(now);
     }
 }

@@ -58,8 +58,9 @@ pub trait Memory {
     fn scatter(&mut self, sge: &Sge, offset: u32, src: &[u8]) -> Result<(), AccessError>;
 
     /// Check that `len` bytes at `va` of the region `rkey` may be accessed remotely as `access`
-    /// says (only `read` or only `write` is set). Called once per RDMA READ or WRITE, on its
-    /// first packet, for the whole length (rdma_rxe rxe_resp.c `check_rkey`).
+    /// says (only one of `read`, `write` and `atomic` is set). Called once per RDMA READ or
+    /// WRITE, on its first packet, for the whole length (rdma_rxe rxe_resp.c `check_rkey`), and
+    /// by the default [`Memory::remote_atomic`].
     fn check_remote(&mut self, rkey: u32, va: u64, len: u32, access: RemoteAccess) -> Result<(), AccessError>;
 
     /// Copy `dst.len()` bytes from `va` of the region `rkey` (READ responses). On `Ok` every byte
@@ -68,6 +69,52 @@ pub trait Memory {
 
     /// Copy `src` to `va` of the region `rkey` (WRITE payloads).
     fn remote_write(&mut self, rkey: u32, va: u64, src: &[u8]) -> Result<(), AccessError>;
+
+    /// Carry out atomic `op` on the 8 bytes at `va` of the region `rkey` (a host-order u64, as
+    /// the host's CPU sees it; rdma_rxe rxe_resp.c `atomic_reply` likewise) and return their
+    /// original value; the region must allow remote atomics. The default checks that with
+    /// [`Memory::check_remote`] and reads and writes through [`Memory::remote_read`] and
+    /// [`Memory::remote_write`]; an implementation whose remote reads and writes check their own
+    /// access rights must do the access itself.
+    fn remote_atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, AccessError> {
+        let access = RemoteAccess { atomic: true, ..RemoteAccess::default() };
+        self.check_remote(rkey, va, super::wr::ATOMIC_BYTES, access)?;
+        let mut b = [0u8; 8];
+        self.remote_read(rkey, va, &mut b)?;
+        let orig = u64::from_le_bytes(b);
+        if let Some(new) = op.apply(orig) {
+            self.remote_write(rkey, va, &new.to_le_bytes())?;
+        }
+        Ok(orig)
+    }
+}
+
+/// An atomic operation as the responder carries it out (IBA Vol 1 §9.4.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AtomicOp {
+    /// Write `swap` if the value equals `compare`.
+    CompareSwap {
+        /// Compare data.
+        compare: u64,
+        /// Swap data.
+        swap: u64,
+    },
+    /// Add `add` (wrapping).
+    FetchAdd {
+        /// Add data.
+        add: u64,
+    },
+}
+
+impl AtomicOp {
+    /// The value to write over `orig`, if any (a compare-and-swap that does not match writes
+    /// nothing).
+    pub fn apply(self, orig: u64) -> Option<u64> {
+        match self {
+            AtomicOp::CompareSwap { compare, swap } => (orig == compare).then_some(swap),
+            AtomicOp::FetchAdd { add } => Some(orig.wrapping_add(add)),
+        }
+    }
 }
 
 /// Gather `dst.len()` bytes starting `offset` bytes into the message the SGE list describes.

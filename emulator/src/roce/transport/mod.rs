@@ -12,7 +12,8 @@
 //!
 //! and follows the InfiniBand Architecture Specification Vol 1, chapter 9 (transport layer):
 //! §9.7 reliable service (PSNs, ACK/NAK and the AETH syndromes, retries, the RNR NAK timer
-//! table) and §9.4 (SEND, RDMA WRITE and RDMA READ), over RoCE v2 framing from [`crate::net`].
+//! table) and §9.4 (SEND, RDMA WRITE, RDMA READ and the atomics, §9.4.5), over RoCE v2 framing
+//! from [`crate::net`].
 //!
 //! # How the slow path drives it
 //!
@@ -65,10 +66,11 @@ pub mod wr;
 
 pub use attrs::{AttrError, Limits, Mtu, QpAttrs, RemoteAccess, local_ack_timeout};
 pub use completion::{RecvCompletion, RecvKind, SendCompletion};
+pub use memory::AtomicOp;
 pub use memory::{AccessError, Memory};
 pub use qp::{QpState, RcQp, TransportStats};
 pub use status::{ReqStatus, RespStatus};
-pub use wr::{INLINE_SGES, MAX_MESSAGE, RecvWqe, SendOp, SendWqe, Sge, SgeList};
+pub use wr::{ATOMIC_BYTES, INLINE_SGES, MAX_MESSAGE, RecvWqe, SendOp, SendWqe, Sge, SgeList};
 
 #[cfg(test)]
 mod tests;

@@ -76,6 +76,10 @@ pub struct TransportStats {
     pub misdirected: u64,
     /// Frames dropped because the QP is in the error state.
     pub dropped_in_error: u64,
+    /// Atomic requests executed (each answered by an ATOMIC Acknowledge).
+    pub atomics_executed: u64,
+    /// Duplicate atomics answered again from their saved result.
+    pub atomics_replayed: u64,
 }
 
 /// The RC transport of one QP: requester, responder and completer.
@@ -236,7 +240,7 @@ impl RcQp {
             QpState::ReadyToSend | QpState::SendQueueDrain => {}
         }
         let mut failed = wqe.check().err();
-        if failed.is_none() && wqe.op.is_read() && self.attrs.max_rd_atomic == 0 {
+        if failed.is_none() && wqe.op.takes_responder_resources() && self.attrs.max_rd_atomic == 0 {
             failed = Some(ReqStatus::LocalQpOperation);
         }
         let mtu = self.attrs.mtu;

@@ -6,13 +6,15 @@
 //!   §9.4.1-9.4.3; rdma_rxe rxe_req.c `next_opcode_rc`, `init_req_packet`).
 //! * An RDMA READ is one READ request packet whose PSN is that of its first response; it
 //!   reserves one PSN per response packet (rxe_req.c `update_wqe_psn`).
+//! * An atomic is one CmpSwap or FetchAdd packet with an AtomicETH (remote address and key,
+//!   swap or add data, compare data: IBA §9.4.5), one PSN, answered by one ATOMIC Acknowledge.
 //! * AckReq is set on the last packet of each message and on every
 //!   [`Limits::ack_req_every`](super::attrs::Limits::ack_req_every)-th packet (rxe_req.c
 //!   `init_req_packet`, `RXE_MAX_PKT_PER_ACK`).
 //! * At most [`Limits::max_unacked_psns`](super::attrs::Limits::max_unacked_psns) PSNs go out
 //!   past the oldest unacknowledged one (rxe_req.c, `RXE_MAX_UNACKED_PSNS`), and at most
-//!   `max_rd_atomic` READs are outstanding (the initiator depth of the Modify QP verb, IBA
-//!   §11.2.4.2; rxe_req.c `check_init_depth`).
+//!   `max_rd_atomic` READs and atomics are outstanding (the initiator depth of the Modify QP
+//!   verb, IBA §11.2.4.2; rxe_req.c `check_init_depth`).
 //! * Retransmission is go-back-N from the oldest unacknowledged PSN: after the local ACK timeout
 //!   (IBA §9.7.6.1.3), a PSN sequence error NAK, or a gap in READ responses, counting the retry
 //!   count; after an RNR NAK, when the NAK's timer has run, counting the RNR retry count
@@ -22,7 +24,7 @@
 use std::time::Duration;
 
 use crate::net::bth::BthRepr;
-use crate::net::ext::RethRepr;
+use crate::net::ext::{AtomicEthRepr, RethRepr};
 use crate::net::roce::{Transport, build_frame_overwrite};
 use crate::net::{Opcode, WireError};
 
@@ -43,7 +45,7 @@ pub(super) struct ReqState {
     pub(super) una: Seq,
     /// One past the latest PSN sent (for a READ, reserved for its responses).
     pub(super) sent_end: Seq,
-    /// READs started and not completed.
+    /// READs and atomics started and not completed.
     pub(super) reads_in_flight: u32,
     /// Packets sent since the last with AckReq.
     pub(super) since_ack_req: u32,
@@ -107,6 +109,8 @@ fn segment_opcode(op: &SendOp, k: u32, n: u32) -> Opcode {
         (SendOp::RdmaWrite { imm: None, .. }, false, true) => Opcode::WriteLast,
         (SendOp::RdmaWrite { imm: Some(_), .. }, false, true) => Opcode::WriteLastImm,
         (SendOp::RdmaRead { .. }, _, _) => Opcode::ReadRequest,
+        (SendOp::CompareSwap { .. }, _, _) => Opcode::CompareSwap,
+        (SendOp::FetchAdd { .. }, _, _) => Opcode::FetchAdd,
     }
 }
 
@@ -131,7 +135,8 @@ impl RcQp {
         if psn.since(self.req.una) >= u64::from(self.limits.max_unacked_psns) {
             return false;
         }
-        if entry.is_read() && !entry.started && self.req.reads_in_flight >= u32::from(self.attrs.max_rd_atomic) {
+        if entry.awaits_response() && !entry.started && self.req.reads_in_flight >= u32::from(self.attrs.max_rd_atomic)
+        {
             return false;
         }
         let mtu = entry.mtu.bytes();
@@ -151,6 +156,16 @@ impl RcQp {
                 // A READ resent from response k asks for the rest only (rxe_req.c `req_retry`).
                 let reth = RethRepr { va: va.wrapping_add(offset), rkey, dma_len: wqe.length - offset as u32 };
                 let t = Transport { reth: Some(reth), ..Transport::bth(bth) };
+                build_frame_overwrite::<BuildError>(&self.attrs.path, &t, 0, out, |_| Ok(()))
+            }
+            SendOp::CompareSwap { va, rkey, compare, swap } => {
+                let atomic = AtomicEthRepr { va, rkey, swap_add: swap, compare };
+                let t = Transport { atomic: Some(atomic), ..Transport::bth(bth) };
+                build_frame_overwrite::<BuildError>(&self.attrs.path, &t, 0, out, |_| Ok(()))
+            }
+            SendOp::FetchAdd { va, rkey, add } => {
+                let atomic = AtomicEthRepr { va, rkey, swap_add: add, compare: 0 };
+                let t = Transport { atomic: Some(atomic), ..Transport::bth(bth) };
                 build_frame_overwrite::<BuildError>(&self.attrs.path, &t, 0, out, |_| Ok(()))
             }
             SendOp::Send { imm } | SendOp::RdmaWrite { imm, .. } => {
@@ -198,7 +213,7 @@ impl RcQp {
             && !e.started
         {
             e.started = true;
-            if e.is_read() {
+            if e.awaits_response() {
                 self.req.reads_in_flight += 1;
             }
         }

@@ -16,6 +16,15 @@
 //! * A READ is answered with First/Middle/Last or Only response packets, AETH on First, Last
 //!   and Only (IBA §9.3.5), the MSN counting the READ when it is executed (IBA C9-148 via
 //!   rxe_resp.c `execute`).
+//! * An atomic (CmpSwap, FetchAdd: IBA §9.4.5) is checked against the QP's remote atomic flag
+//!   and `max_dest_rd_atomic` (NAK invalid request), its address's natural alignment (8 bytes:
+//!   NAK invalid request, as rxe_resp.c `check_rkey` for a misaligned atomic) and its region
+//!   (NAK remote access error); executed on the 8 bytes at its address and answered by an ATOMIC
+//!   Acknowledge carrying the original value (AtomicAckETH). READs and atomics share the
+//!   responder's resources (the last `max_dest_rd_atomic` of them, the IRRQ): a duplicate atomic
+//!   among them is answered again from the saved original value, not executed again (IBA
+//!   §9.4.5, the responder's atomic resources; rxe_resp.c `duplicate_request`), one no longer
+//!   among them is dropped.
 //! * ACKs carry the PSN of the latest packet executed and the MSN (messages completed); they go
 //!   on AckReq and after [`Limits::ack_every`](super::attrs::Limits::ack_every) packets, and one
 //!   not yet sent is replaced by a newer one (coalescing). Responses leave in PSN order.
@@ -32,6 +41,7 @@ use crate::net::{Opcode, RoceFrame, WireError};
 use super::attrs::{Mtu, RemoteAccess};
 use super::completer::read_response_opcode;
 use super::completion::{RecvCompletion, RecvKind};
+use super::memory::AtomicOp;
 use super::memory::{AccessError, Memory, scatter_sges};
 use super::psn::{PSN_MASK, Seq};
 use super::qp::RcQp;
@@ -50,6 +60,15 @@ pub(super) struct ReadResource {
     len: u32,
 }
 
+/// A READ or atomic the responder executed, kept for duplicates (its IRRQ entry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resource {
+    /// A READ.
+    Read(ReadResource),
+    /// An atomic at `psn`, and the original value it answered with.
+    Atomic { psn: Seq, orig: u64 },
+}
+
 /// A response waiting to be sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Response {
@@ -57,6 +76,8 @@ enum Response {
     Ack { syndrome: Syndrome, psn: Seq },
     /// READ response packets from `next` on.
     Read { res: ReadResource, next: u32 },
+    /// An ATOMIC Acknowledge with the original value.
+    Atomic { psn: Seq, orig: u64 },
 }
 
 /// The message being received.
@@ -82,8 +103,8 @@ pub(super) struct RespState {
     /// A sequence error or RNR NAK was sent and the expected PSN has not come since.
     nak_sent: bool,
     current: Current,
-    /// The latest READs, for duplicates.
-    reads: VecDeque<ReadResource>,
+    /// The latest READs and atomics, for duplicates.
+    reads: VecDeque<Resource>,
     out: VecDeque<Response>,
     /// Packets executed since the last ACK was queued.
     unacked: u32,
@@ -113,7 +134,8 @@ impl RespState {
         self.out.clear();
     }
 
-    /// Keep only the latest `n` executed READs for duplicates (the responder depth changed).
+    /// Keep only the latest `n` executed READs and atomics for duplicates (the responder depth
+    /// changed).
     pub(super) fn keep_reads(&mut self, n: usize) {
         while self.reads.len() > n {
             self.reads.pop_front();
@@ -179,6 +201,7 @@ impl RcQp {
         } else {
             match op {
                 Opcode::ReadRequest => self.execute_read(p, frame, mem),
+                Opcode::CompareSwap | Opcode::FetchAdd => self.execute_atomic(p, frame, mem),
                 Opcode::SendFirst
                 | Opcode::SendMiddle
                 | Opcode::SendLast
@@ -202,7 +225,7 @@ impl RcQp {
                     self.resp.queue_ack(Syndrome::Ack { credits: ACK_NO_CREDITS }, p);
                 }
             }
-            Ok(Executed::Read) | Ok(Executed::NotReady) => {}
+            Ok(Executed::Responded) | Ok(Executed::NotReady) => {}
             Err(f) => self.fail_request(p, f),
         }
     }
@@ -299,7 +322,7 @@ impl RcQp {
                     return Err(fatal(NakCode::InvalidRequest, None));
                 }
                 if reth.dma_len > 0 {
-                    let access = RemoteAccess { read: false, write: true };
+                    let access = RemoteAccess { write: true, ..RemoteAccess::default() };
                     mem.check_remote(reth.rkey, reth.va, reth.dma_len, access).map_err(remote_access)?;
                 }
                 (reth.va, reth.rkey, reth.dma_len, reth.dma_len, self.attrs.mtu)
@@ -350,33 +373,80 @@ impl RcQp {
             return Err(fatal(NakCode::InvalidRequest, None));
         }
         if reth.dma_len > 0 {
-            let access = RemoteAccess { read: true, write: false };
+            let access = RemoteAccess { read: true, ..RemoteAccess::default() };
             mem.check_remote(reth.rkey, reth.va, reth.dma_len, access).map_err(remote_access)?;
         }
         let mtu = self.attrs.mtu;
         let npkts = mtu.packets(reth.dma_len);
         let res = ReadResource { first: p, mtu, npkts, va: reth.va, rkey: reth.rkey, len: reth.dma_len };
-        if self.resp.reads.len() >= usize::from(self.attrs.max_dest_rd_atomic) {
-            self.resp.reads.pop_front();
-        }
-        self.resp.reads.push_back(res);
+        self.keep_resource(Resource::Read(res));
         self.resp.msn = (self.resp.msn + 1) & PSN_MASK;
         self.resp.epsn = p.plus(u64::from(npkts));
         self.resp.out.push_back(Response::Read { res, next: 0 });
         self.resp.unacked = 0;
-        Ok(Executed::Read)
+        Ok(Executed::Responded)
+    }
+
+    /// Keep `res` among the last `max_dest_rd_atomic` READs and atomics.
+    fn keep_resource(&mut self, res: Resource) {
+        if self.resp.reads.len() >= usize::from(self.attrs.max_dest_rd_atomic) {
+            self.resp.reads.pop_front();
+        }
+        self.resp.reads.push_back(res);
+    }
+
+    fn execute_atomic<M: Memory + ?Sized>(
+        &mut self,
+        p: Seq,
+        frame: &RoceFrame<'_>,
+        mem: &mut M,
+    ) -> Result<Executed, Fatal> {
+        let Some(a) = frame.transport.atomic else {
+            return Err(fatal(NakCode::InvalidRequest, None));
+        };
+        if !self.attrs.access.atomic || self.attrs.max_dest_rd_atomic == 0 || a.va % 8 != 0 {
+            return Err(fatal(NakCode::InvalidRequest, None));
+        }
+        let op = if frame.transport.bth.opcode == Opcode::CompareSwap {
+            AtomicOp::CompareSwap { compare: a.compare, swap: a.swap_add }
+        } else {
+            AtomicOp::FetchAdd { add: a.swap_add }
+        };
+        let orig = mem.remote_atomic(a.rkey, a.va, op).map_err(remote_access)?;
+        self.keep_resource(Resource::Atomic { psn: p, orig });
+        self.resp.msn = (self.resp.msn + 1) & PSN_MASK;
+        self.resp.epsn = p.plus(1);
+        self.resp.out.push_back(Response::Atomic { psn: p, orig });
+        self.resp.unacked = 0;
+        self.stats.atomics_executed += 1;
+        Ok(Executed::Responded)
     }
 
     /// A request with a PSN before the expected one.
     fn duplicate(&mut self, p: Seq, frame: &RoceFrame<'_>) {
         let t = &frame.transport;
+        if t.bth.opcode.is_atomic() {
+            // Answered again from the saved result, never executed twice.
+            let saved = self.resp.reads.iter().find_map(|r| match *r {
+                Resource::Atomic { psn, orig } if psn == p => Some(orig),
+                _ => None,
+            });
+            if let Some(orig) = saved {
+                self.stats.atomics_replayed += 1;
+                self.resp.out.push_back(Response::Atomic { psn: p, orig });
+            }
+            return;
+        }
         if t.bth.opcode != Opcode::ReadRequest {
             // Acknowledge again what was executed (C9-105 via rxe_resp.c `duplicate_request`).
             self.resp.queue_ack(Syndrome::Ack { credits: ACK_NO_CREDITS }, self.resp.epsn.minus(1));
             return;
         }
         let Some(reth) = t.reth else { return };
-        let found = self.resp.reads.iter().copied().find(|r| p >= r.first && p < r.first.plus(u64::from(r.npkts)));
+        let found = self.resp.reads.iter().find_map(|r| match *r {
+            Resource::Read(r) if p >= r.first && p < r.first.plus(u64::from(r.npkts)) => Some(r),
+            _ => None,
+        });
         let Some(res) = found else { return };
         let k = p.since(res.first);
         let mtu = u64::from(res.mtu.bytes());
@@ -412,16 +482,16 @@ impl RcQp {
                     aeth: Some(AethRepr { syndrome, msn }),
                     ..Transport::bth(BthRepr::new(Opcode::Acknowledge, self.attrs.dest_qpn, psn.wire()))
                 };
-                match build_frame_overwrite::<WireError>(&path, &t, 0, out, |_| Ok(())) {
-                    Ok(()) => {
-                        self.stats.acks_sent += 1;
-                        true
-                    }
-                    Err(err) => {
-                        tracing::error!(qpn = self.attrs.qpn, %err, "acknowledge could not be built");
-                        false
-                    }
-                }
+                self.send_acknowledge(&t, out)
+            }
+            Response::Atomic { psn, orig } => {
+                self.resp.out.pop_front();
+                let t = Transport {
+                    aeth: Some(AethRepr { syndrome: Syndrome::Ack { credits: ACK_NO_CREDITS }, msn }),
+                    atomic_ack: Some(orig),
+                    ..Transport::bth(BthRepr::new(Opcode::AtomicAcknowledge, self.attrs.dest_qpn, psn.wire()))
+                };
+                self.send_acknowledge(&t, out)
             }
             Response::Read { res, next } => {
                 let mtu = res.mtu.bytes();
@@ -468,6 +538,22 @@ impl RcQp {
     }
 }
 
+impl RcQp {
+    /// Build an Acknowledge or ATOMIC Acknowledge (no payload) into `out`.
+    fn send_acknowledge(&mut self, t: &Transport, out: &mut Vec<u8>) -> bool {
+        match build_frame_overwrite::<WireError>(&self.attrs.path, t, 0, out, |_| Ok(())) {
+            Ok(()) => {
+                self.stats.acks_sent += 1;
+                true
+            }
+            Err(err) => {
+                tracing::error!(qpn = self.attrs.qpn, %err, opcode = ?t.bth.opcode, "acknowledge could not be built");
+                false
+            }
+        }
+    }
+}
+
 /// Length rules of SEND packets at path MTU `mtu`: First and Middle exactly the MTU, Last 1 to
 /// MTU, Only up to the MTU.
 fn check_packet_length(mtu: Mtu, op: Opcode, len: usize) -> Result<(), ()> {
@@ -484,8 +570,8 @@ fn check_packet_length(mtu: Mtu, op: Opcode, len: usize) -> Result<(), ()> {
 enum Executed {
     /// Executed: the expected PSN moves on by one.
     Done,
-    /// A READ: the expected PSN moved past its responses.
-    Read,
+    /// A READ or an atomic, answered by its own responses: the expected PSN moved past them.
+    Responded,
     /// An RNR NAK was queued; nothing changed.
     NotReady,
 }

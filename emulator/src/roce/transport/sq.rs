@@ -46,6 +46,16 @@ impl SqEntry {
     pub(super) fn is_read(&self) -> bool {
         self.wqe.op.is_read()
     }
+
+    /// Whether it is an atomic.
+    pub(super) fn is_atomic(&self) -> bool {
+        self.wqe.op.is_atomic()
+    }
+
+    /// Whether responses of its own complete it (a READ or an atomic), not a plain ACK.
+    pub(super) fn awaits_response(&self) -> bool {
+        self.wqe.op.takes_responder_resources()
+    }
 }
 
 /// The send queue and the transmit cursor.

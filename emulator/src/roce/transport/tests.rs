@@ -63,6 +63,18 @@ fn send(id: u64, len: u32) -> SendWqe {
     }
 }
 
+/// An RDMA READ of `len` bytes at `va` of region 1 into region 2 at 0.
+fn read(id: u64, va: u64, len: u32) -> SendWqe {
+    SendWqe {
+        id,
+        op: SendOp::RdmaRead { va, rkey: 1 },
+        sges: smallvec::smallvec![Sge { addr: 0, lkey: 2, len }],
+        length: len,
+        signaled: true,
+        solicited: false,
+    }
+}
+
 fn recv(id: u64, at: u64, len: u32) -> RecvWqe {
     RecvWqe { id, sges: smallvec::smallvec![Sge { addr: at, lkey: 2, len }] }
 }
@@ -216,14 +228,7 @@ fn a_lost_read_response_is_asked_for_again_from_where_it_stopped() {
 fn reads_beyond_the_initiator_depth_wait() {
     let mut p = pair(Limits::default());
     for id in 0..3 {
-        p.a.post_send(SendWqe {
-            id,
-            op: SendOp::RdmaRead { va: 0, rkey: 1 },
-            sges: smallvec::smallvec![Sge { addr: 0, lkey: 2, len: 10 }],
-            length: 10,
-            signaled: true,
-            solicited: false,
-        });
+        p.a.post_send(read(id, 0, 10));
     }
     assert_eq!(drain(&mut p.a, &mut p.ma, T0).len(), 2, "max_rd_atomic is 2");
 }
@@ -384,4 +389,141 @@ fn attribute_changes_apply_to_what_comes_after_them() {
     assert_eq!(aeth(nak.last().unwrap()).0, Syndrome::RnrNak { timer: 7 });
     assert_eq!(p.a.attrs().retry_cnt, 5);
     assert_eq!(p.a.attrs().sq_psn, 0x00ff_fffe, "PSNs do not change after RTR");
+}
+
+fn atomic(id: u64, op: SendOp) -> SendWqe {
+    SendWqe {
+        id,
+        op,
+        sges: smallvec::smallvec![Sge { addr: 64, lkey: 2, len: 8 }],
+        length: ATOMIC_BYTES,
+        signaled: true,
+        solicited: false,
+    }
+}
+
+fn u64_at(mem: &Flat, key: u32, at: usize) -> u64 {
+    u64::from_le_bytes(mem.bufs[&key][at..at + 8].try_into().unwrap())
+}
+
+#[test]
+fn fetch_add_and_compare_swap_change_the_remote_word_and_return_its_old_value() {
+    let mut p = pair(Limits::default());
+    p.mb.bufs.get_mut(&1).unwrap()[8..16].copy_from_slice(&40u64.to_le_bytes());
+    p.a.post_send(atomic(1, SendOp::FetchAdd { va: 8, rkey: 1, add: 2 }));
+    p.a.post_send(atomic(2, SendOp::CompareSwap { va: 8, rkey: 1, compare: 42, swap: 7 }));
+    p.a.post_send(atomic(3, SendOp::CompareSwap { va: 8, rkey: 1, compare: 42, swap: 9 }));
+    let reqs = drain(&mut p.a, &mut p.ma, T0);
+    assert_eq!(reqs.len(), 2, "max_rd_atomic 2: the third waits for an answer");
+    let r = RoceFrame::parse(&reqs[1]).unwrap();
+    let eth = r.transport.atomic.unwrap();
+    assert_eq!(
+        (r.transport.bth.opcode, eth.va, eth.rkey, eth.swap_add, eth.compare),
+        (Opcode::CompareSwap, 8, 1, 7, 42)
+    );
+    assert_eq!(opcode_psn(&reqs[0]), (Opcode::FetchAdd, 0xff_fffe), "one PSN each");
+    let mut answers = Vec::new();
+    for f in &reqs {
+        give(&mut p.b, &mut p.mb, T0, f);
+        answers.extend(drain(&mut p.b, &mut p.mb, T0));
+    }
+    assert_eq!(u64_at(&p.mb, 1, 8), 7, "40 + 2 = 42 matched, swapped for 7");
+    let origs: Vec<(Opcode, u32, Option<u64>)> = answers
+        .iter()
+        .map(|f| {
+            let r = RoceFrame::parse(f).unwrap();
+            (r.transport.bth.opcode, r.transport.bth.psn, r.transport.atomic_ack)
+        })
+        .collect();
+    assert_eq!(
+        origs,
+        [(Opcode::AtomicAcknowledge, 0xff_fffe, Some(40)), (Opcode::AtomicAcknowledge, 0xff_ffff, Some(42))]
+    );
+    assert_eq!(aeth(&answers[1]).2, 2, "the MSN counts each atomic");
+    give(&mut p.a, &mut p.ma, T0, &answers[0]);
+    assert_eq!(p.a.pop_send_completion().map(|c| (c.id, c.status, c.op.name())), Some((1, ReqStatus::Ok, "fetch-add")));
+    assert_eq!(u64_at(&p.ma, 2, 64), 40, "the original value in the local buffer");
+    give(&mut p.a, &mut p.ma, T0, &answers[1]);
+    assert_eq!(p.a.pop_send_completion().map(|c| c.id), Some(2));
+    assert_eq!(u64_at(&p.ma, 2, 64), 42);
+    // The third goes now; 7 is not 42: nothing is written, 7 comes back.
+    let third = drain(&mut p.a, &mut p.ma, T0);
+    give(&mut p.b, &mut p.mb, T0, &third[0]);
+    let ack = drain(&mut p.b, &mut p.mb, T0);
+    give(&mut p.a, &mut p.ma, T0, &ack[0]);
+    assert_eq!(p.a.pop_send_completion().map(|c| (c.id, c.status)), Some((3, ReqStatus::Ok)));
+    assert_eq!((u64_at(&p.mb, 1, 8), u64_at(&p.ma, 2, 64)), (7, 7));
+    assert_eq!(p.b.stats().atomics_executed, 3);
+}
+
+#[test]
+fn a_duplicate_atomic_is_answered_from_the_saved_result_and_not_executed_again() {
+    let mut p = pair(Limits::default());
+    p.a.post_send(atomic(1, SendOp::FetchAdd { va: 0, rkey: 1, add: 1 }));
+    let req = drain(&mut p.a, &mut p.ma, T0);
+    let before = u64_at(&p.mb, 1, 0);
+    give(&mut p.b, &mut p.mb, T0, &req[0]);
+    let first = drain(&mut p.b, &mut p.mb, T0);
+    // The answer is lost; the requester times out and sends the atomic again.
+    let deadline = p.a.next_deadline().unwrap();
+    p.a.on_timer(deadline);
+    let again = drain(&mut p.a, &mut p.ma, deadline);
+    assert_eq!(again, req, "the same request packet");
+    give(&mut p.b, &mut p.mb, deadline, &again[0]);
+    let replay = drain(&mut p.b, &mut p.mb, deadline);
+    assert_eq!(replay, first, "the same answer, from the saved original value");
+    assert_eq!(u64_at(&p.mb, 1, 0), before.wrapping_add(1), "added once");
+    assert_eq!((p.b.stats().atomics_executed, p.b.stats().atomics_replayed), (1, 1));
+    give(&mut p.a, &mut p.ma, deadline, &replay[0]);
+    assert_eq!(p.a.pop_send_completion().map(|c| (c.id, c.status)), Some((1, ReqStatus::Ok)));
+    assert_eq!(u64_at(&p.ma, 2, 64), before);
+    // Two READs later (max_dest_rd_atomic 2) the atomic is no longer among the responder's
+    // resources: a duplicate of it is dropped.
+    for id in 2..4 {
+        p.a.post_send(read(id, 0, 8));
+    }
+    for f in drain(&mut p.a, &mut p.ma, deadline) {
+        give(&mut p.b, &mut p.mb, deadline, &f);
+    }
+    drain(&mut p.b, &mut p.mb, deadline);
+    give(&mut p.b, &mut p.mb, deadline, &req[0]);
+    assert!(drain(&mut p.b, &mut p.mb, deadline).is_empty());
+    assert_eq!(p.b.stats().atomics_replayed, 1);
+}
+
+#[rstest::rstest]
+#[case::misaligned(8 + 4, RemoteAccess::ALL, 2, NakCode::InvalidRequest, ReqStatus::RemoteInvalidRequest)]
+#[case::no_atomic_access(8, RemoteAccess { atomic: false, ..RemoteAccess::ALL }, 2, NakCode::InvalidRequest, ReqStatus::RemoteInvalidRequest)]
+#[case::no_responder_resources(8, RemoteAccess::ALL, 0, NakCode::InvalidRequest, ReqStatus::RemoteInvalidRequest)]
+#[case::outside_the_region(1 << 16, RemoteAccess::ALL, 2, NakCode::RemoteAccessError, ReqStatus::RemoteAccess)]
+fn an_atomic_the_responder_cannot_carry_out_is_naked_and_fails(
+    #[case] va: u64,
+    #[case] access: RemoteAccess,
+    #[case] depth: u8,
+    #[case] nak: NakCode,
+    #[case] status: ReqStatus,
+) {
+    let mut p = pair(Limits::default());
+    let mut b = attrs(2, 1, 2, 1);
+    (b.access, b.max_dest_rd_atomic) = (access, depth);
+    p.b = RcQp::new(b).unwrap();
+    let before = p.mb.bufs[&1].clone();
+    p.a.post_send(atomic(1, SendOp::CompareSwap { va, rkey: 1, compare: 0, swap: 1 }));
+    let req = drain(&mut p.a, &mut p.ma, T0);
+    give(&mut p.b, &mut p.mb, T0, &req[0]);
+    let answer = drain(&mut p.b, &mut p.mb, T0);
+    assert_eq!(aeth(&answer[0]).0, Syndrome::Nak(nak));
+    assert_eq!(p.mb.bufs[&1], before, "nothing written");
+    give(&mut p.a, &mut p.ma, T0, &answer[0]);
+    assert_eq!(p.a.pop_send_completion().map(|c| c.status), Some(status));
+}
+
+#[test]
+fn an_atomic_of_other_than_eight_bytes_fails_locally() {
+    let mut p = pair(Limits::default());
+    let mut w = atomic(1, SendOp::FetchAdd { va: 0, rkey: 1, add: 1 });
+    w.length = 4;
+    p.a.post_send(w);
+    assert!(drain(&mut p.a, &mut p.ma, T0).is_empty());
+    assert_eq!(p.a.pop_send_completion().map(|c| c.status), Some(ReqStatus::LocalLength));
 }

@@ -4,6 +4,9 @@
 
 use super::status::ReqStatus;
 
+/// Bytes an atomic operates on, and its local buffer receives (IBA §9.4.5: 64-bit operands).
+pub const ATOMIC_BYTES: u32 = 8;
+
 /// Largest message: 2^31 bytes (the seed contract's limit, and the RETH DMA length rdma_rxe
 /// rxe_resp.c `check_length` accepts).
 pub const MAX_MESSAGE: u32 = 1 << 31;
@@ -56,6 +59,29 @@ pub enum SendOp {
         /// Remote key.
         rkey: u32,
     },
+    /// Atomic compare-and-swap of the 8 bytes at `va` of the peer region `rkey`: `swap` is
+    /// written there if they equal `compare`; their original value lands in the local SGEs
+    /// (IBA Vol 1 §9.4.5).
+    CompareSwap {
+        /// Remote virtual address (8-byte aligned).
+        va: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Compare data.
+        compare: u64,
+        /// Swap data.
+        swap: u64,
+    },
+    /// Atomic fetch-and-add of `add` to the 8 bytes at `va` of the peer region `rkey`; their
+    /// original value lands in the local SGEs.
+    FetchAdd {
+        /// Remote virtual address (8-byte aligned).
+        va: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Add data.
+        add: u64,
+    },
 }
 
 impl SendOp {
@@ -64,7 +90,20 @@ impl SendOp {
         matches!(self, SendOp::RdmaRead { .. })
     }
 
-    /// A short name for logs and completions: `send`, `send-imm`, `write`, `write-imm`, `read`.
+    /// Whether this is an atomic (compare-and-swap or fetch-and-add).
+    pub fn is_atomic(&self) -> bool {
+        matches!(self, SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. })
+    }
+
+    /// Whether it is answered by responses of its own and takes one of the responder's
+    /// resources (an RDMA READ or an atomic: what `max_rd_atomic` and `max_dest_rd_atomic`
+    /// count, IBA §11.2.4.2).
+    pub fn takes_responder_resources(&self) -> bool {
+        self.is_read() || self.is_atomic()
+    }
+
+    /// A short name for logs and completions: `send`, `send-imm`, `write`, `write-imm`, `read`,
+    /// `cmp-swap`, `fetch-add`.
     pub fn name(&self) -> &'static str {
         match self {
             SendOp::Send { imm: None } => "send",
@@ -72,6 +111,8 @@ impl SendOp {
             SendOp::RdmaWrite { imm: None, .. } => "write",
             SendOp::RdmaWrite { imm: Some(_), .. } => "write-imm",
             SendOp::RdmaRead { .. } => "read",
+            SendOp::CompareSwap { .. } => "cmp-swap",
+            SendOp::FetchAdd { .. } => "fetch-add",
         }
     }
 }
@@ -112,11 +153,15 @@ impl RecvWqe {
 
 impl SendWqe {
     /// Why this request cannot be started, as the status of its completion: a length past
-    /// [`MAX_MESSAGE`] or past what the SGEs hold is a local length error (Linux
-    /// `IB_WC_LOC_LEN_ERR`; the BCM57608's `CQ_REQ_STATUS_LOCAL_LENGTH_ERR`).
+    /// [`MAX_MESSAGE`] or past what the SGEs hold, or an atomic whose length is not
+    /// [`ATOMIC_BYTES`], is a local length error (Linux `IB_WC_LOC_LEN_ERR`; the BCM57608's
+    /// `CQ_REQ_STATUS_LOCAL_LENGTH_ERR`).
     pub fn check(&self) -> Result<(), ReqStatus> {
         let held: u64 = self.sges.iter().map(|s| u64::from(s.len)).sum();
         if self.length > MAX_MESSAGE || u64::from(self.length) > held {
+            return Err(ReqStatus::LocalLength);
+        }
+        if self.op.is_atomic() && self.length != ATOMIC_BYTES {
             return Err(ReqStatus::LocalLength);
         }
         Ok(())

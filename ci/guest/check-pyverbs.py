@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Checks what ci/guest/init-pyverbs reported: rdma-core's own test suite on bnxt_re over the model,
+each test's outcome compared with the kernel's expected results.
+
+usage: check-pyverbs.py CONSOLE_LOG --expected FILE [--record] [--json OUT]
+
+The modules loaded, bnxt_re0 has a RoCE v2 GID, Python imported pyverbs, every test module ran
+(its lines "BNXT-PYVERBS MODULE| ..." are unittest's verbose output; "pyverbs module=M rc=R" its
+exit status). Each test ends ok, skip (with unittest's reason), fail (FAIL or ERROR, or an
+unexpected success) or lost (its module crashed or ran out of time before unittest reported it); a module that crashed or ran out of time is an entry of its own,
+tests.MODULE, with status lost.
+
+FILE holds a line per test: `TEST-ID STATUS [WHY]`, STATUS one of ok, skip, fail, lost; for skip,
+WHY is the reason unittest printed; for fail and lost, WHY says what outside the model causes it
+(libbnxt_re, libibverbs, the guest, the test itself) and may not be empty or UNEXPLAINED. The
+check fails when a test the file has as ok is not ok now, when a test not ok now is missing from
+the file, when the file's WHY is missing for a fail or lost test, or when a module did not run;
+every other difference (a test now passing, a test gone) is shown and does not fail. With
+--record, FILE is written from this run instead (the WHY of tests failing before and now are kept;
+new ones get UNEXPLAINED, which the check then refuses until someone writes their cause).
+"""
+import argparse
+import importlib.util
+import json
+import os
+import re
+import sys
+
+_spec = importlib.util.spec_from_file_location(
+    'check_summary', os.path.join(os.path.dirname(os.path.abspath(__file__)), 'check-summary.py'))
+summary_check = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(summary_check)
+
+STATUSES = ('ok', 'skip', 'fail', 'lost')
+# A test's header line in unittest's verbose output: "name (module.Class.name)", maybe followed on
+# the same line by " ... outcome".
+HEADER = re.compile(r'^(\w+) \(([\w.]+)\)')
+OUTCOME = re.compile(r" \.\.\. (ok|skipped (['\"])(.*)\2|FAIL|ERROR|expected failure|unexpected success)\s*$")
+
+
+def module_outputs(text):
+    """{module: [lines]} of the BNXT-PYVERBS lines, in order."""
+    out = {}
+    for raw in text.splitlines():
+        at = raw.find('BNXT-PYVERBS ')
+        if at < 0:
+            continue
+        rest = raw[at + len('BNXT-PYVERBS '):].rstrip('\r')
+        module, sep, line = rest.partition('| ')
+        if not sep:
+            module, line = rest.rstrip('|'), ''
+        out.setdefault(module, []).append(line)
+    return out
+
+
+def outcomes(lines):
+    """{test id: (status, why)} from one module's verbose unittest output."""
+    res, current = {}, None
+    for line in lines:
+        m = HEADER.match(line)
+        if m:
+            current = m[2]
+        o = OUTCOME.search(line)
+        if o and current and current not in res:
+            word = o[1]
+            if word == 'ok' or word == 'expected failure':
+                res[current] = ('ok', '')
+            elif word.startswith('skipped'):
+                res[current] = ('skip', o[3])
+            else:
+                res[current] = ('fail', '')
+            current = None
+    return res
+
+
+def read_expected(path):
+    """{test id: (status, why)} and a list of problems of the expected-results file."""
+    exp, problems = {}, []
+    if not os.path.exists(path):
+        return exp, [f'{path}: no expected-results file (PYVERBS_RECORD=1 writes one)']
+    with open(path) as f:
+        for n, raw in enumerate(f, 1):
+            line = raw.strip()
+            if not line or line.startswith('#'):
+                continue
+            parts = line.split(None, 2)
+            if len(parts) < 2 or parts[1] not in STATUSES:
+                problems.append(f'{path}:{n}: want "TEST-ID STATUS [WHY]" with STATUS one of {", ".join(STATUSES)}: {line}')
+                continue
+            why = parts[2] if len(parts) > 2 else ''
+            if parts[1] in ('fail', 'lost') and (not why or why == 'UNEXPLAINED'):
+                problems.append(f'{path}:{n}: {parts[0]} is expected to {parts[1]} without a cause: write what outside the model causes it')
+            exp[parts[0]] = (parts[1], why)
+    return exp, problems
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('console')
+    ap.add_argument('--expected', required=True)
+    ap.add_argument('--record', action='store_true')
+    ap.add_argument('--json')
+    a = ap.parse_args()
+    with open(a.console, errors='replace') as f:
+        text = f.read()
+    summary = summary_check.parse(text)
+
+    def of(kind):
+        return summary['records'].get(kind, [])
+
+    bad, notes = [], []
+    if summary['end'] is None:
+        bad.append("the guest did not reach its end (no 'end' line)")
+    for mod in ('bnxt_en', 'bnxt_re', 'ib_uverbs', 'rdma_ucm'):
+        rcs = [w.get('rc') for w in of('modprobe') if w.get('module') == mod]
+        if rcs != ['0']:
+            bad.append(f'modprobe {mod}: rc {rcs}')
+    if not (of('gids') or [{}])[0].get('bnxt_re0', '-').isdigit():
+        bad.append(f"bnxt_re0 has no RoCE v2 GID: {of('gids')}")
+    if (of('python') or [{}])[0].get('rc') != '0':
+        bad.append(f"python could not import pyverbs: {of('python')}")
+    outputs = module_outputs(text)
+    now, modules = {}, {}
+    for w in of('pyverbs'):
+        if 'module' not in w:
+            bad.append(f'pyverbs: {w}')
+            continue
+        m = w['module']
+        modules[m] = w
+        got = outcomes(outputs.get(m, []))
+        now.update(got)
+        if w.get('rc') not in ('0', '1'):
+            # The module itself, as an entry of its own: its end is part of what the file expects.
+            now[f'tests.{m}'] = ('lost', '')
+            notes.append(f"module {m} ended with exit status {w.get('rc')} after {w.get('seconds')} s "
+                         f"({'out of time' if w.get('rc') == '124' else 'crashed' if int(w.get('rc', '0')) > 128 else 'could not run'})")
+    if not modules:
+        bad.append('no test module ran')
+    exp, problems = read_expected(a.expected)
+    # Tests the file knows in a module that ran but that this run did not report were lost with it.
+    for t, (status, why) in exp.items():
+        mod = t.split('.')[1] if t.count('.') >= 2 else ''
+        if t not in now and mod in modules:
+            now[t] = ('lost', '')
+    if a.record:
+        lines = ['# rdma-core tests (python3-pyverbs) on bnxt_re over the model: what each test does on this',
+                 '# kernel. TEST-ID STATUS [WHY]; see ci/guest/check-pyverbs.py. Written with PYVERBS_RECORD=1,',
+                 '# then each fail/lost line given its cause by hand.']
+        for t in sorted(now):
+            status, why = now[t]
+            if status in ('fail', 'lost'):
+                old = exp.get(t)
+                why = old[1] if old and old[0] in ('fail', 'lost') and old[1] else 'UNEXPLAINED'
+            lines.append(f'{t} {status} {why}'.rstrip())
+        os.makedirs(os.path.dirname(os.path.abspath(a.expected)), exist_ok=True)
+        with open(a.expected, 'w') as f:
+            f.write('\n'.join(lines) + '\n')
+        print(f'recorded {len(now)} tests in {a.expected}')
+        exp, problems = read_expected(a.expected)
+    bad += problems
+    for t in sorted(set(now) | set(exp)):
+        got, want = now.get(t), exp.get(t)
+        if got is None:
+            (bad if want[0] == 'ok' else notes).append(f'{t}: expected {want[0]}, not run now')
+        elif want is None:
+            if got[0] != 'ok':
+                bad.append(f'{t}: {got[0]} {got[1]} and not in {a.expected}'.rstrip())
+            else:
+                notes.append(f'{t}: ok (new)')
+        elif got[0] != want[0]:
+            (bad if want[0] == 'ok' else notes).append(f'{t}: {got[0]} {got[1]}, expected {want[0]} {want[1]}'.rstrip())
+    for line in summary['dmesg']:
+        if summary_check.FATAL.search(line):
+            bad.append(f'kernel log: {line.strip()}')
+    counts = {s: sum(1 for v in now.values() if v[0] == s) for s in STATUSES}
+    if a.json:
+        with open(a.json, 'w') as f:
+            json.dump({'tests': {t: list(v) for t, v in sorted(now.items())}, 'counts': counts,
+                       'modules': modules, 'failures': bad, 'notes': notes}, f, indent=1)
+    for n in notes:
+        print(f'note {a.console}: {n}')
+    for b in bad:
+        print(f'FAIL {a.console}: {b}')
+    if not bad:
+        print(f'PASS {a.console}: {len(modules)} modules, ' + ', '.join(f'{counts[s]} {s}' for s in STATUSES)
+              + f', as {a.expected} expects')
+    return 1 if bad else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,63 @@
+# Shell functions the verbs guests' /init scripts share (init-verbs, init-peers); sourced from
+# /lib/bnxt/verbs-lib.sh in the initramfs. They expect S (a summary line), arg (a kernel command-line
+# word) and now (the uptime) from the /init that sources them, and PP_WAIT (seconds a client may take).
+
+# gid_index DEV ADDR: the index of DEV's port-1 RoCE v2 GID for IPv4 address ADDR (::ffff:ADDR),
+# or nothing.
+gid_index() {
+  want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' $(echo "$2" | tr . ' '))
+  for g in /sys/class/infiniband/$1/ports/1/gids/*; do
+    x=$(basename "$g")
+    [ "$(cat "$g" 2>/dev/null)" = "$want" ] || continue
+    [ "$(cat /sys/class/infiniband/$1/ports/1/gid_attrs/types/$x 2>/dev/null)" = "RoCE v2" ] && { echo "$x"; return; }
+  done
+}
+
+# print_gids: every device's non-zero port-1 GIDs with their types, for people reading the console.
+print_gids() {
+  for d in /sys/class/infiniband/*; do [ -e "$d" ] || continue
+    for g in $d/ports/1/gids/*; do x=$(basename $g); v=$(cat $g 2>/dev/null) || continue
+      case $v in 0000:0000:0000:0000:0000:0000:0000:0000) continue;; esac
+      echo "GUEST: $(basename $d) gid $x $v $(cat $d/ports/1/gid_attrs/types/$x 2>/dev/null)"
+    done
+  done
+}
+
+# run_pair TAG "SERVER WORDS" "CLIENT WORDS": the server in the background (under bnxt.server_prefix),
+# a second later the client (bounded by PP_WAIT), then up to 10 s for the server to end; their
+# exit statuses in src and crc, their output in /tmp/server.txt and /tmp/client.txt, printed under TAG.
+run_pair() {
+  tag=$1
+  $(arg bnxt.server_prefix "" | tr , " ") $2 > /tmp/server.txt 2>&1 & sp=$!
+  sleep 1
+  timeout "$PP_WAIT" $3 > /tmp/client.txt 2>&1; crc=$?
+  n=0; while kill -0 $sp 2>/dev/null && [ $n -lt 100 ]; do usleep 100000; n=$((n + 1)); done
+  if kill -0 $sp 2>/dev/null; then kill $sp; src=timeout; else wait $sp; src=$?; fi
+  [ -f /tmp/strace.txt ] && sed "s/^/GUEST: strace: /" /tmp/strace.txt && rm -f /tmp/strace.txt
+  sed "s/^/GUEST: $tag server: /" /tmp/server.txt; sed "s/^/GUEST: $tag client: /" /tmp/client.txt
+}
+
+# report_pingpong WORDS: after run_pair of a pingpong, a "pingpong WORDS side=... rc=... result=...
+# invalid=..." line per side: its exit status, its "N bytes in S seconds" line, and how many
+# messages --chk found invalid.
+report_pingpong() {
+  for side in server client; do
+    eval rc=\$$(echo $side | cut -c1)rc
+    line=$(grep -m1 'bytes in .* seconds' /tmp/$side.txt | tr -s ' ' | tr ' ' _)
+    S "pingpong $* side=$side rc=$rc result=${line:--} invalid=$(grep -c 'invalid data' /tmp/$side.txt)"
+  done
+}
+
+# report_perftest SECONDS WORDS: after run_pair of a perftest program, a "perftest WORDS side=...
+# rc=... seconds=... result=..." line per side: its exit status and its last result line (fields
+# joined by '_': for bandwidth #bytes, #iterations, peak and average MB/s, message rate; for latency
+# #bytes, #iterations, then the minimum, maximum, typical, average, ... microseconds, which perftest
+# prints as inf when it could not measure the CPU's clock, as under TCG).
+report_perftest() {
+  secs=$1; shift
+  for side in server client; do
+    eval rc=\$$(echo $side | cut -c1)rc
+    line=$(tr '\t' ' ' < /tmp/$side.txt | grep -E '^ *[0-9]+ +[0-9]+ +[-0-9.a-z]+ +[-0-9.a-z]+' | tail -1 | tr -s ' ' | sed 's/^ //; s/ $//' | tr ' ' _)
+    S "perftest $* side=$side rc=$rc seconds=$secs result=${line:--}"
+  done
+}
