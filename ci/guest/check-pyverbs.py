@@ -11,13 +11,16 @@ unexpected success) or lost (its module crashed or ran out of time before unitte
 tests.MODULE, with status lost.
 
 FILE holds a line per test: `TEST-ID STATUS [WHY]`, STATUS one of ok, skip, fail, lost; for skip,
-WHY is the reason unittest printed; for fail and lost, WHY says what outside the model causes it
-(libbnxt_re, libibverbs, the guest, the test itself) and may not be empty or UNEXPLAINED. The
+WHY is the reason unittest printed; for fail and lost, WHY says what causes it (libbnxt_re,
+libibverbs, the guest, the test itself; where the model is the cause, it starts with "model:" and
+says what the model lacks) and may not be empty or UNEXPLAINED. The
 check fails when a test the file has as ok is not ok now, when a test not ok now is missing from
 the file, when the file's WHY is missing for a fail or lost test, or when a module did not run;
 every other difference (a test now passing, a test gone) is shown and does not fail. With
 --record, FILE is written from this run instead (the WHY of tests failing before and now are kept;
-new ones get UNEXPLAINED, which the check then refuses until someone writes their cause).
+new ones get UNEXPLAINED, which the check then refuses until someone writes their cause), but not
+from a run that did not get through the suite (the guest did not reach its end, bnxt_re0 had no GID,
+pyverbs did not import, no module ran): the file is kept as it is then.
 """
 import argparse
 import importlib.util
@@ -36,6 +39,9 @@ STATUSES = ('ok', 'skip', 'fail', 'lost')
 # the same line by " ... outcome".
 HEADER = re.compile(r'^(\w+) \(([\w.]+)\)')
 OUTCOME = re.compile(r" \.\.\. (ok|skipped (['\"])(.*)\2|FAIL|ERROR|expected failure|unexpected success)\s*$")
+# The outcome on a line of its own: the test printed something of its own after the header's " ... "
+# (the rdmacm tests' "Player passive got: ..."), and unittest's word follows on the next line.
+OUTCOME_ALONE = re.compile(r"^(ok|skipped (['\"])(.*)\2|FAIL|ERROR|expected failure|unexpected success)\s*$")
 
 
 def module_outputs(text):
@@ -54,13 +60,15 @@ def module_outputs(text):
 
 
 def outcomes(lines):
-    """{test id: (status, why)} from one module's verbose unittest output."""
-    res, current = {}, None
+    """{test id: (status, why)} from one module's verbose unittest output; a test whose header came
+    and no outcome after it (its module crashed or ran out of time in it) is lost."""
+    res, current, started = {}, None, []
     for line in lines:
         m = HEADER.match(line)
         if m:
             current = m[2]
-        o = OUTCOME.search(line)
+            started.append(current)
+        o = OUTCOME.search(line) or (OUTCOME_ALONE.match(line) if current and not m else None)
         if o and current and current not in res:
             word = o[1]
             if word == 'ok' or word == 'expected failure':
@@ -70,6 +78,8 @@ def outcomes(lines):
             else:
                 res[current] = ('fail', '')
             current = None
+    for t in started:
+        res.setdefault(t, ('lost', ''))
     return res
 
 
@@ -89,7 +99,7 @@ def read_expected(path):
                 continue
             why = parts[2] if len(parts) > 2 else ''
             if parts[1] in ('fail', 'lost') and (not why or why == 'UNEXPLAINED'):
-                problems.append(f'{path}:{n}: {parts[0]} is expected to {parts[1]} without a cause: write what outside the model causes it')
+                problems.append(f'{path}:{n}: {parts[0]} is expected to {parts[1]} without a cause: write what causes it ("model: ..." if the model)')
             exp[parts[0]] = (parts[1], why)
     return exp, problems
 
@@ -142,7 +152,11 @@ def main():
         mod = t.split('.')[1] if t.count('.') >= 2 else ''
         if t not in now and mod in modules:
             now[t] = ('lost', '')
-    if a.record:
+    # A run that did not get through the suite (a guest that stopped early, a module that never ran)
+    # would record a fixture without the tests it never reached: keep the file as it is then.
+    if a.record and bad:
+        print(f'not recording {a.expected}: this run is incomplete')
+    elif a.record:
         lines = ['# rdma-core tests (python3-pyverbs) on bnxt_re over the model: what each test does on this',
                  '# kernel. TEST-ID STATUS [WHY]; see ci/guest/check-pyverbs.py. Written with PYVERBS_RECORD=1,',
                  '# then each fail/lost line given its cause by hand.']

@@ -17,6 +17,15 @@ fn gid_cmd(gid: [u8; 16], mac: [u8; 6]) -> CmdqAddGid {
     g
 }
 
+/// QUERY_QP of QP `id`, answered with success.
+fn query_qp(rig: &mut common::Rig, f: &mut Func, id: u32) -> CreqQueryQpRespSb {
+    let mut qq = CmdqQueryQp::new_zeroed();
+    qq.qp_cid = id.into();
+    let (c, sb) = f.query(rig, qq, size_of::<CreqQueryQpRespSb>());
+    assert_eq!(c.status, 0, "QUERY_QP of QP {id}");
+    CreqQueryQpRespSb::read_from_bytes(&sb).unwrap()
+}
+
 #[test]
 fn gids_take_the_lowest_free_index_and_refuse_what_is_not_modelled() {
     let (mut rig, mut f) = up();
@@ -194,7 +203,7 @@ fn qps_check_their_rings_cqs_and_buffers_and_stop_at_the_context_limit() {
         c
     };
     let cases: [(CmdqCreateQp, u8, &str); 8] = [
-        (bad(&|c| c.type_ = CmdqCreateQp::TYPE_RAW_ETHERTYPE), NOT_IMPLEMENTED, "raw Ethernet"),
+        (bad(&|c| c.type_ = 3), NOT_IMPLEMENTED, "QP type 3 is not modelled"),
         (
             bad(&|c| c.qp_flags = (c.qp_flags.get() | CmdqCreateQp::QP_FLAGS_SRQ_USED).into()),
             INVALID_PARAMETER,
@@ -307,11 +316,7 @@ fn modify_qp_walks_the_rc_state_machine_with_the_attributes_each_step_needs() {
     rts.retry_cnt = 7;
     rts.sq_psn = 0x1234.into();
     f.ok(&mut rig, rts);
-    let mut qq = CmdqQueryQp::new_zeroed();
-    qq.qp_cid = q.id.into();
-    let (c, sb) = f.query(&mut rig, qq, size_of::<CreqQueryQpRespSb>());
-    assert_eq!(c.status, 0);
-    let s = CreqQueryQpRespSb::read_from_bytes(&sb).unwrap();
+    let s = query_qp(&mut rig, &mut f, q.id);
     assert_eq!(s.en_sqd_async_notify_state & 0xf, M::NEW_STATE_RTS);
     assert_eq!((s.dest_qp_id.get(), s.rq_psn.get(), s.sq_psn.get()), (0x55, 100, 0x1234));
     assert_eq!(s.path_mtu_dest_vlan_id.get() & 0xf000, CreqQueryQpRespSb::PATH_MTU_MTU_1024);
@@ -344,15 +349,50 @@ fn modify_qp_walks_the_rc_state_machine_with_the_attributes_each_step_needs() {
     (sqd2.timeout, sqd2.retry_cnt) = (20, 3);
     f.ok(&mut rig, sqd2);
     assert_eq!(unsourced(&mut rig), before + 1, "IBA lists TIMEOUT and RETRY_CNT for SQD to SQD");
-    let (_, sb) = f.query(&mut rig, qq, size_of::<CreqQueryQpRespSb>());
-    let s = CreqQueryQpRespSb::read_from_bytes(&sb).unwrap();
+    let s = query_qp(&mut rig, &mut f, q.id);
     assert_eq!(s.en_sqd_async_notify_state, M::NEW_STATE_SQD | CreqQueryQpRespSb::EN_SQD_ASYNC_NOTIFY);
     assert_eq!((s.timeout, s.retry_cnt, s.min_rnr_timer), (20, 3, 9));
     f.ok(&mut rig, modify(M::NEW_STATE_RTS, 0));
     f.ok(&mut rig, modify(M::NEW_STATE_ERR, 0));
     f.ok(&mut rig, modify(M::NEW_STATE_RESET, 0));
-    let (_, sb) = f.query(&mut rig, qq, size_of::<CreqQueryQpRespSb>());
-    assert_eq!(sb[8 + 8] & 0xf, M::NEW_STATE_RESET, "state byte follows the xid");
+    let s = query_qp(&mut rig, &mut f, q.id);
+    assert_eq!(s.as_bytes()[8 + 8] & 0xf, M::NEW_STATE_RESET, "state byte follows the xid");
     f.ok(&mut rig, m);
     assert!(rig.world.nic_state(0).roce.commands > 20);
+}
+
+#[test]
+fn a_raw_ethernet_qp_is_kept_without_frames_its_doorbells_unimplemented() {
+    type M = CmdqModifyQp;
+    let (mut rig, mut f) = up();
+    let nq = nq_ring(&mut rig, 0, &mut f.pages, 64, 1);
+    let cq = f.create_cq(&mut rig, 64, nq.id);
+    // As 7.x bnxt_re sends a user-space raw packet QP: CREATE_QP type 6, no ORRQ/IRRQ.
+    let (mut c, mut qp) = f.gsi_request(&rig, false, 16, 16, &cq, &cq);
+    c.type_ = CmdqCreateQp::TYPE_RAW_ETHERTYPE;
+    let unsourced = |rig: &mut common::Rig| rig.world.nic_state(0).roce.accepted_without_source;
+    let before = unsourced(&mut rig);
+    qp.id = f.ok(&mut rig, c).xid;
+    assert!(qp.id >= 2, "a QP number of the RoCE range, not QP1's");
+    assert_eq!(unsourced(&mut rig), before + 1, "accepted, and counted as without a source");
+    // RESET→INIT→RTR→RTS with the state alone: a raw packet QP needs nothing else.
+    for state in [M::NEW_STATE_INIT, M::NEW_STATE_RTR, M::NEW_STATE_RTS] {
+        let mut m = M::new_zeroed();
+        m.qp_cid = qp.id.into();
+        m.modify_mask = M::MODIFY_MASK_STATE.into();
+        m.network_type_en_sqd_async_notify_new_state = state;
+        f.ok(&mut rig, m);
+    }
+    let s = query_qp(&mut rig, &mut f, qp.id);
+    assert_eq!(s.en_sqd_async_notify_state & 0xf, M::NEW_STATE_RTS);
+    // A send WQE: its doorbell is unimplemented, and nothing goes on the wire.
+    let unimplemented = |rig: &mut common::Rig| rig.world.nic_state(0).unimplemented;
+    let before = unimplemented(&mut rig);
+    f.post_wqe(&mut rig, &mut qp, &[0u8; 64], 1);
+    run_until(&mut rig, std::time::Duration::from_millis(10), |rig| unimplemented(rig) > before);
+    assert_eq!(unimplemented(&mut rig), before + 1, "the SQ doorbell of a raw Ethernet QP");
+    assert_eq!(rig.world.nic_state(0).roce.frames_sent, 0);
+    let mut dq = CmdqDestroyQp::new_zeroed();
+    dq.qp_cid = qp.id.into();
+    f.ok(&mut rig, dq);
 }

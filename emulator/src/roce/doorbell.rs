@@ -13,7 +13,8 @@
 //! doorbells naming objects that do not exist or indexes outside their ring. RoCE-path doorbells
 //! of types SQ, RQ, SRQ, SRQ_ARM, SRQ_ARMENA, CQ, CQ_ARMENA, CQ_ARMALL, CQ_ARMSE, NQ and NQ_ARM
 //! are carried out, and NQ and NQ_ARM on the L2 path too (an NQ serves both engines); cut-off,
-//! push and other L2 doorbells are not modelled (counted as unimplemented). NULL does nothing.
+//! push and other L2 doorbells, and SQ and RQ doorbells of a raw Ethernet QP, are not modelled
+//! (counted as unimplemented). NULL does nothing.
 
 use std::time::Duration;
 
@@ -26,7 +27,7 @@ use crate::firmware::func::{L2_DOORBELL_BAR_SIZE_KB, LEGACY_L2_DB_SIZE_KB};
 use super::caps::DPI_PAGE;
 use super::cq::CqDoorbellError;
 use super::engine::{Env, Input, RoceEngine};
-use super::qp::RingPos;
+use super::qp::{Qp, QpKind, RingPos};
 
 /// BAR2 offset of the kernel doorbell page (`db_offset`).
 pub const KERNEL_DB_OFFSET: u64 = LEGACY_L2_DB_SIZE_KB as u64 * 1024;
@@ -109,6 +110,10 @@ impl RoceEngine {
                 return self.unimplemented_doorbell(now, offset, value, "L2-path doorbells other than NQ", env);
             }
             DbPath::Engine => return self.unimplemented_doorbell(now, offset, value, "engine-path doorbells", env),
+        }
+        let raw_qp = |q: &Qp| q.kind == QpKind::RawEth;
+        if matches!(db.ty, DbType::Sq | DbType::Rq) && self.st.qps.get(&db.xid).is_some_and(raw_qp) {
+            return self.unimplemented_doorbell(now, offset, value, "send and receive WQEs of a raw Ethernet QP", env);
         }
         self.counters.doorbells += 1;
         if self.data_path_events {

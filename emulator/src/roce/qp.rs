@@ -33,6 +33,12 @@ pub enum QpKind {
     /// Unreliable datagram (`TYPE_UD`, 4): SEND Only packets to the address handle and QP each
     /// send WQE names ([`super::ud`]).
     Ud,
+    /// Raw Ethernet (`TYPE_RAW_ETHERTYPE`, 6): upstream bnxt_re creates one for a user-space
+    /// IB_QPT_RAW_PACKET QP (ib_verbs.c `__from_ib_qp_type`, since the series "RDMA/bnxt_re: Add
+    /// receive flow steering support", rdma-next commit 525b4368864c7e), for the sniffer flow of
+    /// RoCE mirroring. The model keeps the QP (create, modify, query, destroy) and carries no
+    /// frame on it: its send and receive doorbells are counted as unimplemented.
+    RawEth,
 }
 
 impl QpKind {
@@ -42,6 +48,7 @@ impl QpKind {
             QpKind::Rc => bnxt_hsi::roce::layouts::CmdqCreateQp::TYPE_RC,
             QpKind::Gsi => bnxt_hsi::roce::layouts::CmdqCreateQp::TYPE_GSI,
             QpKind::Ud => bnxt_hsi::roce::layouts::CmdqCreateQp::TYPE_UD,
+            QpKind::RawEth => bnxt_hsi::roce::layouts::CmdqCreateQp::TYPE_RAW_ETHERTYPE,
         }
     }
 
@@ -57,6 +64,7 @@ impl QpKind {
             QpKind::Rc => "RC",
             QpKind::Gsi => "GSI",
             QpKind::Ud => "UD",
+            QpKind::RawEth => "raw Ethernet",
         }
     }
 }

@@ -70,6 +70,11 @@ const TAKEN: u32 = M::MODIFY_MASK_STATE
 
 /// Mask bits `kind` requires for the transition `from` → `to`.
 fn required(kind: QpKind, from: QpState, to: QpState) -> u32 {
+    // A raw packet QP needs nothing but its port for INIT (IBA's `qp_state_table` in Linux
+    // core/verbs.c: IB_QPT_RAW_PACKET requires only IB_QP_PORT, which MODIFY_QP does not carry).
+    if kind == QpKind::RawEth {
+        return 0;
+    }
     if kind != QpKind::Rc {
         return match (from, to) {
             (QpState::Reset, QpState::Init) => M::MODIFY_MASK_PKEY | M::MODIFY_MASK_QKEY,
@@ -308,7 +313,7 @@ pub fn modify_qp(st: &mut RoceState, cmd: &Cmd<'_>, _cx: &CmdCtx<'_>) -> Outcome
     let RoceState { qps, gids, .. } = st;
     let qp = qps.get_mut(&id).expect("looked up above");
     match to {
-        // GSI and UD QPs have no destination to resolve and no transport to build.
+        // GSI, UD and raw Ethernet QPs have no destination to resolve and no transport to build.
         QpState::Rtr | QpState::Rts | QpState::Sqd if kind != QpKind::Rc => qp.state = to,
         QpState::Rtr if from == QpState::Init => rc_transport::to_rtr(gids, qp, &a)?,
         QpState::Err => {

@@ -3,8 +3,9 @@
 //! `bnxt_qplib_destroy_qp`; ib_verbs.c `bnxt_re_create_qp`, `bnxt_re_init_qp_type`,
 //! `bnxt_re_setup_qp_hwqs`, `bnxt_re_qp_alloc_init_xrrq`). MODIFY_QP is in [`super::modify_qp`].
 //!
-//! CREATE_QP: an RC, UD or the GSI QP (raw Ethernet QPs are NOT_IMPLEMENTED, as are an SRQ for
-//! a QP other than RC and a first-page offset) with its SQ and RQ behind page tables (an RC QP with
+//! CREATE_QP: an RC, UD, raw Ethernet or the GSI QP (an SRQ for a QP other than RC and a
+//! first-page offset are NOT_IMPLEMENTED; a raw Ethernet QP is kept, counted as accepted without a
+//! source, and carries no frame: `QpKind::RawEth` in roce/qp.rs) with its SQ and RQ behind page tables (an RC QP with
 //! `SRQ_USED` has no RQ: it takes receive WQEs from SRQ `srq_cid`, which must be in its PD), the send and receive CQs, PD and
 //! DPI. In static WQE mode `sq_size` counts WQEs of 8 slots; with `VARIABLE_SIZED_WQE_ENABLED` it
 //! counts 16-byte slots. An RQ WQE is `32 + 16 × rq_sge` bytes.
@@ -96,8 +97,19 @@ pub fn create_qp(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome 
         C::TYPE_RC => QpKind::Rc,
         C::TYPE_GSI => QpKind::Gsi,
         C::TYPE_UD => QpKind::Ud,
+        C::TYPE_RAW_ETHERTYPE => {
+            st.note_unsourced(
+                "CREATE_QP of a raw Ethernet QP (type 6): accepted, as upstream bnxt_re sends it for a user-space raw \
+                 packet QP (ib_verbs.c `__from_ib_qp_type`) and no public source shows P7 firmware refusing it \
+                 without MIRROR_ON_ROCE; the model carries no frame on it (its doorbells are unimplemented)"
+                    .to_string(),
+            );
+            QpKind::RawEth
+        }
         t => {
-            return Err(Refusal::not_implemented(format!("QP type {t} (only RC, 2, UD, 4, and GSI, 7, are modelled)")));
+            return Err(Refusal::not_implemented(format!(
+                "QP type {t} (only RC, 2, UD, 4, raw Ethernet, 6, and GSI, 7, are modelled)"
+            )));
         }
     };
     let flags = req.qp_flags.get();
@@ -138,11 +150,11 @@ pub fn create_qp(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome 
     };
     let (orrq_addr, irrq_addr) = match kind {
         QpKind::Rc => read_queues(st, cx, &req)?,
-        QpKind::Ud | QpKind::Gsi => (0, 0),
+        QpKind::Ud | QpKind::Gsi | QpKind::RawEth => (0, 0),
     };
     let id = match kind {
         QpKind::Rc => rc_qpn(st, cx)?,
-        QpKind::Ud => rc_qpn(st, cx)?,
+        QpKind::Ud | QpKind::RawEth => rc_qpn(st, cx)?,
         QpKind::Gsi => gsi_qpn(st, cx.limits)?,
     };
     let qp = Qp {
@@ -230,7 +242,7 @@ fn send_ring(cx: &CmdCtx<'_>, req: &C, kind: QpKind, variable: bool) -> Result<S
     };
     let (msn_entries, what) = match kind {
         QpKind::Rc => (msn::table_entries(sq_size, variable), "SQ ring and MSN table"),
-        QpKind::Gsi | QpKind::Ud => (0, "SQ ring"),
+        QpKind::Gsi | QpKind::Ud | QpKind::RawEth => (0, "SQ ring"),
     };
     let sq_bytes = u64::from(depth) * 16 + u64::from(msn_entries) * msn::ENTRY_BYTES as u64;
     let sq_valid = req.qp_flags.get() & C::QP_FLAGS_SQ_PBL_PG_SIZE_VALID != 0;
