@@ -70,22 +70,8 @@ def rocev2_frames(path, macs=None):
     """(counts by (source, destination) IPv4 address, [frames whose ICRC is wrong, or, with macs
     ({IPv4 address: MAC}), sent to another MAC than its destination address's], frames checked) of
     the pcap file at path."""
-    with open(path, 'rb') as f:
-        data = f.read()
-    if len(data) < 24:
-        raise ValueError(f'{path}: shorter than a pcap header')
-    magic = data[:4]
-    if magic in (bytes.fromhex('d4c3b2a1'), bytes.fromhex('4d3cb2a1')):
-        endian = '<'
-    elif magic in (bytes.fromhex('a1b2c3d4'), bytes.fromhex('a1b23c4d')):
-        endian = '>'
-    else:
-        raise ValueError(f'{path}: not a pcap file (magic {magic.hex()})')
-    counts, bad, checked, at, index = {}, [], 0, 24, 0
-    while at + 16 <= len(data):
-        incl, = struct.unpack_from(endian + 'I', data, at + 8)
-        frame = data[at + 16:at + 16 + incl]
-        at += 16 + incl
+    counts, bad, checked, index = {}, [], 0, 0
+    for frame in summary_check.pcap_frames(path):
         index += 1
         if len(frame) < 14 + 20 + 8 or frame[12:14] != b'\x08\x00':
             continue

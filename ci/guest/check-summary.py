@@ -47,6 +47,28 @@ BNXT_RE_ERRORS = re.compile(r"QPLIB: cmdq\[0x[0-9a-f]+\]=0x[0-9a-f]+ status |Cou
                             r'Failed to (setup CC|query CC|create HW QP|modify HW QP)', re.I)
 
 
+def pcap_frames(path):
+    """The bytes of each frame of the classic pcap file at path, in order (either byte order, micro-
+    or nanosecond stamps). ValueError when it is not one."""
+    import struct
+    with open(path, 'rb') as f:
+        data = f.read()
+    if len(data) < 24:
+        raise ValueError(f'{path}: shorter than a pcap header')
+    magic = data[:4]
+    if magic in (bytes.fromhex('d4c3b2a1'), bytes.fromhex('4d3cb2a1')):
+        endian = '<'
+    elif magic in (bytes.fromhex('a1b2c3d4'), bytes.fromhex('a1b23c4d')):
+        endian = '>'
+    else:
+        raise ValueError(f'{path}: not a pcap file (magic {magic.hex()})')
+    at = 24
+    while at + 16 <= len(data):
+        incl, = struct.unpack_from(endian + 'I', data, at + 8)
+        yield data[at + 16:at + 16 + incl]
+        at += 16 + incl
+
+
 def parse(text):
     """The summary block as a dict: begin/end words, lists of records, dmesg lines."""
     out = {'begin': None, 'end': None, 'records': {}, 'dmesg': [], 'notes': []}

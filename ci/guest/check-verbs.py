@@ -44,22 +44,7 @@ def rocev2_frames(path):
     and of those whose payload is a whole 4096 bytes or more (path MTU 4096), likewise."""
     import struct
     counts, full = {}, {}
-    with open(path, 'rb') as f:
-        data = f.read()
-    if len(data) < 24:
-        raise ValueError(f'{path}: shorter than a pcap header')
-    magic = data[:4]
-    if magic in (bytes.fromhex('d4c3b2a1'), bytes.fromhex('4d3cb2a1')):
-        endian = '<'
-    elif magic in (bytes.fromhex('a1b2c3d4'), bytes.fromhex('a1b23c4d')):
-        endian = '>'
-    else:
-        raise ValueError(f'{path}: not a pcap file (magic {magic.hex()})')
-    at = 24
-    while at + 16 <= len(data):
-        incl, = struct.unpack_from(endian + 'I', data, at + 8)
-        frame = data[at + 16:at + 16 + incl]
-        at += 16 + incl
+    for frame in summary_check.pcap_frames(path):
         if len(frame) < 14 + 20 + 8 or frame[12:14] != b'\x08\x00':
             continue
         ip = frame[14:]
