@@ -8,15 +8,14 @@
 //!   vfio-user server QEMU's `vfio-user-pci` device and the driver's vfio-user backend connect to,
 //!   and the segment hub (`bnxt-model segment`) joining model processes and QEMU guests on one
 //!   virtual Ethernet ([`stream`]: QEMU's stream-netdev framing).
-//! - [`pcap`]: the model's captures written as pcap files; [`output`]: every output file
-//!   written without writing through a link placed at its path.
+//! - [`pcap`]: the model's captures written as pcap files (through `bnxt_output`, which writes
+//!   every output file without writing through a link placed at its path).
 #![deny(missing_docs)]
 // Unsafe code only where memory-mapped I/O and DMA need it: the modules that allow it say so.
 #![deny(unsafe_code)]
 
 #[allow(unsafe_code)] // DMA and MMIO: each block has its SAFETY argument
 pub mod machine;
-pub mod output;
 pub mod pcap;
 pub mod serve;
 pub mod stream;

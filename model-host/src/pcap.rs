@@ -55,7 +55,7 @@ impl PcapTap {
     /// A tap writing to a new file at `path` (replacing what is there, see [`crate::output`]).
     pub fn create(path: &Path) -> Result<PcapTap, PcapTapError> {
         let file =
-            crate::output::create(path).map_err(|source| PcapTapError::Create { path: path.to_owned(), source })?;
+            bnxt_output::create(path).map_err(|source| PcapTapError::Create { path: path.to_owned(), source })?;
         PcapTap::new(BufWriter::new(file))
     }
 

@@ -34,7 +34,7 @@ pub struct HwrmLog {
 impl HwrmLog {
     /// Create the log at `path` (a new file replacing what is there, see [`crate::output`]).
     pub fn create(path: &Path) -> std::io::Result<HwrmLog> {
-        Ok(HwrmLog { out: BufWriter::new(crate::output::create(path)?), last_request: HashMap::new(), lines: 0 })
+        Ok(HwrmLog { out: BufWriter::new(bnxt_output::create(path)?), last_request: HashMap::new(), lines: 0 })
     }
 
     /// Lines written.

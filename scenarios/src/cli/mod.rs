@@ -353,7 +353,7 @@ fn schema(args: &SchemaArgs) -> ExitCode {
             let _ = std::io::stdout().write_all(text.as_bytes());
             ExitCode::SUCCESS
         }
-        Some(path) => match bnxt_model_host::output::write(path, text) {
+        Some(path) => match bnxt_output::write(path, text) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 say_error(&format!("{}: {e}", path.display()));

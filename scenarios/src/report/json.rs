@@ -52,7 +52,7 @@ pub fn write(
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    bnxt_model_host::output::write(path, text)
+    bnxt_output::write(path, text)
 }
 
 #[cfg(test)]

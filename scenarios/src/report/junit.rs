@@ -74,7 +74,7 @@ pub fn write(path: &Path, target: &str, wall_time: Duration, outcomes: &[Scenari
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    bnxt_model_host::output::write(path, to_xml(target, wall_time, outcomes))
+    bnxt_output::write(path, to_xml(target, wall_time, outcomes))
 }
 
 #[cfg(test)]

@@ -315,8 +315,7 @@ fn write_transcript(
     header.push(("verdict".to_string(), outcome.verdict.label().to_string()));
     let transcript = Transcript { header, lines };
     let path = artifact(dir, &scenario.name, "transcript");
-    let written =
-        std::fs::create_dir_all(dir).and_then(|()| bnxt_model_host::output::write(&path, transcript.to_text()));
+    let written = std::fs::create_dir_all(dir).and_then(|()| bnxt_output::write(&path, transcript.to_text()));
     match written {
         Ok(()) => artifacts.push(path),
         Err(e) => notes.push(format!("the transcript could not be written to {}: {e}", path.display())),
@@ -324,7 +323,7 @@ fn write_transcript(
     let title = format!("{} (seed {}, {})", scenario.name, outcome.seed, outcome.target);
     if let Some(svg) = ladder::ladder(&title, scenario.nics, &transcript.lines) {
         let path = artifact(dir, &scenario.name, "svg");
-        match bnxt_model_host::output::write(&path, svg) {
+        match bnxt_output::write(&path, svg) {
             Ok(()) => artifacts.push(path),
             Err(e) => notes.push(format!("the ladder diagram could not be written to {}: {e}", path.display())),
         }

@@ -109,7 +109,7 @@ impl RunRecord {
         }
         let mut text = serde_json::to_string_pretty(self).expect("a record serialises");
         text.push('\n');
-        bnxt_model_host::output::write(path, text).map_err(io)
+        bnxt_output::write(path, text).map_err(io)
     }
 
     /// Write the record into `dir` under a new name and as [`LATEST`]; the new file's path.

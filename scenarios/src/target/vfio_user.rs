@@ -205,8 +205,7 @@ impl Capture {
         let mut capture = Capture { path: path.to_path_buf(), parts: Vec::new() };
         for nic in 0..nics {
             let part = PathBuf::from(format!("{}.nic{nic}.part", path.display()));
-            let file =
-                bnxt_model_host::output::create(&part).map_err(|e| cannot(format!("write {}: {e}", part.display())))?;
+            let file = bnxt_output::create(&part).map_err(|e| cannot(format!("write {}: {e}", part.display())))?;
             capture.parts.push((part, file));
         }
         Ok(capture)
