@@ -12,7 +12,7 @@ use bnxt_hsi::hwrm::layouts::{
 };
 use bnxt_hsi::pci::{BAR_DOORBELLS, BAR_REGS};
 use bnxt_model::faults::{CommandAction, FaultPlan, FirmwareAction};
-use bnxt_pci::{Clock, ConfigExt, DmaBuffer, HostPages, Interrupted, PciError, PciFunction, regs};
+use bnxt_pci::{Clock, ConfigExt, DmaBuffer, Interrupted, Layer, PciError, PciFunction, regs};
 use zerocopy::FromBytes;
 
 use crate::hwrm::{self, Fate, Hwrm};
@@ -256,18 +256,9 @@ impl Drop for Core {
     }
 }
 
-impl PciFunction for SeamFunction {
-    fn bus(&self) -> &str {
-        self.core.inner.bus()
-    }
-    fn config_read(&self, offset: u16, data: &mut [u8]) -> Result<(), PciError> {
-        self.core.inner.config_read(offset, data)
-    }
-    fn config_write(&self, offset: u16, data: &[u8]) -> Result<(), PciError> {
-        self.core.inner.config_write(offset, data)
-    }
-    fn bar_read32(&self, bar: u8, offset: u64) -> u32 {
-        self.core.inner.bar_read32(bar, offset)
+impl Layer for SeamFunction {
+    fn inner(&self) -> &dyn PciFunction {
+        &*self.core.inner
     }
     fn bar_write32(&self, bar: u8, offset: u64, value: u32) {
         let core = &self.core;
@@ -301,9 +292,6 @@ impl PciFunction for SeamFunction {
         let (buffer, watch) = self.core.inner.alloc_dma(len)?.watched();
         lock(&self.core.state).memory.add(watch);
         Ok(buffer)
-    }
-    fn map_dma(&self, memory: HostPages) -> Result<DmaBuffer, PciError> {
-        self.core.inner.map_dma(memory)
     }
     fn reset(&self) -> Result<(), PciError> {
         let reset = self.core.inner.reset();

@@ -16,6 +16,7 @@ pub mod dma;
 mod error;
 mod function;
 pub mod iova;
+mod layer;
 mod machine;
 
 pub use clock::{Clock, Interrupted, RealClock};
@@ -23,4 +24,5 @@ pub use dma::{DmaBuffer, DmaWatch, HostPages, PAGE_SIZE};
 pub use error::PciError;
 pub use function::{ConfigExt, PciFunction, check_config_access, regs};
 pub use iova::{IovaAllocator, IovaError, IovaLease};
+pub use layer::Layer;
 pub use machine::Machine;

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bnxt_pci::{Clock, DmaBuffer, HostPages, Machine, PciError, PciFunction};
+use bnxt_pci::{DmaBuffer, HostPages, Layer, Machine, PciError, PciFunction};
 
 use super::OpenCost;
 
@@ -44,29 +44,9 @@ struct Counting {
     bytes: Arc<AtomicU64>,
 }
 
-impl PciFunction for Counting {
-    fn bus(&self) -> &str {
-        self.inner.bus()
-    }
-
-    fn config_read(&self, offset: u16, data: &mut [u8]) -> Result<(), PciError> {
-        self.inner.config_read(offset, data)
-    }
-
-    fn config_write(&self, offset: u16, data: &[u8]) -> Result<(), PciError> {
-        self.inner.config_write(offset, data)
-    }
-
-    fn bar_read32(&self, bar: u8, offset: u64) -> u32 {
-        self.inner.bar_read32(bar, offset)
-    }
-
-    fn bar_write32(&self, bar: u8, offset: u64, value: u32) {
-        self.inner.bar_write32(bar, offset, value)
-    }
-
-    fn bar_write64(&self, bar: u8, offset: u64, value: u64) {
-        self.inner.bar_write64(bar, offset, value)
+impl Layer for Counting {
+    fn inner(&self) -> &dyn PciFunction {
+        &*self.inner
     }
 
     fn alloc_dma(&self, len: usize) -> Result<DmaBuffer, PciError> {
@@ -79,14 +59,6 @@ impl PciFunction for Counting {
         let b = self.inner.map_dma(memory)?;
         self.bytes.fetch_add(b.len() as u64, Ordering::Relaxed);
         Ok(b)
-    }
-
-    fn reset(&self) -> Result<(), PciError> {
-        self.inner.reset()
-    }
-
-    fn clock(&self) -> &dyn Clock {
-        self.inner.clock()
     }
 }
 

@@ -16,8 +16,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use bnxt_pci::dma::{DmaBuffer, HostPages};
-use bnxt_pci::{Clock, Interrupted, Machine, PciError, PciFunction};
+use bnxt_pci::{Clock, Interrupted, Layer, Machine, PciError, PciFunction};
 
 use crate::scenario::values::format_duration;
 
@@ -237,33 +236,9 @@ struct WatchedFunction {
     clock: WatchedClock<Arc<dyn PciFunction>>,
 }
 
-impl PciFunction for WatchedFunction {
-    fn bus(&self) -> &str {
-        self.inner.bus()
-    }
-    fn config_read(&self, offset: u16, data: &mut [u8]) -> Result<(), PciError> {
-        self.inner.config_read(offset, data)
-    }
-    fn config_write(&self, offset: u16, data: &[u8]) -> Result<(), PciError> {
-        self.inner.config_write(offset, data)
-    }
-    fn bar_read32(&self, bar: u8, offset: u64) -> u32 {
-        self.inner.bar_read32(bar, offset)
-    }
-    fn bar_write32(&self, bar: u8, offset: u64, value: u32) {
-        self.inner.bar_write32(bar, offset, value)
-    }
-    fn bar_write64(&self, bar: u8, offset: u64, value: u64) {
-        self.inner.bar_write64(bar, offset, value)
-    }
-    fn alloc_dma(&self, len: usize) -> Result<DmaBuffer, PciError> {
-        self.inner.alloc_dma(len)
-    }
-    fn map_dma(&self, memory: HostPages) -> Result<DmaBuffer, PciError> {
-        self.inner.map_dma(memory)
-    }
-    fn reset(&self) -> Result<(), PciError> {
-        self.inner.reset()
+impl Layer for WatchedFunction {
+    fn inner(&self) -> &dyn PciFunction {
+        &*self.inner
     }
     fn clock(&self) -> &dyn Clock {
         &self.clock
