@@ -1,4 +1,4 @@
-# Shell functions the verbs guests' /init scripts share (init-verbs, init-peers); sourced from
+# Shell functions the verbs guests' /init scripts share (init-verbs, init-peers, init-pyverbs); sourced from
 # /lib/bnxt/verbs-lib.sh in the initramfs. They expect S (a summary line), arg (a kernel command-line
 # word) and now (the uptime) from the /init that sources them, and PP_WAIT (seconds a client may take).
 
@@ -60,4 +60,25 @@ report_perftest() {
     line=$(tr '\t' ' ' < /tmp/$side.txt | grep -E '^ *[0-9]+ +[0-9]+ +[-0-9.a-z]+ +[-0-9.a-z]+' | tail -1 | tr -s ' ' | sed 's/^ //; s/ $//' | tr ' ' _)
     S "perftest $* side=$side rc=$rc seconds=$secs result=${line:--}"
   done
+}
+
+# config_byte DEV OFFSET: one byte of PCI device DEV's config space (sysfs), in decimal.
+config_byte() { od -An -tu1 -j "$2" -N1 "/sys/bus/pci/devices/$1/config" | tr -d ' '; }
+
+# atomic_requester DEV: set the AtomicOp Requester Enable bit (bit 6) of DEV's PCIe Device Control 2
+# register (PCIe capability + 0x28), the bit bnxt_re reads to offer atomics (qplib_sp.c
+# `bnxt_qplib_is_atomic_cap`, PCI_EXP_DEVCTL2_ATOMIC_REQ). The kernel sets it only when the root
+# port routes and completes AtomicOps (`pci_enable_atomic_ops_to_root`), which QEMU's root ports
+# do not advertise, so without this bnxt_re offers no atomics in a guest. Must run before bnxt_re
+# loads. Prints the register's low byte before and after, or "nocap".
+atomic_requester() {
+  p=$(config_byte "$1" 52) n=0
+  while [ -n "$p" ] && [ "$p" -ne 0 ] && [ $n -lt 48 ]; do
+    [ "$(config_byte "$1" "$p")" = 16 ] && break
+    p=$(config_byte "$1" $((p + 1))); n=$((n + 1))
+  done
+  if [ -z "$p" ] || [ "$p" -eq 0 ] || [ $n -ge 48 ]; then echo nocap; return; fi
+  o=$((p + 0x28)); b=$(config_byte "$1" $o)
+  printf "$(printf '\\%03o' $((b | 64)))" | dd of="/sys/bus/pci/devices/$1/config" bs=1 seek=$o count=1 conv=notrunc 2>/dev/null
+  echo "$b:$(config_byte "$1" $o)"
 }
