@@ -52,7 +52,7 @@ pub fn qcaps_v2(bytes: &[u8], opts: &FirmwareOptions) -> Outcome {
         o.flags = HwrmFuncBackingStoreQcapsV2Output::FLAGS_TYPE_VALID.into();
         o.instance_bit_map = c.instance_bit_map.into();
         o.entry_multiple = c.entry_multiple;
-        o.max_num_entries = c.max_entries.into();
+        o.max_num_entries = c.offered_max_entries(opts).into();
         o.min_num_entries = c.min_entries.into();
         o.next_valid_type = next.into();
         let (splits, count) = c.offered_splits(opts);
@@ -94,7 +94,7 @@ pub fn cfg_v2(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
         Reject::invalid(format!("{} instance {}: {reason}", caps.ty.name(), req.instance.get()))
             .cmd_err(fail_code(caps.ty))
     };
-    let region = check(&req, caps).map_err(fail)?;
+    let region = check(&req, caps, caps.offered_max_entries(ctx.opts)).map_err(fail)?;
     let bytes_needed = region.bytes();
     let spec = TableSpec { root: req.page_dir.get(), level: region.level, page_size: region.page_size };
     let pages = walk_long_level1(ctx.mem, spec, bytes_needed).map_err(|e| fail(e.to_string()))?;
@@ -107,7 +107,7 @@ pub fn cfg_v2(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
 
 /// Check the request's fields against what QCAPS_V2 offered; the region it describes (pages not
 /// yet walked).
-fn check(req: &HwrmFuncBackingStoreCfgV2Input, caps: &CtxCaps) -> Result<ContextRegion, String> {
+fn check(req: &HwrmFuncBackingStoreCfgV2Input, caps: &CtxCaps, max: u32) -> Result<ContextRegion, String> {
     let instance = req.instance.get();
     if !caps.instances().any(|i| i == instance) {
         return Err(format!("instance {instance} is not in instance_bit_map 0x{:x}", caps.instance_bit_map));
@@ -118,8 +118,8 @@ fn check(req: &HwrmFuncBackingStoreCfgV2Input, caps: &CtxCaps) -> Result<Context
     }
     let num_entries = req.num_entries.get();
     let min = caps.min_entries.max(1);
-    if num_entries < min || num_entries > caps.max_entries {
-        return Err(format!("num_entries {num_entries} outside [{min}, {}]", caps.max_entries));
+    if num_entries < min || num_entries > max {
+        return Err(format!("num_entries {num_entries} outside [{min}, {max}]"));
     }
     let attr = req.page_size_pbl_level;
     let level = attr & PBL_LEVEL_MASK;

@@ -128,6 +128,15 @@ impl CtxCaps {
         (splits, count as u8)
     }
 
+    /// The most entries QCAPS_V2 reports and CFG_V2 accepts with `opts`: the MRAV type's
+    /// may be set ([`FirmwareOptions::mrav_entries`]).
+    pub fn offered_max_entries(&self, opts: &FirmwareOptions) -> u32 {
+        match self.ty {
+            CtxType::Mrav if opts.mrav_entries > 0 => opts.mrav_entries,
+            _ => self.max_entries,
+        }
+    }
+
     /// Instances of this type (bits of `instance_bit_map`, or just instance 0).
     pub fn instances(&self) -> impl Iterator<Item = u16> + '_ {
         let map = if self.instance_bit_map == 0 { 1 } else { self.instance_bit_map };
@@ -172,5 +181,21 @@ mod tests {
         let vnic = ctx_caps(3).unwrap();
         assert!(vnic.splits[0] + l2 + 2 * (extra + qp1) + sp.min_entries <= sp.max_entries);
         assert_eq!(ctx_caps(6).unwrap().instances().count(), QUEUES.len());
+    }
+
+    #[test]
+    fn the_mrav_entries_setting_changes_only_the_mrav_type() {
+        let set = FirmwareOptions { mrav_entries: 524_288, ..FirmwareOptions::default() };
+        let mrav = ctx_caps(0xe).unwrap();
+        assert_eq!(mrav.offered_max_entries(&FirmwareOptions::default()), 262_144);
+        assert_eq!(mrav.offered_max_entries(&set), 524_288);
+        for c in CONTEXT_TYPES.iter().filter(|c| c.ty != CtxType::Mrav) {
+            assert_eq!(c.offered_max_entries(&set), c.max_entries, "{:?}", c.ty);
+        }
+        // bnxt_en's sizing then keeps the contract's 262,144 regions, with room for its AVs.
+        let offered = mrav.offered_max_entries(&set);
+        let num_mr = (offered / 2).min(256 * 1024);
+        assert_eq!(num_mr, 262_144);
+        assert!(num_mr + num_mr.min(128 * 1024) <= offered);
     }
 }

@@ -14,6 +14,11 @@
 //!   heartbeat and reset-counter registers and the ERROR_RECOVERY async event
 //!   ([`super::recovery`]). Off by default: bnxt_en then runs its health watchdog, which a
 //!   guest that knows nothing of it would otherwise start.
+//! - `mrav_entries`: the MRAV context type's `max_num_entries` (0: the default,
+//!   [`super::caps::CONTEXT_TYPES`]' 262,144). bnxt_en keeps half of what the type offers for
+//!   regions, at most 256 Ki (bnxt.c `bnxt_alloc_ctx_mem`: `num_mr = min_t(u32,
+//!   ctxm->max_entries / 2, 1024 * 256)`), so 524,288 entries give the 262,144 regions the
+//!   contract promises. What a P7's firmware reports is not public.
 
 use serde::{Deserialize, Serialize};
 
@@ -31,4 +36,6 @@ pub struct FirmwareOptions {
     pub fast_destroy_qps: u32,
     /// The error recovery capability ([`super::recovery`]).
     pub error_recovery: bool,
+    /// The MRAV context type's most entries (0: the default).
+    pub mrav_entries: u32,
 }

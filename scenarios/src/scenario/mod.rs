@@ -29,7 +29,9 @@ use std::time::Duration;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Deserialize;
 
-use kinds::{FastDestroyQps, Kind, NicCount, Opt, ScenarioName, Seed, Sentence, Switch, Tags, TargetKind, Time};
+use kinds::{
+    FastDestroyQps, Kind, MravEntries, NicCount, Opt, ScenarioName, Seed, Sentence, Switch, Tags, TargetKind, Time,
+};
 
 pub use faults::{Fault, FaultKind, FirmwareEntry, WireEntry, WireRule, fault_plan};
 pub use load::{LoadError, Suite, load_paths};
@@ -169,12 +171,16 @@ pub struct FirmwareSettings {
     /// the driver adds beyond its 65,536 without firmware limits.
     #[serde(default, with = "Opt::<FastDestroyQps>")]
     pub fast_destroy_qps: Option<u32>,
+    /// The MRAV context type's most entries (the model's default: 262,144); the driver keeps
+    /// half of them, at most 262,144, for regions without firmware limits.
+    #[serde(default, with = "Opt::<MravEntries>")]
+    pub mrav_entries: Option<u32>,
 }
 
 impl FirmwareSettings {
     /// Whether it asks for anything beyond the defaults.
     pub fn is_default(&self) -> bool {
-        !self.resource_limits.unwrap_or(false) && self.fast_destroy_qps.unwrap_or(0) == 0
+        !self.resource_limits.unwrap_or(false) && self.fast_destroy_qps.unwrap_or(0) == 0 && self.mrav_entries.is_none()
     }
 }
 

@@ -76,6 +76,7 @@ pub fn firmware_options(s: FirmwareSettings) -> FirmwareOptions {
     FirmwareOptions {
         resource_limits: s.resource_limits.unwrap_or(false),
         fast_destroy_qps: s.fast_destroy_qps.unwrap_or(0),
+        mrav_entries: s.mrav_entries.unwrap_or(0),
         ..FirmwareOptions::default()
     }
 }

@@ -98,6 +98,11 @@ integer!(
     FastDestroyQps: u32, 0, u16::MAX, "a number of queue pairs"
 );
 integer!(
+    /// The MRAV context type's most entries (regions and address vectors) a NIC's firmware
+    /// offers: from 1,024 to 1,048,576 (the model's bounds; the model's default is 262,144).
+    MravEntries: u32, 1024, 1 << 20, "a number of MRAV entries"
+);
+integer!(
     /// A number of entries of a ring.
     RingEntries: u32, 0, u32::MAX, "a number of ring entries"
 );
