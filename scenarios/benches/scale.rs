@@ -92,14 +92,7 @@ fn main() {
     let copy = MIB as f64 / memcpy[0].best;
     println!("{:<44} {:>9.2} GB/s ({:.1} us a copy)", memcpy[0].name, memcpy[0].best / 1e9, copy * 1e6);
     if args.want("qps") {
-        let each = qps / QPS as f64;
-        println!(
-            "{:<44} {:>9.2} s = {:.1} us each = {:.1} memcpys of 1 MiB each",
-            "make 65,536 queue pairs (best)",
-            qps,
-            each * 1e6,
-            each / copy
-        );
+        print_per_object("make 65,536 queue pairs (best)", qps, QPS, copy);
         println!(
             "{:<44} {:>9.2} GiB = {:.1} KiB a queue pair",
             "  peak resident memory (VmHWM) after",
@@ -108,13 +101,13 @@ fn main() {
         );
     }
     if args.want("regions") {
-        let each = regions / REGIONS as f64;
-        println!(
-            "{:<44} {:>9.2} s = {:.1} us each = {:.1} memcpys of 1 MiB each",
-            "register 262,144 regions of 4 KiB (best)",
-            regions,
-            each * 1e6,
-            each / copy
-        );
+        print_per_object("register 262,144 regions of 4 KiB (best)", regions, REGIONS, copy);
     }
+}
+
+/// One figure: `seconds` for `count` objects, and each object's time in microseconds and in
+/// memcpys of 1 MiB (`copy` seconds each).
+fn print_per_object(name: &str, seconds: f64, count: usize, copy: f64) {
+    let each = seconds / count as f64;
+    println!("{name:<44} {seconds:>9.2} s = {:.1} us each = {:.1} memcpys of 1 MiB each", each * 1e6, each / copy);
 }
