@@ -344,7 +344,10 @@ fn a_forced_speed_with_either_duplex_is_taken_as_dpdk_sends_it() {
     cfg.auto_duplex = P::AUTO_DUPLEX_BOTH;
     rig.ok(0, cfg);
     let q = rig.ok(0, req::<HwrmPortPhyQcfgInput>());
-    assert_eq!((q.link, q.link_speed.get()), (HwrmPortPhyQcfgOutput::LINK_LINK, HwrmPortPhyQcfgOutput::LINK_SPEED_200GB));
+    assert_eq!(
+        (q.link, q.link_speed.get()),
+        (HwrmPortPhyQcfgOutput::LINK_LINK, HwrmPortPhyQcfgOutput::LINK_SPEED_200GB)
+    );
     cfg.auto_duplex = P::AUTO_DUPLEX_HALF;
     assert_eq!(rig.call(0, cfg).code, INVALID_PARAMS, "the port runs full duplex only");
 }
