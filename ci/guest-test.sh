@@ -73,7 +73,7 @@
 #                      and close; ci/guest/check-dpdk.py checks the counts on both sides against
 #                      each other, the NIC's counters and the segment's capture, each packet's RSS
 #                      hash and queue, and that the models answered every request SUCCESS
-#                      (DPDK_HUGEPAGES, default 256; PHASE_WAIT s per forwarding phase, default 4;
+#                      (DPDK_HUGEPAGES, default 256; PHASE_WAIT s per forwarding phase, default 2;
 #                      BURST_WAIT s per burst phase, default 1)
 #   --peers            other RoCE stacks against the model (ci/guest/init-peers, two NICs and the guest's
 #                      virtio-net NIC on the segment): Linux's rdma_rxe on the virtio-net netdev
@@ -94,7 +94,7 @@
 # Env: BNXT_VM_CACHE (see ci/fetch-vm.sh); BNXT_MODEL (the model binary; default: built with
 #      `cargo build --release -p bnxt-model-host` as target/release/bnxt-model, under CARGO_TARGET_DIR when
 #      set); BNXT_MODEL_ARGS (more
-#      words for every `serve`); TIMEOUT (s per guest, default 300; 3600 with --driver); VFIO_USER_MSG_TIMEOUT (ms);
+#      words for every `serve`); TIMEOUT (s per guest, default 300; 3600 with --driver, 600 with --dpdk); VFIO_USER_MSG_TIMEOUT (ms);
 #      RE_WAIT (s the guest gives `modprobe bnxt_re`, default 120: bnxt_re's probe of both
 #      functions fits even if a RoCE command went unanswered (a 40 s firmware timeout each); the
 #      guest's power-off would wait for it
@@ -192,6 +192,8 @@ if [ $dpdk = 1 ]; then
   [ $no_model = 0 ] && [ $driver = 0 ] && [ $verbs = 0 ] && [ $trace = 0 ] && [ $hugepages = 0 ] && [ $faults = 0 ] \
     && [ "$nics" = 2 ] || die "--dpdk needs the model and two NICs, and runs on its own"
   traffic=1 peer=1 record=0 ib=0
+  # Two testpmd runs of some ninety commands each: about two minutes, more on a loaded machine.
+  export TIMEOUT=${TIMEOUT:-600}
   [ "$out" = "$BNXT_REPO/out/guest" ] && out=$BNXT_REPO/out/guest-dpdk
 fi
 started=$(date +%s)
@@ -510,7 +512,7 @@ run_suite() {
   if [ $dpdk = 1 ]; then
     # The two NICs are functions of one device behind the vIOMMU, as in --driver; huge pages for
     # DPDK's memory (2 MiB pages, mapped by the vIOMMU as such).
-    words="$words intel_iommu=on hugepages=${DPDK_HUGEPAGES:-256} bnxt.phase_wait=${PHASE_WAIT:-4}"
+    words="$words intel_iommu=on hugepages=${DPDK_HUGEPAGES:-256} bnxt.phase_wait=${PHASE_WAIT:-2}"
     words="$words bnxt.burst_wait=${BURST_WAIT:-1} bnxt.mac1=$(mac_of 1) bnxt.mac2=$(mac_of 2)"
     iommu=1; multifunction=1
     # Every request DPDK sends must be answered SUCCESS: the checker reads the models' HWRM logs.
