@@ -67,11 +67,14 @@
 #   --dpdk             DPDK's bnxt PMD (sid's dpdk-testpmd and librte-net-bnxt, ci/fetch-vm.sh's
 #                      dpdk-root) on both NICs (functions 0 and 1 of one device) bound to vfio-pci
 #                      behind an emulated IOMMU, 2 MiB huge pages, on the segment with the guest's
-#                      virtio-net NIC; ci/guest/init-dpdk runs one testpmd through rxonly with
-#                      tx_first, a virtio-net sender, io and macswap forwarding, port stop and
-#                      close; ci/guest/check-dpdk.py checks the counts on both sides against each
-#                      other and the segment's capture (DPDK_HUGEPAGES, default 256; PHASE_WAIT s
-#                      per phase, default 4)
+#                      virtio-net NIC; ci/guest/init-dpdk runs testpmd through RSS over two queues,
+#                      a virtio-net sender, promiscuous, multicast and VLAN filters (VLAN insert and
+#                      strip), link down/up and a forced speed, macswap and io forwarding, port stop
+#                      and close; ci/guest/check-dpdk.py checks the counts on both sides against
+#                      each other, the NIC's counters and the segment's capture, each packet's RSS
+#                      hash and queue, and that the models answered every request SUCCESS
+#                      (DPDK_HUGEPAGES, default 256; PHASE_WAIT s per forwarding phase, default 2;
+#                      BURST_WAIT s per burst phase, default 1)
 #   --peers            other RoCE stacks against the model (ci/guest/init-peers, two NICs and the guest's
 #                      virtio-net NIC on the segment): Linux's rdma_rxe on the virtio-net netdev
 #                      against bnxt_re (rc, srq and ud pingpongs --chk and perftest's send, write and
@@ -91,7 +94,7 @@
 # Env: BNXT_VM_CACHE (see ci/fetch-vm.sh); BNXT_MODEL (the model binary; default: built with
 #      `cargo build --release -p bnxt-model-host` as target/release/bnxt-model, under CARGO_TARGET_DIR when
 #      set); BNXT_MODEL_ARGS (more
-#      words for every `serve`); TIMEOUT (s per guest, default 300; 3600 with --driver); VFIO_USER_MSG_TIMEOUT (ms);
+#      words for every `serve`); TIMEOUT (s per guest, default 300; 3600 with --driver, 600 with --dpdk); VFIO_USER_MSG_TIMEOUT (ms);
 #      RE_WAIT (s the guest gives `modprobe bnxt_re`, default 120: bnxt_re's probe of both
 #      functions fits even if a RoCE command went unanswered (a 40 s firmware timeout each); the
 #      guest's power-off would wait for it
@@ -189,6 +192,8 @@ if [ $dpdk = 1 ]; then
   [ $no_model = 0 ] && [ $driver = 0 ] && [ $verbs = 0 ] && [ $trace = 0 ] && [ $hugepages = 0 ] && [ $faults = 0 ] \
     && [ "$nics" = 2 ] || die "--dpdk needs the model and two NICs, and runs on its own"
   traffic=1 peer=1 record=0 ib=0
+  # Two testpmd runs of some ninety commands each: about two minutes, more on a loaded machine.
+  export TIMEOUT=${TIMEOUT:-600}
   [ "$out" = "$BNXT_REPO/out/guest" ] && out=$BNXT_REPO/out/guest-dpdk
 fi
 started=$(date +%s)
@@ -507,10 +512,12 @@ run_suite() {
   if [ $dpdk = 1 ]; then
     # The two NICs are functions of one device behind the vIOMMU, as in --driver; huge pages for
     # DPDK's memory (2 MiB pages, mapped by the vIOMMU as such).
-    words="$words intel_iommu=on hugepages=${DPDK_HUGEPAGES:-256} bnxt.phase_wait=${PHASE_WAIT:-4}"
-    words="$words bnxt.mac1=$(mac_of 1) bnxt.mac2=$(mac_of 2)"
+    words="$words intel_iommu=on hugepages=${DPDK_HUGEPAGES:-256} bnxt.phase_wait=${PHASE_WAIT:-2}"
+    words="$words bnxt.burst_wait=${BURST_WAIT:-1} bnxt.mac1=$(mac_of 1) bnxt.mac2=$(mac_of 2)"
     iommu=1; multifunction=1
-    checks=(--nics "$nics" "${macs[@]}" --peer-mac "$PEER_MAC" --pcap "$dir/segment.pcap" --json "$dir/result.json")
+    # Every request DPDK sends must be answered SUCCESS: the checker reads the models' HWRM logs.
+    checks=(--nics "$nics" "${macs[@]}" --peer-mac "$PEER_MAC" --pcap "$dir/segment.pcap" --json "$dir/result.json"
+      --hwrm-log "$dir/hwrm-nic1.log" --hwrm-log "$dir/hwrm-nic2.log")
   fi
   if [ $peers = 1 ]; then
     words="bnxt.iters=${PP_ITERS:-100} bnxt.pp_wait=${PP_WAIT:-120} bnxt.pt_iters=${PT_ITERS:-200} bnxt.lat_iters=${LAT_ITERS:-200} ${PEERS_WORDS:-}"

@@ -320,7 +320,7 @@ impl Device {
             // Read only by the requests the firmware answers (PORT_QSTATS and the like), which
             // run only when a job is due.
             self.firmware.set_port_counters(self.l2.port_counters());
-            self.firmware.set_ring_stats(self.l2.ring_stats());
+            self.firmware.set_ring_stats(self.l2.ring_stats(self.firmware.state()));
             self.firmware.advance(now, mem, &mut self.rec);
             if self.firmware.take_restarted() {
                 // The restarted firmware knows no RoCE channel and no L2 rings.

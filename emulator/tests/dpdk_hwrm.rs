@@ -2,7 +2,9 @@
 //! stop a P7 port, as it sends them: FUNC_QCAPS's capability flags, the V1 backing-store pair
 //! (refused on P7), a level-1 context table longer than a page, FUNC_CFG with the MTUs and the
 //! standard-TX-ring-mode flag, VNIC_PLCMODES_QCFG before VNIC_CFG, coalescing with timer reset
-//! and ring-idle, PORT_MAC_QCFG, PORT_CLR_STATS, STAT_CTX_QUERY and STAT_CTX_CLR_STATS.
+//! and ring-idle, PORT_MAC_QCFG, PORT_CLR_STATS, STAT_CTX_QUERY and STAT_CTX_CLR_STATS, statistics
+//! contexts freed and allocated again at `port stop`/`port start`, VLAN filters without
+//! `num_vlans`, a forced speed with duplex BOTH.
 
 mod common;
 mod l2_support;
@@ -238,4 +240,114 @@ fn ring_and_port_counters_are_queried_and_cleared_as_dpdk_does() {
     let mut other: HwrmPortClrStatsInput = req();
     other.port_id = 2.into();
     assert_eq!(rig.call(0, other).code, INVALID_PARAMS);
+}
+
+/// A frame to `dst` from `src` with an 802.1Q tag of VLAN `vid`.
+fn tagged(dst: [u8; 6], src: [u8; 6], vid: u16) -> Vec<u8> {
+    let mut f = eth(dst, src, 0x8100, &[]);
+    f.truncate(14);
+    f.extend_from_slice(&vid.to_be_bytes());
+    f.extend_from_slice(&0x88b5u16.to_be_bytes());
+    f.extend_from_slice(&[0xab; 100]);
+    f
+}
+
+/// CFA_L2_FILTER_ALLOC of a MAC and VLAN filter as DPDK's `bnxt_add_vlan_filter` sends it: no
+/// `num_vlans`, the flags `bnxt_hwrm_set_l2_filter` adds.
+fn dpdk_vlan_filter(mac: [u8; 6], vnic: u16, vid: u16) -> HwrmCfaL2FilterAllocInput {
+    type A = HwrmCfaL2FilterAllocInput;
+    let mut f: A = req();
+    f.flags = (A::FLAGS_PATH_RX | A::FLAGS_OUTERMOST | A::FLAGS_XDP_DISABLE | A::FLAGS_TRAFFIC_L2).into();
+    f.enables = (A::ENABLES_L2_ADDR
+        | A::ENABLES_L2_ADDR_MASK
+        | A::ENABLES_L2_IVLAN
+        | A::ENABLES_L2_IVLAN_MASK
+        | A::ENABLES_DST_ID)
+        .into();
+    (f.l2_addr, f.l2_addr_mask) = (mac, [0xff; 6]);
+    (f.l2_ivlan, f.l2_ivlan_mask) = (vid.into(), 0xfff.into());
+    f.dst_id = vnic.into();
+    f
+}
+
+#[test]
+fn vlan_filters_as_dpdk_allocates_them_take_their_vlan_and_vlan_0_untagged_frames() {
+    let mut rig = Rig::new(2);
+    let mut a = L2Nic::bring_up(&mut rig, 0, Setup::default());
+    let mut b = L2Nic::bring_up(&mut rig, 1, Setup::default());
+    b.post_rx(&mut rig, 16);
+    // VLAN filtering on: the MAC filter goes, one for VLAN 0 (untagged frames) and one for 100 come.
+    let mut free: HwrmCfaL2FilterFreeInput = req();
+    free.l2_filter_id = b.filter.into();
+    rig.ok(1, free);
+    rig.ok(1, dpdk_vlan_filter(b.mac, b.vnic, 0));
+    rig.ok(1, dpdk_vlan_filter(b.mac, b.vnic, 100));
+    let received = |rig: &mut Rig| stat_query(rig, 1, b.stats[1]).rx_ucast_pkts.get();
+    for (frame, taken) in [
+        (tagged(b.mac, a.mac, 100), true),
+        (tagged(b.mac, a.mac, 200), false),
+        (eth(b.mac, a.mac, 0x88b5, &[0xab; 100]), true),
+        (tagged(b.mac, a.mac, 0x6000), true), // priority-tagged: VLAN 0
+    ] {
+        let before = received(&mut rig);
+        a.send(&mut rig, &frame);
+        rig.world.advance(Duration::from_millis(1));
+        assert_eq!(received(&mut rig) - before, u64::from(taken), "{:02x?}", &frame[12..16]);
+    }
+    // bnxt_en's form (NUM_VLANS, num_vlans 1) is taken too; more than one tag is not modelled.
+    let mut counted = dpdk_vlan_filter(b.mac, b.vnic, 300);
+    counted.enables = (counted.enables.get() | HwrmCfaL2FilterAllocInput::ENABLES_NUM_VLANS).into();
+    counted.num_vlans = 1;
+    rig.ok(1, counted);
+    counted.num_vlans = 2;
+    assert_eq!(rig.call(1, counted).code, INVALID_PARAMS);
+}
+
+#[test]
+fn a_statistics_context_allocated_again_under_its_id_counts_from_zero() {
+    // DPDK frees its rings' contexts at `port stop` and allocates them again at `port start`, at
+    // the same addresses; the firmware hands out the same ids.
+    let mut rig = Rig::new(2);
+    let mut a = L2Nic::bring_up(&mut rig, 0, Setup::default());
+    let mut b = L2Nic::bring_up(&mut rig, 1, Setup::default());
+    b.post_rx(&mut rig, 8);
+    let frame = eth(b.mac, a.mac, 0x88b5, &[0xab; 100]);
+    a.send(&mut rig, &frame);
+    a.send(&mut rig, &frame);
+    rig.world.advance(Duration::from_millis(1));
+    assert_eq!(stat_query(&mut rig, 0, a.stats[0]).tx_ucast_pkts.get(), 2);
+    let mut free: HwrmStatCtxFreeInput = req();
+    free.stat_ctx_id = a.stats[0].into();
+    rig.ok(0, free);
+    let mut alloc: HwrmStatCtxAllocInput = req();
+    alloc.stats_dma_addr = a.stats_addr[0].into();
+    alloc.stats_dma_length = 160.into();
+    alloc.update_period_ms = 1000.into();
+    assert_eq!(rig.ok(0, alloc).stat_ctx_id.get(), a.stats[0], "the same id again");
+    assert_eq!(stat_query(&mut rig, 0, a.stats[0]).tx_ucast_pkts.get(), 0);
+    // The TX ring still names the id: its next frame counts from zero.
+    a.send(&mut rig, &frame);
+    rig.world.advance(Duration::from_millis(1));
+    assert_eq!(stat_query(&mut rig, 0, a.stats[0]).tx_ucast_pkts.get(), 1);
+}
+
+#[test]
+fn a_forced_speed_with_either_duplex_is_taken_as_dpdk_sends_it() {
+    // `bnxt_hwrm_port_phy_cfg_v2` for `port config 0 speed 200000 duplex full`: RESET_PHY | FORCE,
+    // force_link_speeds2, auto_duplex BOTH (`bnxt_parse_eth_link_duplex`), force_pause.
+    type P = HwrmPortPhyCfgInput;
+    let mut rig = Rig::new(1);
+    let mut cfg: P = req();
+    cfg.flags = (P::FLAGS_RESET_PHY | P::FLAGS_FORCE).into();
+    cfg.enables = (P::ENABLES_FORCE_LINK_SPEEDS2 | P::ENABLES_AUTO_DUPLEX | P::ENABLES_FORCE_PAUSE).into();
+    cfg.force_link_speeds2 = P::FORCE_LINK_SPEEDS2_200GB_PAM4_56.into();
+    cfg.auto_duplex = P::AUTO_DUPLEX_BOTH;
+    rig.ok(0, cfg);
+    let q = rig.ok(0, req::<HwrmPortPhyQcfgInput>());
+    assert_eq!(
+        (q.link, q.link_speed.get()),
+        (HwrmPortPhyQcfgOutput::LINK_LINK, HwrmPortPhyQcfgOutput::LINK_SPEED_200GB)
+    );
+    cfg.auto_duplex = P::AUTO_DUPLEX_HALF;
+    assert_eq!(rig.call(0, cfg).code, INVALID_PARAMS, "the port runs full duplex only");
 }

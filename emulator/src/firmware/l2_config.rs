@@ -78,7 +78,15 @@ pub struct Vnic {
 }
 
 /// One L2 filter (CFA_L2_FILTER_ALLOC): frames whose destination MAC matches `addr` under `mask`
-/// (and VLAN, when given) go to VNIC `dst_vnic`.
+/// (and VLAN and tag count, when given) go to VNIC `dst_vnic`.
+///
+/// A VLAN id of 0 under its mask stands for untagged frames (and priority-tagged ones, whose
+/// id is 0): DPDK's PMD allocates such a filter when VLAN filtering goes on, so that untagged
+/// frames keep arriving, and one per VLAN added (drivers/net/bnxt/bnxt_ethdev.c
+/// `bnxt_add_vlan_filter`: "If l2_ivlan == 0 and l2_ivlan_mask != 0, only untagged packets are
+/// received"). Any other id matches frames tagged with it. `num_vlans`, when enabled, is "the
+/// match value for the number of VLANs" (bnxt_hsi.h): bnxt_en sends 1 with each VLAN filter
+/// (bnxt.c `bnxt_hwrm_l2_filter_alloc`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct L2Filter {
     /// `l2_addr`.
@@ -87,6 +95,8 @@ pub struct L2Filter {
     pub mask: [u8; 6],
     /// Inner VLAN id and mask, when the filter names one.
     pub vlan: Option<(u16, u16)>,
+    /// `num_vlans`, when enabled: 0 matches untagged frames, 1 tagged ones.
+    pub num_vlans: Option<u8>,
     /// `dst_id`: the VNIC.
     pub dst_vnic: u16,
     /// `flags`.
@@ -99,9 +109,15 @@ impl L2Filter {
         let mac = (0..6).all(|i| dst[i] & self.mask[i] == self.addr[i] & self.mask[i]);
         let vlan_ok = match self.vlan {
             None => true,
+            Some((id, mask)) if id & mask == 0 => vlan.is_none_or(|v| v & mask == 0),
             Some((id, mask)) => vlan.is_some_and(|v| v & mask == id & mask),
         };
-        mac && vlan_ok
+        let count_ok = match self.num_vlans {
+            None => true,
+            Some(0) => vlan.is_none(),
+            Some(_) => vlan.is_some(),
+        };
+        mac && vlan_ok && count_ok
     }
 }
 
@@ -390,7 +406,8 @@ mod tests {
 
     #[test]
     fn filters_match_under_their_mask_and_vlan() {
-        let f = L2Filter { addr: [2, 0, 0, 0, 0, 1], mask: [0xff; 6], vlan: None, dst_vnic: 3, flags: 0 };
+        let f =
+            L2Filter { addr: [2, 0, 0, 0, 0, 1], mask: [0xff; 6], vlan: None, num_vlans: None, dst_vnic: 3, flags: 0 };
         assert!(f.matches(&[2, 0, 0, 0, 0, 1], None));
         assert!(f.matches(&[2, 0, 0, 0, 0, 1], Some(5)));
         assert!(!f.matches(&[2, 0, 0, 0, 0, 2], None));
@@ -399,6 +416,19 @@ mod tests {
         let vlan = L2Filter { vlan: Some((7, 0xfff)), ..f };
         assert!(!vlan.matches(&[2, 0, 0, 0, 0, 1], None));
         assert!(vlan.matches(&[2, 0, 0, 0, 0, 1], Some(0x2007)));
+        assert!(!vlan.matches(&[2, 0, 0, 0, 0, 1], Some(8)));
+        // VLAN 0: untagged and priority-tagged frames only (DPDK's VLAN filtering).
+        let untagged = L2Filter { vlan: Some((0, 0xfff)), ..f };
+        assert!(untagged.matches(&[2, 0, 0, 0, 0, 1], None));
+        assert!(untagged.matches(&[2, 0, 0, 0, 0, 1], Some(0x6000)));
+        assert!(!untagged.matches(&[2, 0, 0, 0, 0, 1], Some(7)));
+        // num_vlans 1 with VLAN 0 (bnxt_en's form): a tag is needed.
+        let counted = L2Filter { num_vlans: Some(1), ..untagged };
+        assert!(!counted.matches(&[2, 0, 0, 0, 0, 1], None));
+        assert!(counted.matches(&[2, 0, 0, 0, 0, 1], Some(0)));
+        let none = L2Filter { num_vlans: Some(0), ..f };
+        assert!(none.matches(&[2, 0, 0, 0, 0, 1], None));
+        assert!(!none.matches(&[2, 0, 0, 0, 0, 1], Some(7)));
         let mut cfg = L2Config::default();
         cfg.filters.insert(9, f);
         assert_eq!(cfg.filter_vnic(&[2, 0, 0, 0, 0, 1], None), Some(3));

@@ -3,8 +3,12 @@
 //! `bnxt_hwrm_cfa_l2_set_rx_mask`, `bnxt_cfg_rx_mode`).
 //!
 //! A filter steers received frames whose destination MAC matches `l2_addr` under `l2_addr_mask`
-//! (and the inner VLAN, when given) to VNIC `dst_id`. bnxt_en allocates one per unicast address
-//! (the netdev's MAC first) with flags PATH_RX | OUTERMOST and a full mask. The receive mask of
+//! (and the inner VLAN and tag count, when given: [`super::l2_config::L2Filter`]) to VNIC
+//! `dst_id`. bnxt_en allocates one per unicast address (the netdev's MAC first) with flags
+//! PATH_RX | OUTERMOST and a full mask. DPDK's PMD, with VLAN filtering on, replaces its MAC
+//! filter by one per VLAN on the same MAC (VLAN 0 for untagged frames), without `num_vlans`
+//! (drivers/net/bnxt/bnxt_ethdev.c `bnxt_add_vlan_filter`, bnxt_hwrm.c
+//! `bnxt_hwrm_set_l2_filter`). The receive mask of
 //! a VNIC adds broadcast (`BCAST`), the listed multicast addresses (`MCAST`, `num_mc_entries`
 //! 6-byte addresses at `mc_tbl_addr`), all multicast (`ALL_MCAST`) or everything
 //! (`PROMISCUOUS`). Transmit-path, drop, loopback, tunnel, outer-VLAN, source and mirror
@@ -52,22 +56,23 @@ pub fn filter_alloc(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     if !ctx.state.l2.vnics.contains_key(&vnic) {
         return Err(Reject::invalid(format!("dst_id {vnic} is not an allocated VNIC")));
     }
-    let vlan = if enables & A::ENABLES_L2_IVLAN != 0 {
-        if req.num_vlans != 1 {
-            return Err(Reject::invalid(format!("num_vlans {} with an inner VLAN (1 expected)", req.num_vlans)));
-        }
+    let vlan = (enables & A::ENABLES_L2_IVLAN != 0).then(|| {
         let mask = if enables & A::ENABLES_L2_IVLAN_MASK != 0 { req.l2_ivlan_mask.get() } else { 0xfff };
-        Some((req.l2_ivlan.get() & 0xfff, mask & 0xfff))
-    } else {
-        None
-    };
+        (req.l2_ivlan.get() & 0xfff, mask & 0xfff)
+    });
+    let num_vlans = (enables & A::ENABLES_NUM_VLANS != 0).then_some(req.num_vlans);
+    if let Some(n @ 2..) = num_vlans {
+        ctx.state.l2.unimplemented += 1;
+        return Err(Reject::invalid(format!("num_vlans {n}: frames with more than one VLAN tag are not modelled")));
+    }
     let l2 = &mut ctx.state.l2;
     if l2.filters.len() >= usize::from(MAX_L2_CTXS) {
         return Err(Reject::new(ErrorCode::ResourceAllocError, format!("all {MAX_L2_CTXS} L2 filters are in use")));
     }
     let id = FILTER_ID_BASE | l2.next_filter_serial;
     l2.next_filter_serial += 1;
-    l2.filters.insert(id, L2Filter { addr: req.l2_addr, mask: req.l2_addr_mask, vlan, dst_vnic: vnic, flags });
+    let filter = L2Filter { addr: req.l2_addr, mask: req.l2_addr_mask, vlan, num_vlans, dst_vnic: vnic, flags };
+    l2.filters.insert(id, filter);
     reply::<HwrmCfaL2FilterAllocOutput>(|o| {
         o.l2_filter_id = id.into();
         o.flow_id = u32::MAX.into();

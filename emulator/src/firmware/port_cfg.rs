@@ -174,7 +174,12 @@ pub fn phy_cfg(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     if flags & P::FLAGS_FORCE_LINK_DWN != 0 {
         phy.forced_down = true;
     } else {
-        if enables & P::ENABLES_AUTO_DUPLEX != 0 && req.auto_duplex != P::AUTO_DUPLEX_FULL {
+        // BOTH lets the link run either way, and the port runs full duplex: DPDK's PMD sends it
+        // with every speed but 10 and 100 Mb/s half duplex (drivers/net/bnxt/bnxt_hwrm.c
+        // `bnxt_parse_eth_link_duplex`, `bnxt_hwrm_port_phy_cfg_v2`).
+        if enables & P::ENABLES_AUTO_DUPLEX != 0
+            && !matches!(req.auto_duplex, P::AUTO_DUPLEX_FULL | P::AUTO_DUPLEX_BOTH)
+        {
             return Err(Reject::invalid(format!("auto_duplex {}: the port runs full duplex only", req.auto_duplex)));
         }
         if flags & P::FLAGS_FORCE != 0

@@ -115,6 +115,9 @@ pub struct StatCtx {
     pub period_ms: u32,
     /// `stat_ctx_flags` (bit 0: RoCE).
     pub flags: u8,
+    /// Which allocation this is (from the serials rings take too), so the counters of a context
+    /// freed and allocated again under the same id, even at the same address, start from zero.
+    pub serial: u64,
 }
 
 /// The firmware's state for its function.
@@ -130,7 +133,7 @@ pub struct FwState {
     pub stat_ctxs: BTreeMap<u32, StatCtx>,
     /// Context memory.
     pub context: ContextMemory,
-    /// Serial the next allocated ring gets.
+    /// Serial the next allocated ring or statistics context gets.
     pub next_ring_serial: u64,
     /// How many times the function's resources were freed (FUNC_RESET); the RoCE engine drops
     /// its objects when this changes.

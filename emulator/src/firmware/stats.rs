@@ -57,8 +57,10 @@ pub fn stat_ctx_alloc(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
         Reject::new(ErrorCode::ResourceAllocError, "no statistics context id left")
             .cmd_err(AllocErr::CODE_RES_POOL_EXHAUSTED)
     })?;
-    let stat =
-        StatCtx { dma_addr: addr, dma_len: len, period_ms: req.update_period_ms.get(), flags: req.stat_ctx_flags };
+    let serial = ctx.state.next_ring_serial;
+    ctx.state.next_ring_serial += 1;
+    let (period_ms, flags) = (req.update_period_ms.get(), req.stat_ctx_flags);
+    let stat = StatCtx { dma_addr: addr, dma_len: len, period_ms, flags, serial };
     ctx.state.stat_ctxs.insert(id, stat);
     reply::<HwrmStatCtxAllocOutput>(|o| o.stat_ctx_id = id.into())
 }
@@ -70,6 +72,8 @@ pub fn stat_ctx_free(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     if ctx.state.stat_ctxs.remove(&id).is_none() {
         return Err(Reject::invalid(format!("statistics context {id} is not allocated")));
     }
+    // The counters go with the context: a context allocated again under this id starts from zero.
+    ctx.state.l2.ring_stats.remove(&id);
     reply::<HwrmStatCtxFreeOutput>(|o| o.stat_ctx_id = id.into())
 }
 

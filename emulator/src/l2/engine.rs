@@ -225,9 +225,10 @@ impl L2Engine {
         self.port
     }
 
-    /// The counters of every statistics context the engine counts into (for STAT_CTX_QUERY).
-    pub fn ring_stats(&self) -> BTreeMap<u32, bnxt_hsi::hwrm::layouts::CtxHwStats> {
-        self.stats.snapshot()
+    /// The counters of every statistics context the engine counts into that the firmware `fw`
+    /// still has (for STAT_CTX_QUERY).
+    pub fn ring_stats(&self, fw: &FwState) -> BTreeMap<u32, bnxt_hsi::hwrm::layouts::CtxHwStats> {
+        self.stats.snapshot(fw)
     }
 
     /// The rings the engine has state for (for inspection).

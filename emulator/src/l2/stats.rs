@@ -70,9 +70,11 @@ impl RingStats {
     }
 }
 
-/// One context the engine writes: its counters, where they go and when next.
+/// One context the engine writes: which allocation it is, its counters, where they go and when
+/// next.
 #[derive(Debug, Clone)]
 struct Tracked {
+    serial: u64,
     addr: u64,
     stats: RingStats,
     due: Duration,
@@ -91,23 +93,29 @@ impl StatsContexts {
     }
 
     /// The counters of context `id` at `now`, started (zero) if the firmware has it and the
-    /// engine did not count into it yet, or if it was freed and allocated again since.
+    /// engine did not count into it yet, or if it was freed and allocated again since (another
+    /// serial, wherever its memory is).
     pub fn get(&mut self, id: u32, fw: &FwState, now: Duration) -> Option<&mut RingStats> {
         let Some(c) = fw.stat_ctxs.get(&id).filter(|c| c.flags & 1 == 0) else {
             self.ctxs.remove(&id);
             return None;
         };
-        let stale = self.ctxs.get(&id).is_none_or(|t| t.addr != c.dma_addr);
+        let stale = self.ctxs.get(&id).is_none_or(|t| t.serial != c.serial);
         if stale {
             let due = now + period(c.period_ms);
-            self.ctxs.insert(id, Tracked { addr: c.dma_addr, stats: RingStats::default(), due });
+            self.ctxs.insert(id, Tracked { serial: c.serial, addr: c.dma_addr, stats: RingStats::default(), due });
         }
         self.ctxs.get_mut(&id).map(|t| &mut t.stats)
     }
 
-    /// Every tracked context's `ctx_hw_stats` block.
-    pub fn snapshot(&self) -> BTreeMap<u32, CtxHwStats> {
-        self.ctxs.iter().map(|(&id, t)| (id, t.stats.block())).collect()
+    /// The `ctx_hw_stats` block of every tracked context that is still the allocation the
+    /// firmware has under its id.
+    pub fn snapshot(&self, fw: &FwState) -> BTreeMap<u32, CtxHwStats> {
+        self.ctxs
+            .iter()
+            .filter(|(id, t)| fw.stat_ctxs.get(id).is_some_and(|c| c.serial == t.serial))
+            .map(|(&id, t)| (id, t.stats.block()))
+            .collect()
     }
 
     /// Context `id`'s counters start again from zero (STAT_CTX_CLR_STATS).
@@ -133,7 +141,7 @@ impl StatsContexts {
             // The usual case on a RoCE-only function: its context is the RoCE engine's.
             return (0, Vec::new());
         }
-        self.ctxs.retain(|id, t| fw.stat_ctxs.get(id).is_some_and(|c| c.dma_addr == t.addr && c.flags & 1 == 0));
+        self.ctxs.retain(|id, t| fw.stat_ctxs.get(id).is_some_and(|c| c.serial == t.serial && c.flags & 1 == 0));
         let (mut written, mut errors) = (0, Vec::new());
         for (id, t) in self.ctxs.iter_mut().filter(|(_, t)| t.due <= now) {
             let c = &fw.stat_ctxs[id];

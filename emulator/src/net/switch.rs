@@ -3,6 +3,11 @@
 //! unknown destinations to every other port, and delivery after a latency from a time-ordered
 //! queue that the executor drains.
 //!
+//! A segment is a switch, not a cable (it joins any number of stations): as IEEE 802.1Q's
+//! forwarding process (8.6.1) it never sends a frame back out of the port it came in on, so a
+//! frame to an address learned on its own sending port is filtered ([`SwitchStats::filtered`]),
+//! as two NICs cabled to one real switch would see it.
+//!
 //! Timing: a frame entering at `t` leaves on each output port when that port is free and
 //! [`LinkTiming::latency`] has passed, then takes its serialisation time at
 //! [`LinkTiming::bits_per_second`] (counting the 24 bytes a frame costs on the wire beyond what

@@ -8,6 +8,17 @@
 //! version 1) pointing at BAR0 0x520 in address space 2 (BAR0): both of bnxt_en's paths then
 //! read the same register, and DPDK's (bnxt_ethdev.c `bnxt_map_fw_health_status_regs`) as well.
 //! The chip number register is implemented too, for drivers that read it anyway.
+//!
+//! DPDK's PMD looks for the structure too (bnxt_ethdev.c `bnxt_map_hcomm_fw_status_reg`), but
+//! stores `HCOMM_STATUS_STRUCT_LOC` itself, low bits and all, into window 2's base register and
+//! reads `sig_ver` at the window's first word (BAR0 0x2000), without the `& 0xffc` offset
+//! (0x1f0) that bnxt_en adds and that DPDK adds itself everywhere else it uses a window
+//! (`bnxt_map_fw_health_status_regs`, `bnxt_map_reset_regs`, `bnxt_map_regs`). The model keeps
+//! a window's base 4 KiB-aligned, as those uses take it to be (bnxt.h `BNXT_GRC_BASE_MASK`), so
+//! that read lands on GRC 0x3100000, which no public source describes: it stays unimplemented
+//! (all-ones, logged), DPDK finds no signature and goes on without the structure, reading the
+//! firmware's health only through ERROR_RECOVERY_QCFG's registers when FUNC_QCAPS offers
+//! error recovery.
 
 use bnxt_hsi::bar0::{FW_STATUS_P5, GRC_REG_BASE, GRC_REG_CHIP_NUM, HCOMM_STATUS_STRUCT_LOC};
 use bnxt_hsi::fw_status::HCOMM_SIG_VER;

@@ -86,7 +86,7 @@ mod tests {
         let mut l2 = L2Config::default();
         l2.vnics.insert(0, Vnic { flags: vnic_flags, mru, ..Vnic::default() });
         let flags = F::FLAGS_PATH_RX | traffic;
-        l2.filters.insert(1, L2Filter { addr: MAC, mask: [0xff; 6], vlan: None, dst_vnic: 0, flags });
+        l2.filters.insert(1, L2Filter { addr: MAC, mask: [0xff; 6], vlan: None, num_vlans: None, dst_vnic: 0, flags });
         l2
     }
 
