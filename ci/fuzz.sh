@@ -10,6 +10,11 @@
 # left in fuzz/artifacts/TARGET/ and the command that replays it is printed. Every target's last lines
 # (executions, coverage, corpus size) go to fuzz/logs/TARGET.log and a summary is printed.
 #
+# The model targets (hwrm, roce_*) bring their machine up once and run every input on a copy
+# restored to that state (fuzz/src/snapshot.rs). Before each fuzzes, its corpus is replayed with
+# BNXT_FUZZ_CHECK_RESTORE=1: every input runs on a machine built afresh and on a restored copy,
+# and the two must end in the same state and memory (log: fuzz/logs/TARGET.restore.log).
+#
 # The machine's toolchain is stable Rust; libFuzzer's instrumentation needs the flags of a
 # nightly one (-Zsanitizer), which stable accepts with RUSTC_BOOTSTRAP=1 (see docs/fuzzing.md).
 # cargo-fuzz 0.13.2 comes from crates.io (installed here when missing: `cargo install --locked`).
@@ -60,6 +65,18 @@ run_one() {
     echo "$t: corpus minimised to $(ls "corpus/$t" | wc -l) inputs"
     return 0
   fi
+  case "$t" in
+    hwrm|roce_*)
+      # Nothing of one input may reach the next: each kept input, on a fresh and a restored machine.
+      if ! BNXT_FUZZ_CHECK_RESTORE=1 nice -n "$niceness" cargo fuzz run -O --debug-assertions "$t" "corpus/$t" -- \
+           -runs=0 -timeout=60 -rss_limit_mb=2048 > "logs/$t.restore.log" 2>&1; then
+        echo "$t: FAILED: a restored machine ran an input unlike a fresh one (log: fuzz/logs/$t.restore.log)"
+        grep -E 'panicked|restored machine|ERROR: libFuzzer|SUMMARY|Test unit written' "logs/$t.restore.log" | head -20 || true
+        return 1
+      fi
+      echo "$t: the corpus ($(ls "corpus/$t" | wc -l) inputs) ran alike on fresh and restored machines"
+      ;;
+  esac
   local flags=(-max_total_time="$time_per" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1)
   [ "$runs" -gt 0 ] && flags+=(-runs="$runs")
   # Seeds outside the kept corpus (the suite's scenario files for the scenario targets) are read

@@ -45,7 +45,7 @@ enum Blocked {
 }
 
 /// One NIC.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Device {
     id: NicIdentity,
     config: ConfigSpace,

@@ -452,7 +452,7 @@ impl fmt::Display for Event {
 }
 
 /// Where one NIC records its events until the executor collects them.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Recorder {
     nic: usize,
     events: Vec<Event>,

@@ -149,6 +149,7 @@ pub enum Access {
     ReadOnly,
 }
 
+#[derive(Clone)]
 struct Mapping {
     start: u64,
     len: u64,
@@ -186,6 +187,14 @@ pub struct Iommu {
     /// Start and end of recently found mappings (0, 0: none).
     hints: [(AtomicU64, AtomicU64); HINTS],
     next_hint: AtomicUsize,
+}
+
+/// The same mappings of the same memory (the backings are shared, not copied); the copy starts
+/// with no remembered mappings.
+impl Clone for Iommu {
+    fn clone(&self) -> Iommu {
+        Iommu { maps: self.maps.clone(), revocable: self.revocable, ..Iommu::default() }
+    }
 }
 
 impl Iommu {

@@ -26,6 +26,7 @@ const MS: Duration = Duration::from_millis(1);
 
 /// Two NICs up, each with an NQ (vector 1), a CQ of `cq_size`, a 256-KiB region, and one QP,
 /// the QPs connected.
+#[derive(Clone)]
 struct Pair {
     rig: Rig,
     f: [Func; 2],
@@ -630,11 +631,20 @@ fn random_frames_with_good_icrcs_at_a_live_qp_never_crash_the_model() {
 
 #[test]
 fn random_wqes_and_doorbells_on_a_live_qp_never_crash_the_model() {
+    let mut p = pair(false);
+    random_wqes_and_doorbells(&mut p, 0x3e9e5 ^ extra_seed(), 2000);
+    p.rig.world.advance(Duration::from_secs(5));
+    let st = p.rig.world.nic_state(0).roce;
+    assert!(st.wqes > 100 && st.bad_wqes > 0, "WQEs read {}, refused {}", st.wqes, st.bad_wqes);
+    a_new_pair_of_qps_still_works(&mut p);
+}
+
+/// `rounds` rounds of random bytes in the live QP's slots and a random doorbell, from `seed`.
+fn random_wqes_and_doorbells(p: &mut Pair, seed: u64, rounds: usize) {
     use rand::{Rng, SeedableRng};
 
-    let mut p = pair(false);
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x3e9e5 ^ extra_seed());
-    for _ in 0..2000 {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    for _ in 0..rounds {
         // Random bytes in the SQ's and RQ's slots (and MSN table), then a doorbell of a random
         // kind at a random index, for the live QP, its CQ or a random id.
         let q = p.qp[0].clone();
@@ -666,10 +676,41 @@ fn random_wqes_and_doorbells_on_a_live_qp_never_crash_the_model() {
             p.rig.world.advance(Duration::from_micros(rng.random_range(1..5000)));
         }
     }
-    p.rig.world.advance(Duration::from_secs(5));
-    let st = p.rig.world.nic_state(0).roce;
-    assert!(st.wqes > 100 && st.bad_wqes > 0, "WQEs read {}, refused {}", st.wqes, st.bad_wqes);
-    a_new_pair_of_qps_still_works(&mut p);
+}
+
+/// A copy of a machine (the world's `Clone`, with the test driver's bookkeeping) whose memory is
+/// put back as it was when copied runs as the machine built afresh does: the same device state,
+/// events, clock and memory after the same work. The fuzz targets run every input on such a
+/// copy (fuzz/src/snapshot.rs), so nothing of one input may reach the next.
+#[test]
+fn a_copied_machine_with_its_memory_put_back_runs_as_one_built_afresh() {
+    use common::{BASE, MEM_LEN};
+    let work = |p: &mut Pair, seed: u64| {
+        p.sends(3, 1);
+        random_wqes_and_doorbells(p, seed, 300);
+        p.rig.world.advance(Duration::from_secs(1));
+        a_new_pair_of_qps_still_works(p);
+    };
+    let base = pair(false);
+    let image = [base.rig.peek(0, BASE, MEM_LEN), base.rig.peek(1, BASE, MEM_LEN)];
+    let put_back = |p: &Pair| (0..2).for_each(|nic| p.rig.poke(nic, BASE, &image[nic]));
+    let memory = |p: &Pair| [p.rig.peek(0, BASE, MEM_LEN), p.rig.peek(1, BASE, MEM_LEN)];
+
+    let mut fresh = pair(false);
+    work(&mut fresh, 7);
+    // A first copy does other work, which changes the memory it shares with the original.
+    let mut other = base.clone();
+    work(&mut other, 8);
+    let (other_state, other_memory) = (other.rig.describe(), memory(&other));
+    put_back(&base);
+    let mut copy = base.clone();
+    work(&mut copy, 7);
+    let (fresh_state, copy_state) = (fresh.rig.describe(), copy.rig.describe());
+    assert!(fresh_state == copy_state, "the copy ended unlike the fresh machine");
+    assert!(memory(&fresh) == memory(&copy), "the copy's memory ended unlike the fresh machine's");
+    // What is compared tells runs apart: other work ends in another state and memory.
+    assert!(other_state != copy_state, "other work ended in the same state");
+    assert!(other_memory != memory(&copy), "other work left the same memory");
 }
 
 #[rstest::rstest]

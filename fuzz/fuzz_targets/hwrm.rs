@@ -9,8 +9,9 @@
 use std::time::Duration;
 
 use arbitrary::Arbitrary;
-use bnxt_fuzz::common::{RESP, Rig, TIMEOUT, req};
-use bnxt_fuzz::{Canary, Place};
+use bnxt_fuzz::common::{MEM_LEN, RESP, TIMEOUT, req};
+use bnxt_fuzz::snapshot::Snapshot;
+use bnxt_fuzz::{One, Place, one};
 use bnxt_hsi::hwrm::layouts::HwrmVerGetInput;
 use bnxt_model::firmware::dispatch::IMPLEMENTED;
 use libfuzzer_sys::fuzz_target;
@@ -35,9 +36,14 @@ struct Request {
     pause: u16,
 }
 
-fuzz_target!(|requests: Vec<Request>| {
-    let mut rig = Rig::new(1);
-    let canary = Canary::lend(&mut rig, 0);
+thread_local! {
+    /// One NIC, up to the point an input starts from (memory space and bus mastering on).
+    static MACHINE: Snapshot<One> = Snapshot::take(MEM_LEN, one);
+}
+
+fuzz_target!(|requests: Vec<Request>| MACHINE.with(|m| m.run(|one| run(one, &requests))));
+
+fn run(One { rig, canary }: &mut One, requests: &[Request]) {
     for r in requests.iter().take(64) {
         let req_type = match r.kind {
             Ok(i) => IMPLEMENTED[usize::from(i) % IMPLEMENTED.len()],
@@ -71,4 +77,4 @@ fuzz_target!(|requests: Vec<Request>| {
     // firmware still answers VER_GET.
     let v = rig.ok(0, req::<HwrmVerGetInput>());
     assert_eq!(v.chip_num.get(), 0x1760);
-});
+}

@@ -6,9 +6,9 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use bnxt_fuzz::common::Rig;
-use bnxt_fuzz::roce_support::Func;
-use bnxt_fuzz::{Canary, Place};
+use bnxt_fuzz::common::MEM_LEN;
+use bnxt_fuzz::snapshot::Snapshot;
+use bnxt_fuzz::{Place, Roce, roce};
 use bnxt_hsi::roce::layouts::CmdqQueryVersion;
 use libfuzzer_sys::fuzz_target;
 use zerocopy::FromZeros;
@@ -34,11 +34,15 @@ struct Command {
     size: Size,
 }
 
-fuzz_target!(|commands: Vec<Command>| {
-    let mut rig = Rig::new(1);
-    let canary = Canary::lend(&mut rig, 0);
-    let mut f = Func::bring_up(&mut rig, 0, 256, 256);
-    f.initialize(&mut rig);
+thread_local! {
+    /// One NIC with its RoCE function up and initialized.
+    static MACHINE: Snapshot<Roce> = Snapshot::take(MEM_LEN, roce);
+}
+
+fuzz_target!(|commands: Vec<Command>| MACHINE.with(|m| m.run(|r| run(r, &commands))));
+
+fn run(Roce { rig, canary, f }: &mut Roce, commands: &[Command]) {
+    let rig = &mut *rig;
     for c in commands.iter().take(48) {
         // Opcodes of 0xc0 and up name asynchronous events in a completion, so a driver could
         // not tell such a command's completion apart: the model's tests (and a driver) never
@@ -53,12 +57,12 @@ fuzz_target!(|commands: Vec<Command>| {
             b[8..16].copy_from_slice(&at.address().to_le_bytes());
         }
         let (cookie, answered_as) = match c.size {
-            Size::Slots => (f.send(&mut rig, b), opcode),
+            Size::Slots => (f.send(rig, b), opcode),
             Size::Own(size) => {
                 f.cookie = f.cookie.wrapping_add(1);
                 b[1] = size;
                 b[4..6].copy_from_slice(&f.cookie.to_le_bytes());
-                f.submit(&mut rig, &b);
+                f.submit(rig, &b);
                 (f.cookie, opcode)
             }
             Size::Tlv(size) => {
@@ -72,18 +76,18 @@ fuzz_target!(|commands: Vec<Command>| {
                 } else {
                     b[4..6].copy_from_slice(&f.cookie.to_le_bytes());
                 }
-                f.submit(&mut rig, &b);
+                f.submit(rig, &b);
                 (f.cookie, if inner { opcode } else { 0 })
             }
         };
-        let done = f.wait(&mut rig, cookie);
+        let done = f.wait(rig, cookie);
         assert_eq!(done.event, answered_as, "the completion names the command's opcode");
         if answered_as == 0x02 && done.status == 0 {
             // DEINITIALIZE_FW took effect: initialize again, as a driver would.
-            f.initialize(&mut rig);
+            f.initialize(rig);
         }
     }
     canary.check();
-    let q = f.call(&mut rig, CmdqQueryVersion::new_zeroed());
+    let q = f.call(rig, CmdqQueryVersion::new_zeroed());
     assert_eq!(q.status, 0, "QUERY_VERSION after the commands");
-});
+}

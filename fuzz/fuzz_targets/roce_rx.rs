@@ -9,7 +9,9 @@
 use std::time::Duration;
 
 use arbitrary::Arbitrary;
-use bnxt_fuzz::{Place, pair};
+use bnxt_fuzz::common::MEM_LEN;
+use bnxt_fuzz::snapshot::Snapshot;
+use bnxt_fuzz::{Pair, Place, pair};
 use bnxt_model::net::bth::BthRepr;
 use bnxt_model::net::ext::{AethRepr, DethRepr, RethRepr, Syndrome};
 use bnxt_model::net::opcode::ALL_OPCODES;
@@ -38,8 +40,14 @@ struct Frame {
     pause: u8,
 }
 
-fuzz_target!(|frames: Vec<Frame>| {
-    let mut p = pair();
+thread_local! {
+    /// Two NICs with connected QPs.
+    static MACHINE: Snapshot<Pair> = Snapshot::take(MEM_LEN, pair);
+}
+
+fuzz_target!(|frames: Vec<Frame>| MACHINE.with(|m| m.run(|p| run(p, &frames))));
+
+fn run(p: &mut Pair, frames: &[Frame]) {
     let (k1, _) = p.mr[1];
     let (mac0, mac1, qp1) = (MacAddr(p.f[0].mac), MacAddr(p.f[1].mac), p.qp[1].id);
     let mut out = Vec::new();
@@ -86,4 +94,4 @@ fuzz_target!(|frames: Vec<Frame>| {
     let taken = p.rig.world.nic_state(1).roce.frames_received - before;
     assert!(taken <= built, "the NIC counted {taken} frames of {built} sent");
     p.still_moves_data();
-});
+}

@@ -8,8 +8,10 @@
 use std::time::Duration;
 
 use arbitrary::Arbitrary;
+use bnxt_fuzz::common::MEM_LEN;
 use bnxt_fuzz::roce_support::ring;
-use bnxt_fuzz::{Place, pair};
+use bnxt_fuzz::snapshot::Snapshot;
+use bnxt_fuzz::{Pair, Place, pair};
 use bnxt_hsi::roce::doorbell::{DbType, Doorbell};
 use libfuzzer_sys::fuzz_target;
 
@@ -46,8 +48,14 @@ const DB_TYPES: [DbType; 11] = [
     DbType::Nq,
 ];
 
-fuzz_target!(|ops: Vec<Op>| {
-    let mut p = pair();
+thread_local! {
+    /// Two NICs with connected QPs.
+    static MACHINE: Snapshot<Pair> = Snapshot::take(MEM_LEN, pair);
+}
+
+fuzz_target!(|ops: Vec<Op>| MACHINE.with(|m| m.run(|p| run(p, &ops))));
+
+fn run(p: &mut Pair, ops: &[Op]) {
     let q = p.qp[0].clone();
     let sq_bytes = u64::from(q.depth) * 16 + u64::from(q.msn_entries) * 8;
     let rq_bytes = u64::from(q.rq_size) * q.rq_stride;
@@ -85,4 +93,4 @@ fuzz_target!(|ops: Vec<Op>| {
     }
     p.rig.world.advance(Duration::from_secs(5));
     p.still_moves_data();
-});
+}

@@ -1,8 +1,9 @@
 //! What the fuzz targets share: the model tests' small drivers (`emulator/tests/common`,
-//! `emulator/tests/roce_support`, used as they are), addresses chosen by the input among the
-//! places that matter (inside the lent memory, inside a read-only canary, in the unmapped gap
-//! between, anywhere), and the canary itself: memory lent to the device read-only, whose bytes
-//! must never change, whatever the device was asked to do.
+//! `emulator/tests/roce_support`, used as they are), the machines the model targets run their
+//! inputs on (brought up once, restored for every input: [`snapshot`]), addresses chosen by the
+//! input among the places that matter (inside the lent memory, inside a read-only canary, in the
+//! unmapped gap between, anywhere), and the canary itself: memory lent to the device read-only,
+//! whose bytes must never change, whatever the device was asked to do.
 
 #![allow(clippy::all)]
 
@@ -10,12 +11,15 @@
 pub mod common;
 #[path = "../../emulator/tests/roce_support/mod.rs"]
 pub mod roce_support;
+pub mod snapshot;
 
 use std::sync::Arc;
 
 use arbitrary::Arbitrary;
 use bnxt_model::host_memory::{Access, HeapBacking, HostMemory, Iommu};
+use bnxt_model_host::world::WorldConfig;
 use common::{BASE, MEM_LEN, Rig};
+use snapshot::{Memories, Observe};
 
 /// Bus address of the read-only canary (past a 64-KiB unmapped gap after the lent memory).
 pub const CANARY: u64 = BASE + MEM_LEN as u64 + 0x1_0000;
@@ -25,6 +29,7 @@ pub const CANARY_LEN: usize = 0x1_0000;
 pub const CANARY_BYTE: u8 = 0xa5;
 
 /// Memory lent read-only to a NIC, to be checked unchanged.
+#[derive(Clone)]
 pub struct Canary {
     host: Iommu,
 }
@@ -78,9 +83,69 @@ impl Place {
     }
 }
 
+/// A rig of `nics` NICs, seeded with `seed`, whose memory comes from `memory`.
+pub fn rig(memory: &mut Memories, nics: usize, seed: u64) -> Rig {
+    Rig::with_memory(WorldConfig { nics, seed, ..WorldConfig::default() }, &mut || memory.make())
+}
+
+impl Observe for Rig {
+    fn state(&mut self) -> String {
+        self.describe()
+    }
+}
+
+/// One NIC with a read-only canary (the `hwrm` target's machine).
+#[derive(Clone)]
+pub struct One {
+    /// The machine.
+    pub rig: Rig,
+    /// Its canary.
+    pub canary: Canary,
+}
+
+/// A [`One`].
+pub fn one(memory: &mut Memories) -> One {
+    let mut rig = rig(memory, 1, 1);
+    let canary = Canary::lend(&mut rig, 0);
+    One { rig, canary }
+}
+
+impl Observe for One {
+    fn state(&mut self) -> String {
+        self.rig.state()
+    }
+}
+
+/// One NIC with a read-only canary and its RoCE function brought up (a CREQ of 256 entries, a
+/// CMDQ of 256 slots) and initialized (the `roce_cmdq` target's machine).
+#[derive(Clone)]
+pub struct Roce {
+    /// The machine.
+    pub rig: Rig,
+    /// Its canary.
+    pub canary: Canary,
+    /// The function.
+    pub f: roce_support::Func,
+}
+
+/// A [`Roce`].
+pub fn roce(memory: &mut Memories) -> Roce {
+    let One { mut rig, canary } = one(memory);
+    let mut f = roce_support::Func::bring_up(&mut rig, 0, 256, 256);
+    f.initialize(&mut rig);
+    Roce { rig, canary, f }
+}
+
+impl Observe for Roce {
+    fn state(&mut self) -> String {
+        self.rig.state()
+    }
+}
+
 /// Two NICs up with their RoCE functions, each with an NQ, a CQ, a 256-KiB region registered
 /// for local and remote access and one RC QP, the QPs connected (as the model's data-path
 /// tests set them up).
+#[derive(Clone)]
 pub struct Pair {
     /// The machine.
     pub rig: Rig,
@@ -98,11 +163,11 @@ pub struct Pair {
     pub canary: [Canary; 2],
 }
 
-/// A pair as [`Pair`] says.
-pub fn pair() -> Pair {
+/// A pair as [`Pair`] says, its memory from `memory`.
+pub fn pair(memory: &mut Memories) -> Pair {
     use bnxt_hsi::roce::layouts::CmdqRegisterMr as Mr;
     use roce_support::{Func, nq_ring};
-    let mut rig = Rig::with(2, 11, bnxt_model::faults::FaultPlan::default());
+    let mut rig = rig(memory, 2, 11);
     let canary = [Canary::lend(&mut rig, 0), Canary::lend(&mut rig, 1)];
     let mut f = [Func::bring_up(&mut rig, 0, 1024, 256), Func::bring_up(&mut rig, 1, 1024, 256)];
     let (mut nq, mut cq, mut qp, mut mr, mut sgid) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -133,6 +198,12 @@ pub fn pair() -> Pair {
         qp: [qp[0].clone(), qp[1].clone()],
         mr: [mr[0], mr[1]],
         canary,
+    }
+}
+
+impl Observe for Pair {
+    fn state(&mut self) -> String {
+        self.rig.state()
     }
 }
 

@@ -117,6 +117,7 @@ pub struct NicState {
 }
 
 /// One NIC, its address space and its port on the segment.
+#[derive(Clone)]
 struct Nic {
     /// The device; changed only through [`Nic::device_mut`], which keeps `deadline` honest.
     device: Device,
@@ -200,6 +201,32 @@ pub struct World {
     tap: Option<PcapTap>,
     /// The list the switch's captured frames are drained into, kept likewise.
     captured: Vec<Captured>,
+}
+
+/// A copy of the machine as it is now, to run again from here (a fuzz target brings a machine up
+/// once and runs each input on a copy): every NIC's state, the switch with its frames in flight
+/// and its fault stage's random state, the clock and the events not yet taken. The copy's NICs
+/// reach the same host memory as the original's, through the same mappings: host memory is the
+/// host's, not the machine's, so whoever copies a machine to run it again restores that memory
+/// too. The copy writes no pcap (a tap is a file being written; [`World::set_pcap`] gives it
+/// one).
+impl Clone for World {
+    fn clone(&self) -> World {
+        World {
+            now: self.now,
+            nics: self.nics.clone(),
+            events: self.events.clone(),
+            strict: self.strict,
+            switch: self.switch.clone(),
+            switch_refusals: self.switch_refusals,
+            external: self.external.clone(),
+            pool: self.pool.clone(),
+            deliveries: self.deliveries.clone(),
+            outbox: self.outbox.clone(),
+            tap: None,
+            captured: self.captured.clone(),
+        }
+    }
 }
 
 /// Mixed into the seed for the wire fault stage, so its draws do not follow the MAC addresses'.

@@ -3,7 +3,7 @@
 //! function-level reset does not restart the count) and looking up the fault, if any, for each
 //! (armed faults first).
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::armed::{Action, ArmedFault, ArmedFaults, Target};
@@ -14,14 +14,14 @@ use crate::faults::{FaultPlan, FirmwareAction};
 pub struct FaultInjector {
     nic: usize,
     plan: Arc<FaultPlan>,
-    seen: HashMap<u16, u32>,
+    seen: BTreeMap<u16, u32>,
     armed: ArmedFaults,
 }
 
 impl FaultInjector {
     /// Faults of `plan` that concern NIC `nic`.
     pub fn new(nic: usize, plan: Arc<FaultPlan>) -> FaultInjector {
-        FaultInjector { nic, plan, seen: HashMap::new(), armed: ArmedFaults::default() }
+        FaultInjector { nic, plan, seen: BTreeMap::new(), armed: ArmedFaults::default() }
     }
 
     /// Count a request of `req_type`; its occurrence number and the fault that applies to it.

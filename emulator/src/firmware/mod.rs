@@ -162,7 +162,7 @@ pub struct FwCounters {
 }
 
 /// The firmware of one NIC.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Firmware {
     id: NicIdentity,
     opts: FirmwareOptions,

@@ -47,7 +47,7 @@ pub struct Env<'a> {
 }
 
 /// A TX ring's state.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct TxRing {
     /// Which RING_ALLOC this is.
     pub serial: u64,
@@ -60,7 +60,7 @@ pub struct TxRing {
 }
 
 /// An RX ring's state.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct RxRing {
     /// Which RING_ALLOC this is.
     pub serial: u64,
@@ -71,7 +71,7 @@ pub struct RxRing {
 }
 
 /// One ring the engine works on.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum L2Ring {
     /// A notification queue.
     Nq(L2Nq),
@@ -116,7 +116,7 @@ impl L2Ring {
 }
 
 /// The L2 engine.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct L2Engine {
     pub(super) rings: BTreeMap<u16, L2Ring>,
     inputs: VecDeque<(Duration, u64, u64)>,

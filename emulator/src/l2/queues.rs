@@ -34,7 +34,7 @@ use super::ring::{CmplRing, IndexError};
 pub const MAX_NQ_BACKLOG: usize = 4096;
 
 /// One NQ.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct L2Nq {
     /// Which RING_ALLOC this is.
     pub serial: u64,
@@ -120,7 +120,7 @@ impl L2Nq {
 }
 
 /// One L2 completion ring.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct L2Cq {
     /// Which RING_ALLOC this is.
     pub serial: u64,

@@ -61,7 +61,7 @@ pub fn checked_raw(index: u32, epoch: bool, len: u32) -> Result<u32, IndexError>
 }
 
 /// A ring of 16-byte descriptors the driver fills and the device consumes (TX, RX).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct BdRing {
     mem: PageList,
     len: u32,
@@ -119,7 +119,7 @@ impl BdRing {
 
 /// A ring of 16-byte entries the device writes and the driver consumes (L2 completion rings,
 /// NQs).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct CmplRing {
     mem: PageList,
     len: u32,

@@ -81,7 +81,7 @@ struct Tracked {
 }
 
 /// The statistics contexts the L2 engine counts into.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct StatsContexts {
     ctxs: BTreeMap<u32, Tracked>,
 }

@@ -240,14 +240,14 @@ pub struct Passed {
 }
 
 /// A frame held back by a reorder fault.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Held {
     frame: Vec<u8>,
     due: Duration,
 }
 
 /// The fault stage of one segment.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct FaultStage {
     chance: WireFaults,
     rules: Vec<FaultRule>,

@@ -9,7 +9,7 @@
 //! holds more memory than the busiest moment of the run needed.
 
 /// Buffers for frames, holding the bytes of earlier frames, to be built over.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct FramePool {
     buffers: Vec<Vec<u8>>,
 }

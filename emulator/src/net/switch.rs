@@ -21,7 +21,7 @@
 //! ([`Switch::poll_wire_into`]) only while the fault stage is transparent; see
 //! [`sealed`](super::sealed).
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
@@ -136,7 +136,7 @@ pub struct SwitchStats {
 }
 
 /// A frame on its way to a port, in the delivery queue by arrival time, then queueing order.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Pending {
     at: Duration,
     seq: u64,
@@ -150,7 +150,7 @@ impl Keyed for Pending {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Port {
     /// When the output side of the port has finished sending everything queued on it.
     free_at: Duration,
@@ -163,12 +163,12 @@ struct Port {
 }
 
 /// The switch of one segment.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Switch {
     timing: LinkTiming,
     /// Indexed by port id; `None` once removed (ids are not reused).
     ports: Vec<Option<Port>>,
-    macs: HashMap<MacAddr, PortId>,
+    macs: BTreeMap<MacAddr, PortId>,
     /// Counts changes to `macs` (what the ports' lookup caches are checked against).
     macs_version: u64,
     queue: TimeQueue<Pending>,
@@ -185,7 +185,7 @@ impl Switch {
         Switch {
             timing,
             ports: Vec::new(),
-            macs: HashMap::new(),
+            macs: BTreeMap::new(),
             macs_version: 0,
             queue: TimeQueue::new(),
             seq: 0,

@@ -18,7 +18,7 @@ pub trait Keyed {
 }
 
 /// Wraps an item for the heap, ordered by key alone.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct ByKey<T>(T);
 
 impl<T: Keyed> PartialEq for ByKey<T> {
@@ -42,7 +42,7 @@ impl<T: Keyed> Ord for ByKey<T> {
 }
 
 /// Items taken smallest key first.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct TimeQueue<T> {
     /// Items in increasing key order.
     in_order: VecDeque<T>,

@@ -26,7 +26,7 @@ pub struct AddressHandle {
 }
 
 /// The address handles of one function, by AV id.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct AhTable {
     by_id: BTreeMap<u32, AddressHandle>,
 }

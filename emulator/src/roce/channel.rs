@@ -101,7 +101,7 @@ pub struct RawCommand {
 }
 
 /// The firmware's side of the CMDQ.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Channel {
     config: Option<CmdqConfig>,
     cons: u16,

@@ -54,7 +54,7 @@ pub enum Arm {
 }
 
 /// One CQ.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Cq {
     /// Its id (CREATE_CQ's xid).
     pub id: u32,

@@ -52,7 +52,7 @@ use super::state::RoceState;
 use super::wqe::{SqWqe, read_rq_wqe};
 
 /// A completion waiting to become a CQE.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) enum Done {
     Send(SendCompletion),
     Recv(RecvCompletion),

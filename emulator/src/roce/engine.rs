@@ -66,7 +66,7 @@ pub(super) struct CreqEntry {
 }
 
 /// The RoCE engine.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct RoceEngine {
     pub(super) mac: [u8; 6],
     pub(super) channel: Channel,

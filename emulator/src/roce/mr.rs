@@ -181,7 +181,7 @@ impl AccessKind {
 }
 
 /// Every key of the function.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct KeyTable {
     keys: BTreeMap<u32, KeyEntry>,
     generation: BTreeMap<u32, u8>,

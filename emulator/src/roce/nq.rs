@@ -31,7 +31,7 @@ pub const VALID_BYTE: usize = 8;
 pub const MAX_BACKLOG: usize = 1 << 16;
 
 /// One NQ-type ring's producer state.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct NqRing {
     serial: u64,
     mem: PageList,
@@ -144,7 +144,7 @@ pub struct NqCounters {
 }
 
 /// Every NQ-type ring the engine has written to, by ring id.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct NqSet {
     rings: BTreeMap<u16, NqRing>,
     irqs: Vec<u16>,

@@ -99,7 +99,7 @@ impl RingPos {
 }
 
 /// A send queue.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct SendRing {
     /// Its memory (ring, then the MSN table).
     pub mem: PageList,
@@ -142,7 +142,7 @@ impl SendRing {
 }
 
 /// A receive queue.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct RecvRing {
     /// Its memory.
     pub mem: PageList,
@@ -208,7 +208,7 @@ pub struct QpAttributes {
 }
 
 /// One queue pair.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Qp {
     /// QP number.
     pub id: u32,

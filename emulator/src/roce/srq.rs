@@ -19,7 +19,7 @@
 use super::qp::RecvRing;
 
 /// One shared receive queue.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Srq {
     /// SRQ id (`xid`).
     pub id: u32,

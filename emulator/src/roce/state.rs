@@ -23,7 +23,7 @@ pub struct FwInit {
 }
 
 /// The RoCE objects of one function.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct RoceState {
     /// Set by INITIALIZE_FW, cleared by DEINITIALIZE_FW.
     pub init: Option<FwInit>,

@@ -15,7 +15,7 @@ use std::time::Duration;
 const SLACK: usize = 64;
 
 /// Each QP's deadline, and a heap of (deadline, QP) entries some of which may be stale.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct QpTimers {
     /// The deadline each QP holds.
     due: BTreeMap<u32, Duration>,

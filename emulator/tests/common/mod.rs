@@ -11,7 +11,7 @@ use bnxt_hsi::hwrm::Request;
 use bnxt_hsi::hwrm::layouts::{HwrmCfaL2FilterAllocInput, HwrmFuncCfgInput, HwrmShortInput, HwrmVnicAllocInput};
 use bnxt_model::config_space::{COMMAND, COMMAND_MASTER, COMMAND_MEMORY};
 use bnxt_model::faults::FaultPlan;
-use bnxt_model::host_memory::{HeapBacking, HostMemory, Iommu};
+use bnxt_model::host_memory::{DmaBacking, HeapBacking, HostMemory, Iommu};
 use bnxt_model_host::world::{World, WorldConfig};
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
@@ -53,6 +53,7 @@ impl Answer {
 }
 
 /// A world plus the host side of its memory.
+#[derive(Clone)]
 pub struct Rig {
     pub world: World,
     /// The same memory as the NICs see it, mapped on the host side for the test to read/write.
@@ -73,11 +74,17 @@ impl Rig {
 
     /// As [`Rig::new`] with a whole world configuration (firmware options, say).
     pub fn with_config(config: WorldConfig) -> Rig {
+        Rig::with_memory(config, &mut || Arc::new(HeapBacking::new(MEM_LEN)))
+    }
+
+    /// As [`Rig::with_config`], each NIC's [`MEM_LEN`] bytes of memory made by `memory`.
+    pub fn with_memory(config: WorldConfig, memory: &mut dyn FnMut() -> Arc<dyn DmaBacking>) -> Rig {
         let nics = config.nics;
         let mut world = World::new(config);
         let mut host = Vec::new();
         for nic in 0..nics {
-            let mem = Arc::new(HeapBacking::new(MEM_LEN));
+            let mem = memory();
+            assert_eq!(mem.len(), MEM_LEN, "a NIC's memory is MEM_LEN bytes");
             world.map_dma(nic, BASE, mem.clone()).unwrap();
             let mut h = Iommu::new();
             h.map(BASE, mem, 0, MEM_LEN as u64).unwrap();
@@ -210,6 +217,19 @@ impl Rig {
         a.as_::<T::Response>()
     }
 
+    /// The machine's whole state but its memory, as text to compare: the clock, the sequence
+    /// number, every NIC's device state (firmware, RoCE engine, L2 engine, registers, ...) and
+    /// the events not yet taken (which this takes).
+    pub fn describe(&mut self) -> String {
+        use std::fmt::Write;
+        let mut s = format!("now {:?}, seq {}\n", self.world.now(), self.seq);
+        for nic in 0..self.world.nic_count() {
+            let _ = writeln!(s, "NIC {nic}: {:?}", self.world.device(nic));
+        }
+        let _ = write!(s, "events: {:?}", self.world.take_events());
+        s
+    }
+
     /// The reason the last refused response carried, from the event log (drains it).
     pub fn last_reason(&mut self) -> Option<String> {
         self.world.take_events().into_iter().rev().find_map(|e| match e.kind {
@@ -225,6 +245,7 @@ pub fn req<T: FromZeros>() -> T {
 }
 
 /// Hands out 4-KiB pages of a NIC's scratch memory, upward.
+#[derive(Clone)]
 pub struct Pages {
     next: u64,
 }

@@ -143,6 +143,7 @@ pub struct TQp {
 }
 
 /// One NIC's RoCE side as the test driver holds it.
+#[derive(Clone)]
 pub struct Func {
     /// NIC index.
     pub nic: usize,

@@ -83,7 +83,7 @@ pub struct TransportStats {
 }
 
 /// The RC transport of one QP: requester, responder and completer.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct RcQp {
     pub(super) attrs: QpAttrs,
     pub(super) limits: Limits,

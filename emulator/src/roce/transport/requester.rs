@@ -37,7 +37,7 @@ use super::status::ReqStatus;
 use super::wr::SendOp;
 
 /// Requester and completer state of a QP.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct ReqState {
     /// Requests not completed, with the transmit cursor.
     pub(super) sq: SendQueue,

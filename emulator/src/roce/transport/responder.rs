@@ -92,7 +92,7 @@ enum Current {
 }
 
 /// Responder state of a QP.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct RespState {
     /// Posted receives, oldest first.
     pub(super) rq: VecDeque<RecvWqe>,

@@ -59,7 +59,7 @@ impl SqEntry {
 }
 
 /// The send queue and the transmit cursor.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct SendQueue {
     entries: VecDeque<SqEntry>,
     /// PSN the next posted request starts at.
