@@ -13,13 +13,17 @@
 //! expects the same crash). With `BNXT_FUZZ_CHECK_RESTORE=1` in the environment every input also
 //! runs on a machine built afresh, and the two must end in the same state (every NIC's whole
 //! device state, the events, the clock and every byte of memory): see [`Snapshot::run`].
+//!
+//! With `BNXT_FUZZ_FRESH=1` every input runs on a machine built afresh instead, its memory on the
+//! heap, as the targets ran before they had snapshots: what the snapshots save is measured by
+//! running the same binary both ways.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::os::fd::OwnedFd;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use bnxt_model::host_memory::DmaBacking;
+use bnxt_model::host_memory::{DmaBacking, HeapBacking};
 use rustix::fs::{MemfdFlags, ftruncate, memfd_create};
 use rustix::mm::{Advice, MapFlags, ProtFlags, madvise, mmap, munmap};
 
@@ -109,61 +113,88 @@ pub trait Observe {
 /// Makes memories for a machine being built, and keeps them.
 pub struct Memories {
     len: usize,
+    /// Heap memory, as the targets had before snapshots, rather than restorable memory.
+    heap: bool,
     made: Vec<Arc<CowMemory>>,
 }
 
 impl Memories {
     /// Another memory of the size this machine's NICs get.
     pub fn make(&mut self) -> Arc<dyn DmaBacking> {
+        if self.heap {
+            return Arc::new(HeapBacking::new(self.len));
+        }
         let m = Arc::new(CowMemory::new(self.len));
         self.made.push(m.clone());
         m
     }
 }
 
+/// How inputs are run (chosen by the environment, see the module's documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// On a restored copy.
+    Restore,
+    /// On a machine built afresh and on a restored copy, compared.
+    Check,
+    /// On a machine built afresh, with heap memory.
+    Fresh,
+}
+
 /// A machine as it was brought up, with its memories, to run inputs on.
 pub struct Snapshot<M> {
     build: fn(&mut Memories) -> M,
     len: usize,
-    machine: M,
-    memory: Vec<Arc<CowMemory>>,
-    check: bool,
+    /// The machine and its memories (none when every input gets a fresh machine).
+    saved: Option<(M, Vec<Arc<CowMemory>>)>,
+    mode: Mode,
 }
 
 impl<M: Clone + Observe> Snapshot<M> {
     /// Bring a machine up with `build`, whose NICs each get `len` bytes of memory from the
     /// [`Memories`] it is given, and save it.
     pub fn take(len: usize, build: fn(&mut Memories) -> M) -> Snapshot<M> {
-        let (machine, memory) = Snapshot::build(len, build);
-        for m in &memory {
-            m.save();
-        }
-        let check = std::env::var_os("BNXT_FUZZ_CHECK_RESTORE").is_some_and(|v| v == "1");
-        Snapshot { build, len, machine, memory, check }
+        let set = |name| std::env::var_os(name).is_some_and(|v| v == "1");
+        let mode = match (set("BNXT_FUZZ_CHECK_RESTORE"), set("BNXT_FUZZ_FRESH")) {
+            (true, _) => Mode::Check,
+            (false, true) => Mode::Fresh,
+            (false, false) => Mode::Restore,
+        };
+        let saved = (mode != Mode::Fresh).then(|| {
+            let (machine, memory) = Snapshot::build(len, build, false);
+            for m in &memory {
+                m.save();
+            }
+            (machine, memory)
+        });
+        Snapshot { build, len, saved, mode }
     }
 
-    fn build(len: usize, build: fn(&mut Memories) -> M) -> (M, Vec<Arc<CowMemory>>) {
-        let mut memories = Memories { len, made: Vec::new() };
+    fn build(len: usize, build: fn(&mut Memories) -> M, heap: bool) -> (M, Vec<Arc<CowMemory>>) {
+        let mut memories = Memories { len, heap, made: Vec::new() };
         let machine = build(&mut memories);
         (machine, memories.made)
     }
 
     /// A copy of the machine as it was saved, its memory restored.
-    pub fn restore(&self) -> M {
-        for m in &self.memory {
+    fn restore(&self) -> M {
+        let (machine, memory) = self.saved.as_ref().expect("a machine saved when inputs run on copies");
+        for m in memory {
             m.restore();
         }
-        self.machine.clone()
+        machine.clone()
     }
 
     /// Run `input` on a restored copy (with `BNXT_FUZZ_CHECK_RESTORE=1`, first on a machine
-    /// built afresh, then on the copy, and panic unless both end in the same state and memory).
+    /// built afresh, then on the copy, and panic unless both end in the same state and memory;
+    /// with `BNXT_FUZZ_FRESH=1`, on a machine built afresh only).
     pub fn run(&self, input: impl Fn(&mut M)) {
-        if !self.check {
-            input(&mut self.restore());
-            return;
+        match self.mode {
+            Mode::Restore => return input(&mut self.restore()),
+            Mode::Fresh => return input(&mut Snapshot::build(self.len, self.build, true).0),
+            Mode::Check => {}
         }
-        let (mut fresh, fresh_memory) = Snapshot::build(self.len, self.build);
+        let (mut fresh, fresh_memory) = Snapshot::build(self.len, self.build, false);
         input(&mut fresh);
         let mut copy = self.restore();
         input(&mut copy);
@@ -177,7 +208,8 @@ impl<M: Clone + Observe> Snapshot<M> {
                 b.get(from..(at + 200).min(b.len())).unwrap_or(""),
             );
         }
-        for (i, (f, r)) in fresh_memory.iter().zip(&self.memory).enumerate() {
+        let (_, memory) = self.saved.as_ref().expect("a machine saved when inputs run on copies");
+        for (i, (f, r)) in fresh_memory.iter().zip(memory).enumerate() {
             assert_eq!(f.digest(), r.digest(), "memory {i} of a restored machine ended unlike a fresh one's");
         }
     }
