@@ -49,7 +49,10 @@ impl Canary {
     pub fn check(&self) {
         let mut bytes = vec![0u8; CANARY_LEN];
         self.host.view(true).read(CANARY, &mut bytes).unwrap();
-        if let Some(at) = bytes.iter().position(|&b| b != CANARY_BYTE) {
+        // One comparison of the whole canary (a single memcmp, which the fuzzer's instrumentation
+        // sees as one call); the byte that changed is looked for only when one did.
+        if bytes[..] != [CANARY_BYTE; CANARY_LEN][..] {
+            let at = bytes.iter().position(|&b| b != CANARY_BYTE).unwrap_or(0);
             panic!("the device wrote into read-only memory at 0x{:x}", CANARY + at as u64);
         }
     }
