@@ -7,13 +7,17 @@ usage: check-pyverbs.py CONSOLE_LOG --expected FILE [--record] [--json OUT]
 The modules loaded, bnxt_re0 has a RoCE v2 GID, Python imported pyverbs, every test module ran
 (its lines "BNXT-PYVERBS MODULE| ..." are unittest's verbose output; "pyverbs module=M rc=R" its
 exit status). Each test ends ok, skip (with unittest's reason), fail (FAIL or ERROR, or an
-unexpected success) or lost (its module crashed or ran out of time before unittest reported it); a module that crashed or ran out of time is an entry of its own,
-tests.MODULE, with status lost.
+unexpected success) or lost (its process crashed or ran out of time before unittest reported it); a
+module that crashed or ran out of time is an entry of its own, tests.MODULE, with status lost. After
+such a module, init-pyverbs ran the test it died in alone ("pyverbs module=M alone=TEST ...") and
+the tests it never reached in a process of their own ("pyverbs module=M rest=N ..."), their lines
+among the module's: a test that began in a run that died has the outcome of its run alone.
 
-FILE holds a line per test: `TEST-ID STATUS [WHY]`, STATUS one of ok, skip, fail, lost; for skip,
-WHY is the reason unittest printed; for fail and lost, WHY says what causes it (libbnxt_re,
+FILE holds a line per test: `TEST-ID STATUS [WHY]`, STATUS one of ok, skip, fail, lost, flaky; for
+skip, WHY is the reason unittest printed; for fail and lost, WHY says what causes it (libbnxt_re,
 libibverbs, the guest, the test itself; where the model is the cause, it starts with "model:" and
-says what the model lacks) and may not be empty or UNEXPLAINED. The
+says what the model lacks) and may not be empty or UNEXPLAINED; flaky is a test that ends ok in some
+runs and fail in others, WHY saying what decides it (both outcomes match it; any other is shown). The
 check fails when a test the file has as ok is not ok now, when a test not ok now is missing from
 the file, when the file's WHY is missing for a fail or lost test, or when a module did not run;
 every other difference (a test now passing, a test gone) is shown and does not fail. With
@@ -35,6 +39,10 @@ summary_check = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(summary_check)
 
 STATUSES = ('ok', 'skip', 'fail', 'lost')
+# What the expected-results file may say of a test: one of the outcomes, or flaky (ok in some runs and
+# fail in others, for a cause the line names: the test draws its attributes at random).
+EXPECTED = STATUSES + ('flaky',)
+NEED_CAUSE = ('fail', 'lost', 'flaky')
 # A test's header line in unittest's verbose output: "name (module.Class.name)", maybe followed on
 # the same line by " ... outcome".
 HEADER = re.compile(r'^(\w+) \(([\w.]+)\)')
@@ -83,6 +91,14 @@ def outcomes(lines):
     return res
 
 
+def ended(record):
+    """Why a runner process with a summary record's exit status ended, in words."""
+    rc = record.get('rc', '')
+    if rc == '124':
+        return 'out of time'
+    return 'crashed' if rc.isdigit() and int(rc) > 128 else 'could not run'
+
+
 def read_expected(path):
     """{test id: (status, why)} and a list of problems of the expected-results file."""
     exp, problems = {}, []
@@ -94,11 +110,11 @@ def read_expected(path):
             if not line or line.startswith('#'):
                 continue
             parts = line.split(None, 2)
-            if len(parts) < 2 or parts[1] not in STATUSES:
-                problems.append(f'{path}:{n}: want "TEST-ID STATUS [WHY]" with STATUS one of {", ".join(STATUSES)}: {line}')
+            if len(parts) < 2 or parts[1] not in EXPECTED:
+                problems.append(f'{path}:{n}: want "TEST-ID STATUS [WHY]" with STATUS one of {", ".join(EXPECTED)}: {line}')
                 continue
             why = parts[2] if len(parts) > 2 else ''
-            if parts[1] in ('fail', 'lost') and (not why or why == 'UNEXPLAINED'):
+            if parts[1] in NEED_CAUSE and (not why or why == 'UNEXPLAINED'):
                 problems.append(f'{path}:{n}: {parts[0]} is expected to {parts[1]} without a cause: write what causes it ("model: ..." if the model)')
             exp[parts[0]] = (parts[1], why)
     return exp, problems
@@ -130,20 +146,28 @@ def main():
     if (of('python') or [{}])[0].get('rc') != '0':
         bad.append(f"python could not import pyverbs: {of('python')}")
     outputs = module_outputs(text)
-    now, modules = {}, {}
+    now, modules, reruns = {}, {}, []
     for w in of('pyverbs'):
         if 'module' not in w:
             bad.append(f'pyverbs: {w}')
             continue
         m = w['module']
+        if 'alone' in w or 'rest' in w:
+            # After the module's process died: the test it died in alone, or the tests it never reached.
+            reruns.append(w)
+            if w.get('rc') not in ('0', '1'):
+                what = f"{w['alone']} run alone" if 'alone' in w else f"the {w['rest']} tests of {m} left"
+                notes.append(f"{what} ended with exit status {w.get('rc')} after {w.get('seconds')} s ({ended(w)})")
+            continue
         modules[m] = w
-        got = outcomes(outputs.get(m, []))
-        now.update(got)
         if w.get('rc') not in ('0', '1'):
             # The module itself, as an entry of its own: its end is part of what the file expects.
             now[f'tests.{m}'] = ('lost', '')
-            notes.append(f"module {m} ended with exit status {w.get('rc')} after {w.get('seconds')} s "
-                         f"({'out of time' if w.get('rc') == '124' else 'crashed' if int(w.get('rc', '0')) > 128 else 'could not run'})")
+            notes.append(f"module {m} ended with exit status {w.get('rc')} after {w.get('seconds')} s ({ended(w)})")
+    for m in modules:
+        # The module's lines hold its own run and the runs after its crash, in order: a test that began
+        # in a run that died and ran again later has the later run's outcome.
+        now.update(outcomes(outputs.get(m, [])))
     if not modules:
         bad.append('no test module ran')
     exp, problems = read_expected(a.expected)
@@ -162,9 +186,11 @@ def main():
                  '# then each fail/lost line given its cause by hand.']
         for t in sorted(now):
             status, why = now[t]
-            if status in ('fail', 'lost'):
-                old = exp.get(t)
-                why = old[1] if old and old[0] in ('fail', 'lost') and old[1] else 'UNEXPLAINED'
+            old = exp.get(t)
+            if old and old[0] == 'flaky' and status in ('ok', 'fail'):
+                status, why = old  # a flaky test stays one, whichever way it went this time
+            elif status in ('fail', 'lost'):
+                why = old[1] if old and old[0] in NEED_CAUSE and old[1] else 'UNEXPLAINED'
             lines.append(f'{t} {status} {why}'.rstrip())
         os.makedirs(os.path.dirname(os.path.abspath(a.expected)), exist_ok=True)
         with open(a.expected, 'w') as f:
@@ -181,23 +207,28 @@ def main():
                 bad.append(f'{t}: {got[0]} {got[1]} and not in {a.expected}'.rstrip())
             else:
                 notes.append(f'{t}: ok (new)')
+        elif want[0] == 'flaky' and got[0] in ('ok', 'fail'):
+            continue
         elif got[0] != want[0]:
             (bad if want[0] == 'ok' else notes).append(f'{t}: {got[0]} {got[1]}, expected {want[0]} {want[1]}'.rstrip())
     for line in summary['dmesg']:
         if summary_check.FATAL.search(line):
             bad.append(f'kernel log: {line.strip()}')
     counts = {s: sum(1 for v in now.values() if v[0] == s) for s in STATUSES}
+    flaky = [t for t, (status, _) in exp.items() if status == 'flaky' and t in now]
+    flaky_ok = sum(1 for t in flaky if now[t][0] == 'ok')
     if a.json:
         with open(a.json, 'w') as f:
             json.dump({'tests': {t: list(v) for t, v in sorted(now.items())}, 'counts': counts,
-                       'modules': modules, 'failures': bad, 'notes': notes}, f, indent=1)
+                       'flaky': {t: now[t][0] for t in sorted(flaky)},
+                       'modules': modules, 'reruns': reruns, 'failures': bad, 'notes': notes}, f, indent=1)
     for n in notes:
         print(f'note {a.console}: {n}')
     for b in bad:
         print(f'FAIL {a.console}: {b}')
     if not bad:
         print(f'PASS {a.console}: {len(modules)} modules, ' + ', '.join(f'{counts[s]} {s}' for s in STATUSES)
-              + f', as {a.expected} expects')
+              + f' (of them {len(flaky)} flaky, {flaky_ok} ok this time), as {a.expected} expects')
     return 1 if bad else 0
 
 
