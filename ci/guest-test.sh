@@ -523,8 +523,6 @@ run_suite() {
     words="bnxt.iters=${PP_ITERS:-100} bnxt.pp_wait=${PP_WAIT:-120} bnxt.pt_iters=${PT_ITERS:-200} bnxt.lat_iters=${LAT_ITERS:-200} ${PEERS_WORDS:-}"
     checks=(--pcap "$dir/segment.pcap" --iters "${PP_ITERS:-100}" --pt-iters "${PT_ITERS:-200}" --lat-iters "${LAT_ITERS:-200}")
     [ "${PEERS_CM:-1}" = 1 ] && { words="$words bnxt.cm=1"; checks+=(--cm); }
-    # rdma_rxe in a network namespace other than the first needs a kernel newer than 6.12.
-    [[ " ${PEERS_CM_RXE:-sid} " == *" $suite "* ]] && { words="$words bnxt.cm_rxe=1"; checks+=(--cm-rxe); }
   fi
   if [ $pyverbs = 1 ]; then
     words="bnxt.module_wait=${MODULE_WAIT:-240} ${PYVERBS_WORDS:-}"
