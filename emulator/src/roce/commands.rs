@@ -143,6 +143,7 @@ fn note_refusal(report: &mut Report, opcode: u8, r: &cmd::Refusal) {
             report.counters.unimplemented_features += 1;
             report.warn_once(format!("RoCE command {name}: {}", r.reason));
         }
-        _ => tracing::debug!(opcode, status = r.status.name(), reason = %r.reason, "RoCE command refused"),
+        // Recorded with its reason when its completion is written.
+        _ => {}
     }
 }

@@ -210,8 +210,7 @@ impl DataPath {
                 Err(e) => {
                     sh.report.counters.bad_wqes += 1;
                     let reason = format!("RQ WQE {index}: {e}");
-                    env.rec.record(now, EventKind::WqeRefused { qp: qpn, reason: reason.clone() });
-                    tracing::debug!(qpn, %reason, "RQ WQE refused");
+                    env.rec.record(now, EventKind::WqeRefused { qp: qpn, reason });
                     // The wr_id is unknown when the header cannot be read; the index stands in.
                     let id = read_wr_id(qp, env, index).unwrap_or(index);
                     match qp.transport.as_mut() {
@@ -278,8 +277,7 @@ impl DataPath {
                 Err((seq, slot, e)) => {
                     sh.report.counters.bad_wqes += 1;
                     let reason = format!("SQ WQE at slot {slot}: {e}");
-                    env.rec.record(now, EventKind::WqeRefused { qp: qpn, reason: reason.clone() });
-                    tracing::debug!(qpn, %reason, "SQ WQE refused");
+                    env.rec.record(now, EventKind::WqeRefused { qp: qpn, reason });
                     if let Some(t) = qp.transport.as_mut() {
                         t.set_error();
                     }

@@ -41,8 +41,7 @@ impl DataPath {
             Err(e) => {
                 sh.report.counters.bad_wqes += 1;
                 let reason = format!("SRQ {srq} WQE {index}: {e}");
-                env.rec.record(now, EventKind::WqeRefused { qp: qpn, reason: reason.clone() });
-                tracing::debug!(qpn, %reason, "SRQ WQE refused");
+                env.rec.record(now, EventKind::WqeRefused { qp: qpn, reason });
                 t.set_error();
                 if qp.state != QpState::Err {
                     qp.state = QpState::Err;
