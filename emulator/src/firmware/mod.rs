@@ -242,7 +242,6 @@ impl Firmware {
                 Job::Fetch(window) if self.dead => {
                     self.counters.requests += 1;
                     let req_type = window_req_type(&window);
-                    tracing::debug!(req_type, "request to a dead firmware: not taken");
                     rec.record(at, EventKind::RequestToDeadFirmware { req_type });
                 }
                 Job::Fetch(window) => self.fetch(at, &window, mem, rec),
