@@ -81,10 +81,10 @@ use super::wqe::SqWqe;
 
 /// Bytes of the GRH area at the start of a UD receive buffer (the size of an IBA GRH; Linux
 /// rdma/ib_verbs.h `union rdma_network_hdr`).
-pub const GRH_BYTES: usize = 40;
+pub(super) const GRH_BYTES: usize = 40;
 /// Where the IPv4 header sits in the GRH area for RoCE v2 over IPv4 (its last 20 bytes:
 /// `rdma_network_hdr.roce4grh` after 20 reserved bytes).
-pub const GRH_IPV4_OFFSET: usize = 20;
+pub(super) const GRH_IPV4_OFFSET: usize = 20;
 /// The Q_Key bit that asks for the QP's own Q_Key instead of the WQE's (IBA §10.2.4).
 const QKEY_USE_QP: u32 = 0x8000_0000;
 

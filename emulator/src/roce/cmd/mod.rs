@@ -13,7 +13,7 @@
 mod ah;
 mod cc;
 mod cq;
-pub mod faults;
+pub(super) mod faults;
 mod func;
 mod gid;
 mod modify_qp;
@@ -36,7 +36,7 @@ use crate::host_memory::HostMemory;
 use super::state::RoceState;
 
 /// A command as the handlers see it.
-pub struct Cmd<'a> {
+pub(super) struct Cmd<'a> {
     /// `opcode`.
     pub opcode: u8,
     /// `cookie`.
@@ -65,7 +65,7 @@ impl Cmd<'_> {
 }
 
 /// What a handler needs besides the objects.
-pub struct CmdCtx<'a> {
+pub(super) struct CmdCtx<'a> {
     /// The function's DMA view.
     pub mem: &'a dyn HostMemory,
     /// The HWRM firmware's state (rings, statistics contexts, context memory).
@@ -108,10 +108,10 @@ impl Refusal {
 
 /// A CREQ completion's bytes (type, status, cookie, valid bit and event are filled in by the
 /// channel), or a refusal.
-pub type Outcome = Result<[u8; 16], Refusal>;
+pub(super) type Outcome = Result<[u8; 16], Refusal>;
 
 /// The completion layout `T` after `fill`.
-pub fn answer<T: FromZeros + IntoBytes + Immutable>(fill: impl FnOnce(&mut T)) -> Outcome {
+pub(super) fn answer<T: FromZeros + IntoBytes + Immutable>(fill: impl FnOnce(&mut T)) -> Outcome {
     let mut t = T::new_zeroed();
     fill(&mut t);
     let mut out = [0u8; 16];
@@ -121,13 +121,13 @@ pub fn answer<T: FromZeros + IntoBytes + Immutable>(fill: impl FnOnce(&mut T)) -
 
 /// A completion that only carries `xid` (the `creq_*_resp` layouts of the commands without
 /// further fields share this shape).
-pub fn answer_xid(xid: u32) -> Outcome {
+pub(super) fn answer_xid(xid: u32) -> Outcome {
     answer::<CreqAddGidResp>(|r| r.xid = xid.into())
 }
 
 /// Parse the command as `T`, requiring at least `min` bytes (shorter layouts of older
 /// interface versions are zero-extended beyond that).
-pub fn parse<T: FromBytes + KnownLayout + Immutable + Command>(cmd: &Cmd<'_>, min: usize) -> Result<T, Refusal> {
+pub(super) fn parse<T: FromBytes + KnownLayout + Immutable + Command>(cmd: &Cmd<'_>, min: usize) -> Result<T, Refusal> {
     if cmd.bytes.len() < min {
         return Err(Refusal::invalid(format!(
             "{} of {} bytes ({} slots) is shorter than the {min} bytes the model reads",
@@ -143,7 +143,7 @@ pub fn parse<T: FromBytes + KnownLayout + Immutable + Command>(cmd: &Cmd<'_>, mi
 /// 4:2; `pbl_pg_size` bits 2:0 when its valid flag is set, else 4 KiB table pages), as
 /// roce_hsi.h `cmdq_create_cq` and `cmdq_create_srq` lay them out: (level, page shift, table
 /// shift).
-pub fn table_shape(pg_size_lvl: u32, pbl_valid: bool, pbl_pg_size: u8) -> Result<(u8, u32, u32), Refusal> {
+pub(super) fn table_shape(pg_size_lvl: u32, pbl_valid: bool, pbl_pg_size: u8) -> Result<(u8, u32, u32), Refusal> {
     let level = (pg_size_lvl & 0x3) as u8;
     if level > 2 {
         return Err(Refusal::invalid(format!("level {level} is not 0, 1 or 2")));
@@ -162,7 +162,7 @@ pub fn table_shape(pg_size_lvl: u32, pbl_valid: bool, pbl_pg_size: u8) -> Result
 }
 
 /// A QP's or SRQ's PD (below `max_pd`) and DPI (a doorbell page of BAR2).
-pub fn check_pd_dpi(pd: u32, dpi: u32) -> Result<(), Refusal> {
+pub(super) fn check_pd_dpi(pd: u32, dpi: u32) -> Result<(), Refusal> {
     use crate::roce::caps::MAX_PD;
     if pd >= MAX_PD {
         return Err(Refusal::invalid(format!("pd_id {pd} is not below max_pd {MAX_PD}")));
@@ -175,13 +175,18 @@ pub fn check_pd_dpi(pd: u32, dpi: u32) -> Result<(), Refusal> {
 
 /// Write a side buffer (`sb`, a `creq_query_*_resp_sb` layout whose header is filled here) to the command's
 /// `resp_addr`, checking `resp_size` holds it.
-pub fn write_side_buffer(cmd: &Cmd<'_>, cx: &CmdCtx<'_>, sb: Vec<u8>) -> Result<(), Refusal> {
+pub(super) fn write_side_buffer(cmd: &Cmd<'_>, cx: &CmdCtx<'_>, sb: Vec<u8>) -> Result<(), Refusal> {
     write_side_buffer_at(cmd, cx, sb, 0)
 }
 
 /// [`write_side_buffer`] for a side buffer whose header starts `header` bytes in (after
 /// the `roce_tlv` header of a TLV-formatted one); `resp_size` there is the whole buffer's.
-pub fn write_side_buffer_at(cmd: &Cmd<'_>, cx: &CmdCtx<'_>, mut sb: Vec<u8>, header: usize) -> Result<(), Refusal> {
+pub(super) fn write_side_buffer_at(
+    cmd: &Cmd<'_>,
+    cx: &CmdCtx<'_>,
+    mut sb: Vec<u8>,
+    header: usize,
+) -> Result<(), Refusal> {
     let need = sb.len();
     if cmd.resp_bytes() < need {
         return Err(Refusal::invalid(format!(
@@ -207,7 +212,7 @@ pub fn write_side_buffer_at(cmd: &Cmd<'_>, cx: &CmdCtx<'_>, mut sb: Vec<u8>, hea
 
 /// How the model handles an opcode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Support {
+pub(super) enum Support {
     /// Carried out.
     Implemented,
     /// Defined by the interface, not carried out (NOT_IMPLEMENTED).
@@ -217,7 +222,7 @@ pub enum Support {
 }
 
 /// Opcodes the model carries out.
-pub const IMPLEMENTED: [u8; 25] = [
+pub(super) const IMPLEMENTED: [u8; 25] = [
     B::OPCODE_QUERY_FUNC,
     B::OPCODE_QUERY_VERSION,
     B::OPCODE_INITIALIZE_FW,
@@ -246,7 +251,7 @@ pub const IMPLEMENTED: [u8; 25] = [
 ];
 
 /// How the model handles `opcode`.
-pub fn support(opcode: u8) -> Support {
+pub(super) fn support(opcode: u8) -> Support {
     if IMPLEMENTED.contains(&opcode) {
         Support::Implemented
     } else if opcode_name(opcode).is_some() {
@@ -257,7 +262,7 @@ pub fn support(opcode: u8) -> Support {
 }
 
 /// Run the command.
-pub fn execute(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
+pub(super) fn execute(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
     match support(cmd.opcode) {
         Support::Undefined => {
             return Err(Refusal {
@@ -305,7 +310,7 @@ pub fn execute(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
 }
 
 /// Key fields of a command for the event log (empty when there are none worth naming).
-pub fn summary(opcode: u8, bytes: &[u8]) -> String {
+pub(super) fn summary(opcode: u8, bytes: &[u8]) -> String {
     match opcode {
         B::OPCODE_CREATE_QP => {
             let c: CmdqCreateQp = zero_extended(bytes);
