@@ -287,11 +287,6 @@ impl ArmedFaults {
     pub fn list(&self) -> &[ArmedFault] {
         &self.faults
     }
-
-    /// Whether any fault on RoCE commands is armed.
-    pub fn has_roce(&self) -> bool {
-        self.faults.iter().any(|f| matches!(f.target, Target::Roce(_)))
-    }
 }
 
 #[cfg(test)]

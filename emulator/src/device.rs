@@ -126,7 +126,6 @@ impl Device {
     /// Function-level reset: config space, registers and firmware state back to their reset
     /// values; queued responses are dropped.
     fn function_level_reset(&mut self, now: Duration) {
-        tracing::debug!("function-level reset");
         self.rec.record(now, EventKind::FunctionLevelReset);
         self.config.reset();
         self.bar0 = Bar0::new();

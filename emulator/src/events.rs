@@ -3,7 +3,8 @@
 //! Events are cheap records (a few integers and a short string at most) that feed transcripts
 //! and let tests and scenarios check what the model saw: HWRM requests and responses, faults
 //! that fired, accesses the model does not implement, DMA that failed, and config-space writes
-//! of note. [`crate::world::World::take_events`] drains them in the order they happened.
+//! of note. Each NIC records them in a [`Recorder`]; the host drains them in the order they
+//! happened (`bnxt_model_host::world::World::take_events`).
 
 use std::fmt;
 use std::time::Duration;

@@ -449,23 +449,30 @@ mod tests {
         assert!(serde_json::from_str::<FaultPlan>(typo).unwrap_err().to_string().contains("opcod"));
     }
 
+    /// A fault plan whose firmware fault has the delay `d` (JSON of a `Duration`).
+    fn firmware_delay(d: &str) -> String {
+        format!(r#"{{"firmware":[{{"nic":0,"req_type":0,"nth":null,"action":{{"delay":{d}}}}}]}}"#)
+    }
+
     #[test]
-    fn delays_longer_than_an_hour_are_refused_where_the_plan_is_read() {
-        let delay =
-            |d: &str| format!(r#"{{"firmware":[{{"nic":0,"req_type":0,"nth":null,"action":{{"delay":{d}}}}}]}}"#);
-        let hour: FaultPlan = serde_json::from_str(&delay(r#"{"secs":3600,"nanos":0}"#)).unwrap();
+    fn a_delay_of_an_hour_is_the_longest_a_plan_may_hold() {
+        let hour: FaultPlan = serde_json::from_str(&firmware_delay(r#"{"secs":3600,"nanos":0}"#)).unwrap();
         assert_eq!(hour.firmware[0].action, FirmwareAction::Delay(MAX_DELAY));
-        for (text, what) in [
-            (delay(r#"{"secs":3600,"nanos":1}"#), "firmware"),
-            (r#"{"firmware":[],"roce_commands":[{"nic":0,"opcode":1,"action":{"delay":{"secs":18446744073709551615,"nanos":0}}}]}"#.to_string(), "command"),
-            (r#"{"firmware":[],"wire":{"delay_by":{"secs":4000,"nanos":0}}}"#.to_string(), "delay_by"),
-            (r#"{"firmware":[],"wire":{"reorder_hold":{"secs":4000,"nanos":0}}}"#.to_string(), "reorder_hold"),
-            (r#"{"firmware":[],"wire":{"rules":[{"kind":"delay","delay":{"secs":4000,"nanos":0}}]}}"#.to_string(), "rule"),
-        ] {
-            let e = serde_json::from_str::<FaultPlan>(&text).unwrap_err().to_string();
-            assert!(e.contains("longest delay a fault may have"), "{what}: {e}");
-        }
-        // A wire plan built in code is checked when its stage is made.
+    }
+
+    #[rstest::rstest]
+    #[case::firmware(firmware_delay(r#"{"secs":3600,"nanos":1}"#))]
+    #[case::command(r#"{"firmware":[],"roce_commands":[{"nic":0,"opcode":1,"action":{"delay":{"secs":18446744073709551615,"nanos":0}}}]}"#.to_string())]
+    #[case::delay_by(r#"{"firmware":[],"wire":{"delay_by":{"secs":4000,"nanos":0}}}"#.to_string())]
+    #[case::reorder_hold(r#"{"firmware":[],"wire":{"reorder_hold":{"secs":4000,"nanos":0}}}"#.to_string())]
+    #[case::rule(r#"{"firmware":[],"wire":{"rules":[{"kind":"delay","delay":{"secs":4000,"nanos":0}}]}}"#.to_string())]
+    fn delays_longer_than_an_hour_are_refused_where_the_plan_is_read(#[case] text: String) {
+        let e = serde_json::from_str::<FaultPlan>(&text).unwrap_err().to_string();
+        assert!(e.contains("longest delay a fault may have"), "{e}");
+    }
+
+    #[test]
+    fn a_wire_plan_built_in_code_is_checked_when_its_stage_is_made() {
         let ports = [PortId(0)];
         let long = WirePlan { delay_by: Some(Duration::MAX), ..WirePlan::default() };
         let e = long.stage(1, &ports).unwrap_err().to_string();

@@ -14,6 +14,8 @@
 //! `docs/sources.md`). What the model does not implement is loud: logged, counted, and a failure
 //! in strict mode.
 #![deny(missing_docs)]
+// Items no other crate can reach say so (`pub(crate)`), so that the dead-code lint sees them.
+#![warn(unreachable_pub)]
 // Unsafe code only where memory-mapped I/O and DMA need it: the modules that allow it say so.
 #![deny(unsafe_code)]
 

@@ -170,28 +170,25 @@ fn a_fault_plan_given_with_faults_changes_the_answer_and_the_hwrm_log_says_so() 
     assert!(lines[1].contains("VER_GET 0x0000 seq=2 SUCCESS 0x0000"), "{log}");
 }
 
-#[test]
-fn a_bad_fault_plan_file_is_a_bad_command_line() {
+/// Not a plan (requests by number are the old form); an unknown request; a wire plan whose rule
+/// names a NIC the server does not have.
+#[rstest::rstest]
+#[case::old_form(r#"{"firmware": [{"nic": 0, "req_type": 0, "action": "no-response"}]}"#, "unknown field `nic`")]
+#[case::unknown_request(r#"{"firmware": [{"request": "VER_GOT", "action": "no-response"}]}"#, "did you mean `VER_GET`")]
+#[case::nic_not_served(r#"{"firmware": [], "wire": {"rules": [{"nic": 1, "kind": "drop"}]}}"#, "names NIC 1")]
+fn a_bad_fault_plan_file_is_a_bad_command_line(#[case] text: &str, #[case] says: &str) {
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("faults.json");
-    // Not a plan (requests by number are the old form); an unknown request; then a wire plan
-    // whose rule names a NIC the server does not have.
-    for (text, says) in [
-        (r#"{"firmware": [{"nic": 0, "req_type": 0, "action": "no-response"}]}"#, "unknown field `nic`"),
-        (r#"{"firmware": [{"request": "VER_GOT", "action": "no-response"}]}"#, "did you mean `VER_GET`"),
-        (r#"{"firmware": [], "wire": {"rules": [{"nic": 1, "kind": "drop"}]}}"#, "names NIC 1"),
-    ] {
-        std::fs::write(&plan, text).unwrap();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_bnxt-model"))
-            .args(["serve", "--mac", "02:00:00:00:00:01", "--socket"])
-            .arg(dir.path().join("nic.sock"))
-            .arg("--faults")
-            .arg(&plan)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2));
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(says) && err.contains("faults.json"), "{err}");
-        assert!(!dir.path().join("nic.sock").exists(), "nothing was served");
-    }
+    std::fs::write(&plan, text).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bnxt-model"))
+        .args(["serve", "--mac", "02:00:00:00:00:01", "--socket"])
+        .arg(dir.path().join("nic.sock"))
+        .arg("--faults")
+        .arg(&plan)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(says) && err.contains("faults.json"), "{err}");
+    assert!(!dir.path().join("nic.sock").exists(), "nothing was served");
 }

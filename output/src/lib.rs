@@ -17,6 +17,8 @@
 //! [`write`] renames once the whole content is written (readers see the old file or the new
 //! one, never half of one); [`create`] renames at once and hands back the file, for outputs
 //! written as they go (logs, pcaps), which can then be read while they grow.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use std::fs::File;
 use std::io::Write;

@@ -108,13 +108,6 @@ impl DmaBuffer {
         unsafe { std::ptr::write_volatile(self.ptr.as_ptr().add(offset), value) }
     }
 
-    /// Load a little-endian u16 at `offset`.
-    pub fn read_u16(&self, offset: usize) -> u16 {
-        let mut b = [0u8; 2];
-        self.read(offset, &mut b);
-        u16::from_le_bytes(b)
-    }
-
     /// Load a little-endian u32 at `offset`.
     pub fn read_u32(&self, offset: usize) -> u32 {
         let mut b = [0u8; 4];

@@ -131,7 +131,6 @@ impl Channel {
         framing::fill_header(&mut request, R::REQ_TYPE, seq_id, self.buffer.iova_at(RESP_OFFSET));
         self.buffer.zero(RESP_OFFSET, RESP_AREA);
         self.buffer.write(0, &request);
-        tracing::debug!(nic = %self.nic, request = R::NAME, seq_id, len, ?mode, "HWRM request");
 
         match mode {
             Mode::Direct { window_len } => self.write_window(&request, window_len),

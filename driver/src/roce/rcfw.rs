@@ -26,7 +26,7 @@ use bnxt_hsi::pci::BAR_REGS;
 use bnxt_hsi::roce::command::{Command, SideBuffer};
 use bnxt_hsi::roce::cqe::is_new;
 use bnxt_hsi::roce::doorbell::{DbType, Doorbell};
-use bnxt_hsi::roce::layouts::{CmdqBase, CmdqInit};
+use bnxt_hsi::roce::layouts::{CmdqBase, CmdqInit, CreqCqErrorNotification, CreqQpErrorNotification, CreqQpEvent};
 use bnxt_hsi::roce::rcfw::{
     BNXT_RE_CMDQ_SLOTS, BNXT_RE_CREQ_ENTRIES, CMDQ_INIT_SIZE_SHIFT, CMDQ_PROD_MASK, CMDQE_BYTES, CREQ_TYPE_FUNC_EVENT,
     CREQ_TYPE_HWRM_ASYNC_EVENT, CREQ_TYPE_QP_EVENT, CREQE_BYTES, EVENT_CQ_ERROR_NOTIFICATION,
@@ -46,15 +46,8 @@ use bnxt_pci::{PciError, PciFunction};
 
 /// Cookies wrap at this mask (`RCFW_MAX_COOKIE_VALUE`, the CMDQ's slot count less one).
 const COOKIE_MASK: u16 = (BNXT_RE_CMDQ_SLOTS - 1) as u16;
-/// Offsets in a CREQ entry (`creq_base`, `creq_qp_event`).
-const CREQ_TYPE: usize = 0;
-const CREQ_STATUS: usize = 1;
-const CREQ_COOKIE: usize = 2;
-const CREQ_XID: usize = 4;
-const CREQ_V: usize = 8;
-const CREQ_EVENT: usize = 9;
-/// `creq_base.type` bits.
-const CREQ_TYPE_MASK: u8 = 0x3f;
+/// Where a CREQ entry's valid bit is (`creq_base.v`), read on its own before the rest.
+const CREQ_V: usize = std::mem::offset_of!(CreqQpEvent, v);
 
 /// The channel of one NIC.
 pub(crate) struct Rcfw {
@@ -191,15 +184,16 @@ impl Rcfw {
         let entry = self
             .await_answer::<C>(cookie)
             .inspect_err(|e| trace::roce_answer(self.function.bus(), C::NAME, cookie, &Outcome::of_error(e)))?;
-        if entry[CREQ_EVENT] != C::OPCODE {
-            tracing::warn!(nic = %self.nic, command = C::NAME, event = entry[CREQ_EVENT], "completion names another opcode");
+        let head = CreqQpEvent::read_from_bytes(&entry).expect("16 bytes");
+        if head.event != C::OPCODE {
+            tracing::warn!(nic = %self.nic, command = C::NAME, event = head.event, "completion names another opcode");
         }
-        let outcome = match entry[CREQ_STATUS] {
+        let outcome = match head.status {
             0 => Outcome::Ok,
             status => Outcome::Refused(format!("0x{status:02x}")),
         };
         trace::roce_answer(self.function.bus(), C::NAME, cookie, &outcome);
-        match entry[CREQ_STATUS] {
+        match head.status {
             0 => Ok(entry),
             status => Err(Error::CommandRefused { nic: self.nic.clone(), command: C::NAME.into(), status }),
         }
@@ -259,25 +253,28 @@ impl Rcfw {
 
     /// Act on one CREQ entry; the entry itself if it answers `cookie`.
     fn dispatch(&mut self, entry: [u8; 16], cookie: u16) -> Option<[u8; 16]> {
-        let xid = u32::from_le_bytes(entry[CREQ_XID..CREQ_XID + 4].try_into().expect("4 bytes"));
-        match entry[CREQ_TYPE] & CREQ_TYPE_MASK {
-            CREQ_TYPE_QP_EVENT => match entry[CREQ_EVENT] {
+        let head = CreqQpEvent::read_from_bytes(&entry).expect("16 bytes");
+        match head.type_ & CreqQpEvent::TYPE_MASK {
+            CREQ_TYPE_QP_EVENT => match head.event {
                 EVENT_QP_ERROR_NOTIFICATION => {
-                    tracing::warn!(nic = %self.nic, qpn = xid, req_reason = entry[3], res_reason = entry[0xb], "the firmware reports a QP in error");
-                    self.qp_errors.push(xid);
+                    let e = CreqQpErrorNotification::read_from_bytes(&entry).expect("16 bytes");
+                    let (qpn, req_reason, res_reason) = (e.xid.get(), e.req_err_state_reason, e.res_err_state_reason);
+                    tracing::warn!(nic = %self.nic, qpn, req_reason, res_reason, "the firmware reports a QP in error");
+                    self.qp_errors.push(qpn);
                 }
                 EVENT_CQ_ERROR_NOTIFICATION => {
-                    tracing::warn!(nic = %self.nic, cq = xid, reason = entry[2], "the firmware reports a CQ error");
+                    let e = CreqCqErrorNotification::read_from_bytes(&entry).expect("16 bytes");
+                    tracing::warn!(nic = %self.nic, cq = e.xid.get(), reason = e.cq_err_reason, "the firmware reports a CQ error");
                 }
                 _ => {
-                    let got = u16::from_le_bytes([entry[CREQ_COOKIE], entry[CREQ_COOKIE + 1]]) & COOKIE_MASK;
+                    let got = head.cookie.get() & COOKIE_MASK;
                     if got == cookie {
                         return Some(entry);
                     }
                     tracing::warn!(nic = %self.nic, cookie = got, expected = cookie, "discarding a completion of no outstanding command");
                 }
             },
-            CREQ_TYPE_FUNC_EVENT => tracing::warn!(nic = %self.nic, event = entry[CREQ_EVENT], "RoCE function event"),
+            CREQ_TYPE_FUNC_EVENT => tracing::warn!(nic = %self.nic, event = head.event, "RoCE function event"),
             CREQ_TYPE_HWRM_ASYNC_EVENT => {
                 tracing::debug!(nic = %self.nic, "HWRM async event on the CREQ (ignored, as bnxt_re does)")
             }

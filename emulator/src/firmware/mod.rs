@@ -242,7 +242,6 @@ impl Firmware {
                 Job::Fetch(window) if self.dead => {
                     self.counters.requests += 1;
                     let req_type = window_req_type(&window);
-                    tracing::debug!(req_type, "request to a dead firmware: not taken");
                     rec.record(at, EventKind::RequestToDeadFirmware { req_type });
                 }
                 Job::Fetch(window) => self.fetch(at, &window, mem, rec),
@@ -314,7 +313,6 @@ impl Firmware {
             Ok(bytes) => (bytes.len(), dispatch::summary(req_type, bytes)),
             Err(_) => (0, String::new()),
         };
-        tracing::debug!(req_type, seq_id = header.seq_id, %form, len, %summary, "hwrm request");
         rec.record(now, EventKind::HwrmRequest { req_type, seq_id: header.seq_id, form, len, summary });
         // Saturating: a delay from a plan built in code is not bounded by `faults::MAX_DELAY`.
         let mut due = now.saturating_add(HWRM_LATENCY);
@@ -363,7 +361,6 @@ impl Firmware {
         match dispatch::dispatch(req_type, bytes, &mut ctx) {
             Some(Ok(body)) => (response::success(body, req_type, seq_id), String::new()),
             Some(Err(reject)) => {
-                tracing::debug!(req_type, code = %reject.code, reason = %reject.reason, "hwrm request refused");
                 (response::failure(reject.code.value(), reject.cmd_err, req_type, seq_id), reject.reason)
             }
             None => {

@@ -14,7 +14,7 @@
 //! Toeplitz hash, and aggregates nothing (`max_aggs_supported` 0: no TPA; bnxt_en still uses
 //! aggregation rings for frames larger than a page, placed as [`super::placement`] says). VNIC
 //! modes for the RoCE driver (`ROCE_DUAL_VNIC_MODE`) are accepted and kept; a RoCE frame reaches
-//! the RoCE engine through an L2 filter to a VNIC (see [`crate::roce::l2_gate`]). VNIC_ALLOC and
+//! the RoCE engine through an L2 filter to a VNIC (see `roce::l2_gate`). VNIC_ALLOC and
 //! VNIC_RSS_COS_LB_CTX_ALLOC past the function's FUNC_CFG reservation are refused
 //! ([`super::reservation`]).
 

@@ -1,7 +1,7 @@
 //! The L2 engine of one NIC: the rings bnxt_en allocates (TX, RX, L2 completion rings, NQs),
 //! their doorbells, notifications and interrupts, the firmware's notices (HWRM_DONE
-//! completions, async events) and ring statistics. Transmit is in [`super::tx`], receive in
-//! [`super::rx`].
+//! completions, async events) and ring statistics. Transmit is in `l2::tx`, receive in
+//! `l2::rx`.
 //!
 //! Inputs: L2-path doorbell stores ([`L2Engine::doorbell`]), the firmware's notices and the
 //! passage of time ([`L2Engine::advance`]), frames from the wire ([`L2Engine::receive`]).

@@ -224,10 +224,9 @@ fn csum_field(proto: u8) -> Option<usize> {
 /// no IPv4 header.
 pub fn fill_ipv4_checksum(frame: &mut [u8]) -> bool {
     let Some(p) = parse(frame) else { return false };
-    let L3::V4 { off, hdr_len, .. } = p.l3 else { return false };
-    frame[off + 10..off + 12].fill(0);
-    let c = internet_checksum(&[&frame[off..off + hdr_len]]);
-    frame[off + 10..off + 12].copy_from_slice(&c.to_be_bytes());
+    // `parse` found the whole header (its length within the frame).
+    let L3::V4 { off, .. } = p.l3 else { return false };
+    Ipv4Packet::new_unchecked(&mut frame[off..]).fill_checksum();
     true
 }
 
@@ -262,7 +261,7 @@ pub struct ChecksumCheck {
 /// Check the checksums of a received frame.
 pub fn check_checksums(frame: &[u8], p: &Parsed) -> ChecksumCheck {
     let ip = match p.l3 {
-        L3::V4 { off, hdr_len, .. } => Some(internet_checksum(&[&frame[off..off + hdr_len]]) == 0),
+        L3::V4 { off, .. } => Some(Ipv4Packet::new_unchecked(&frame[off..]).verify_checksum()),
         _ => None,
     };
     let l4 = p.l4(frame.len()).and_then(|(proto, off, end)| {
@@ -270,7 +269,10 @@ pub fn check_checksums(frame: &[u8], p: &Parsed) -> ChecksumCheck {
         if end < off + field + 2 {
             return Some(false);
         }
-        if proto == PROTO_UDP && matches!(p.l3, L3::V4 { .. }) && frame[off + 6..off + 8] == [0, 0] {
+        if proto == PROTO_UDP
+            && matches!(p.l3, L3::V4 { .. })
+            && UdpPacket::new_unchecked(&frame[off..end]).checksum() == 0
+        {
             return None; // no UDP checksum over IPv4
         }
         let pseudo = p.pseudo(proto, end - off);

@@ -38,11 +38,11 @@ use super::rx_agg;
 use super::stats::cast_of;
 
 /// The v3 "extended op" of an L4 hash (bnxt.h `EXT_OP_INNER_4`).
-pub const EXT_OP_L4: u32 = 0x0;
+pub(super) const EXT_OP_L4: u32 = 0x0;
 /// The v3 "extended op" the model writes for an address-only hash. bnxt.h names only the L4 and
 /// flow-label values (0, 2, 8, 0xa); bnxt_en reads every other value as an L3 hash, and 1 is
 /// the model's choice among them.
-pub const EXT_OP_L3: u32 = 0x1;
+pub(super) const EXT_OP_L3: u32 = 0x1;
 
 /// Whether `vnic`'s receive mask takes a frame to `dst`.
 fn mask_takes(vnic: &Vnic, dst: &[u8; 6]) -> bool {

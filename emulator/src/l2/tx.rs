@@ -25,9 +25,9 @@ use super::frame::{self, MIN_FRAME, TPID_8021AD, TPID_8021Q};
 use super::stats::cast_of;
 
 /// Largest packet the engine gathers from BDs (an LSO super-frame of 64 KiB plus headers).
-pub const MAX_PACKET: usize = 65_536 + 1024;
+pub(super) const MAX_PACKET: usize = 65_536 + 1024;
 /// Largest BD count of a packet (bnxt.h `TX_MAX_BD_CNT`).
-pub const MAX_BDS: u32 = 32;
+pub(super) const MAX_BDS: u32 = 32;
 
 /// A packet taken from the ring, or why it could not be.
 enum Gathered {

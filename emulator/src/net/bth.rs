@@ -26,13 +26,13 @@ pub const MASK_24: u32 = 0x00ff_ffff;
 pub(crate) const VARIANT_BYTE: usize = 4;
 
 mod field {
-    pub const OPCODE: usize = 0;
-    pub const FLAGS: usize = 1;
-    pub const PKEY: usize = 2;
-    pub const FECN_BECN: usize = 4;
-    pub const DEST_QP: usize = 5;
-    pub const ACK_REQ: usize = 8;
-    pub const PSN: usize = 9;
+    pub(super) const OPCODE: usize = 0;
+    pub(super) const FLAGS: usize = 1;
+    pub(super) const PKEY: usize = 2;
+    pub(super) const FECN_BECN: usize = 4;
+    pub(super) const DEST_QP: usize = 5;
+    pub(super) const ACK_REQ: usize = 8;
+    pub(super) const PSN: usize = 9;
 }
 
 /// A view of a BTH at the start of a buffer.

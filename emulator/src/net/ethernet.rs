@@ -57,9 +57,9 @@ impl From<[u8; 6]> for MacAddr {
 
 mod field {
     use std::ops::Range;
-    pub const DST: Range<usize> = 0..6;
-    pub const SRC: Range<usize> = 6..12;
-    pub const ETHERTYPE: usize = 12;
+    pub(super) const DST: Range<usize> = 0..6;
+    pub(super) const SRC: Range<usize> = 6..12;
+    pub(super) const ETHERTYPE: usize = 12;
 }
 
 /// A view of an Ethernet II frame in a buffer.

@@ -465,7 +465,6 @@ impl FaultStage {
             FaultKind::Corrupt => &mut c.corrupted,
             FaultKind::Delay => &mut c.delayed,
         } += 1;
-        tracing::debug!(%event, "wire fault");
         if self.events.len() < MAX_EVENTS {
             self.events.push(event);
         } else {

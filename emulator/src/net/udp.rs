@@ -13,10 +13,10 @@ pub const HEADER_LEN: usize = 8;
 pub const ROCE_V2_UDP_DPORT: u16 = 4791;
 
 mod field {
-    pub const SRC_PORT: usize = 0;
-    pub const DST_PORT: usize = 2;
-    pub const LENGTH: usize = 4;
-    pub const CHECKSUM: usize = 6;
+    pub(super) const SRC_PORT: usize = 0;
+    pub(super) const DST_PORT: usize = 2;
+    pub(super) const LENGTH: usize = 4;
+    pub(super) const CHECKSUM: usize = 6;
 }
 
 /// Offset of the checksum within the header.

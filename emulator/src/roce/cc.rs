@@ -112,12 +112,12 @@ const MODIFY_GEN1_AT: usize = offset_of!(G, inactivity_th_hi);
 /// Where they start in the query TLV (after the header).
 const QUERY_GEN1_AT: usize = offset_of!(S, inactivity_th_hi);
 /// Bytes of generation-1 parameters (through `quota_period_adjust_en`, before `reserved`).
-pub const GEN1_BYTES: usize = offset_of!(S, reserved) - QUERY_GEN1_AT;
+pub(crate) const GEN1_BYTES: usize = offset_of!(S, reserved) - QUERY_GEN1_AT;
 
 /// One generation-1 parameter: its `modify_mask` bit, its offset from `inactivity_th_hi` (the same
 /// in the modify and query TLVs) and its width in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Gen1Field {
+pub(crate) struct Gen1Field {
     /// The field's name in roce_hsi.h.
     pub name: &'static str,
     /// Its `cmdq_modify_roce_cc_gen1_tlv.modify_mask` bit.
@@ -131,7 +131,7 @@ pub struct Gen1Field {
 macro_rules! gen1_fields {
     ($($bit:ident => $field:ident: $ty:ty),* $(,)?) => {
         /// Every generation-1 parameter with a `modify_mask` bit, in layout order.
-        pub const GEN1_FIELDS: &[Gen1Field] = &[$(Gen1Field {
+        pub(crate) const GEN1_FIELDS: &[Gen1Field] = &[$(Gen1Field {
             name: stringify!($field),
             bit: G::$bit,
             at: offset_of!(G, $field) - MODIFY_GEN1_AT,

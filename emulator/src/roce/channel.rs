@@ -28,15 +28,11 @@ use bnxt_hsi::roce::rcfw::{
     CMD_DISCR_TLV_ENCAP, CMDQ_INIT_SIZE_SHIFT, CMDQ_PROD_MASK, CMDQE_BYTES, FIRMWARE_FIRST_FLAG, TLV_HEADER_BYTES,
     TLV_TOTAL_SIZE_BYTE,
 };
-use std::sync::Arc;
-
 use zerocopy::FromBytes;
 
-use crate::faults::FaultPlan;
 use crate::firmware::state::{FwState, RingType};
 use crate::host_memory::HostMemory;
 
-use super::RoceEngine;
 use super::caps::{MAX_CMD_SLOTS, MAX_CMDQ_SLOTS};
 use super::cmd::faults::CommandFaults;
 use super::pages::{PageList, PblSpec};
@@ -212,25 +208,6 @@ impl Channel {
             left -= u32::from(slots);
         }
         Ok(out)
-    }
-}
-
-impl RoceEngine {
-    /// The engine, applying the RoCE command faults of `plan` that name NIC `nic` (an engine made
-    /// by [`RoceEngine::new`] injects none).
-    pub fn with_command_faults(mut self, nic: usize, plan: Arc<FaultPlan>) -> RoceEngine {
-        self.channel.faults = CommandFaults::new(nic, plan);
-        self
-    }
-
-    /// The engine's command faults (to arm, clear and list faults while it runs).
-    pub fn command_faults_mut(&mut self) -> &mut CommandFaults {
-        &mut self.channel.faults
-    }
-
-    /// The engine's command faults.
-    pub fn command_faults(&self) -> &CommandFaults {
-        &self.channel.faults
     }
 }
 

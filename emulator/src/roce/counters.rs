@@ -58,7 +58,7 @@ pub struct RoceCounters {
     /// Frames dropped at parsing, by reason (a bad ICRC among them).
     pub rx_drops: DropCounters,
     /// RoCE frames no L2 filter of the function passes to the RoCE engine (none matches the
-    /// destination MAC, or those that do carry L2 traffic only); see [`super::l2_gate`].
+    /// destination MAC, or those that do carry L2 traffic only); see the engine's `l2_gate`.
     pub rx_no_l2_filter: u64,
     /// Frames an L2 filter passed that are not addressed to this NIC's RoCE engine (no GID of
     /// the destination IP on the destination MAC).

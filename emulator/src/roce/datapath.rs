@@ -1,6 +1,8 @@
-//! The data path glue: WQEs from the rings to the QP's transport, the transport's frames to the
-//! wire and its completions to CQEs, frames from the wire to the right QP, and the transport's
-//! timers.
+//! The per-QP data path ([`DataPath`]): WQEs from the rings to the QP's transport, the
+//! transport's frames to the wire and its completions to CQEs, frames from the wire to the right
+//! QP, and the transport's timers. RC QPs go through the [`super::transport`], datagram QPs (UD
+//! and the GSI QP) through [`super::ud`], one service for both; its methods borrow what the
+//! command channel shares with it ([`Shared`]: the objects, the NQs and CREQ, the report).
 //!
 //! * Send WQEs are read when the QP is in RTS (or ERR and SQE, where they complete flushed; in SQD
 //!   they wait in the ring) and handed to the transport in ring order, each numbered; a WQE the engine cannot carry out completes with
@@ -24,18 +26,17 @@
 //! * When the transport enters the error state on its own (retry exceeded, a NAK, a local
 //!   protection error), the QP moves to ERR and a QP error notification goes to the CREQ.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use bnxt_hsi::roce::cqe::{CQE_BYTES, CqeType, type_toggle};
-use bnxt_hsi::roce::layouts::{
-    CqReq, CqResRc, CreqCqErrorNotification as CqErr, CreqQpErrorNotification as QpErr, SqBase,
-};
+use bnxt_hsi::roce::layouts::{CqReq, CqResRc, CreqQpErrorNotification as QpErr, SqBase};
 use bnxt_hsi::roce::msn::MsnEntry;
 use bnxt_hsi::roce::qp::QpState;
-use bnxt_hsi::roce::rcfw::{CREQ_TYPE_QP_EVENT, cq_err_reason};
 use zerocopy::{FromZeros, IntoBytes};
 
 use crate::events::EventKind;
+use crate::net::pool::FramePool;
 use crate::net::sealed::WireFrame;
 use crate::net::{RoceFrame, WireError};
 use crate::roce::transport::{
@@ -43,12 +44,16 @@ use crate::roce::transport::{
 };
 
 use super::caps::LOOPBACK_LATENCY;
-use super::cq::CqeOutcome;
-use super::engine::{Env, RoceEngine};
+use super::counters::RoceCounters;
+use super::engine::Env;
+use super::gid::GidTable;
 use super::l2_gate::{self, Admission};
 use super::memory::{INLINE_LKEY, QpMemory};
+use super::post::CqeWrite;
 use super::qp::Qp;
+use super::shared::Shared;
 use super::state::RoceState;
+use super::timers::QpTimers;
 use super::wqe::{SqWqe, read_rq_wqe};
 
 /// A completion waiting to become a CQE.
@@ -65,35 +70,134 @@ pub(super) enum Done {
     },
 }
 
-impl RoceEngine {
-    /// Service every QP with something to look at.
-    pub(super) fn service_dirty(&mut self, now: Duration, env: &mut Env<'_>) {
-        while let Some(qpn) = self.st.dirty.pop_first() {
-            self.service_qp(now, qpn, env);
+/// The data path's own state: what it sends, what it loops back, its timers and its lists.
+/// It acts on the objects and posts to the host through [`Shared`], which every method borrows.
+#[derive(Debug, Clone)]
+pub(super) struct DataPath {
+    /// The NIC's MAC (frames to it, or to a MAC of its GIDs, are looped back).
+    mac: [u8; 6],
+    /// The QPs' transport deadlines.
+    timers: QpTimers,
+    /// Frames for the wire, oldest first.
+    frames: Vec<WireFrame>,
+    /// Buffers the transport builds frames in (see [`super::RoceEngine::frame_pool`]).
+    pool: FramePool,
+    /// Frames to the NIC itself, due back at a time.
+    loopback: VecDeque<(Duration, WireFrame)>,
+    /// Completions a QP's service collected, waiting to become CQEs (kept between calls for
+    /// its capacity; empty between them).
+    done: Vec<Done>,
+    /// QP error notifications to post once the completions before them are written:
+    /// (QP, requester reason, responder reason).
+    pending_qp_error: Vec<(u32, u8, u8)>,
+}
+
+impl DataPath {
+    /// The data path of the NIC with MAC `mac`.
+    pub(super) fn new(mac: [u8; 6]) -> DataPath {
+        DataPath {
+            mac,
+            timers: QpTimers::default(),
+            frames: Vec::new(),
+            pool: FramePool::new(),
+            loopback: VecDeque::new(),
+            done: Vec::new(),
+            pending_qp_error: Vec::new(),
         }
     }
 
-    fn service_qp(&mut self, now: Duration, qpn: u32, env: &mut Env<'_>) {
+    /// Function reset: the timers and the frames not yet delivered go.
+    pub(super) fn reset(&mut self) {
+        self.timers.clear();
+        self.frames.clear();
+        self.loopback.clear();
+    }
+
+    /// When the data path next has work of its own (a looped-back frame, a QP's timer).
+    pub(super) fn next_deadline(&self) -> Option<Duration> {
+        crate::device::earliest(self.loopback.front().map(|(t, _)| *t), self.timers.next())
+    }
+
+    /// The buffers frames are built in.
+    pub(super) fn pool(&mut self) -> &mut FramePool {
+        &mut self.pool
+    }
+
+    /// Move the frames for the wire to the end of `out`.
+    pub(super) fn drain_frames(&mut self, out: &mut Vec<WireFrame>) {
+        out.append(&mut self.frames);
+    }
+
+    /// Everything due at or before `now`: looped-back frames arrive, QP timers fire, and every
+    /// QP with something to look at is serviced.
+    pub(super) fn advance(&mut self, sh: &mut Shared, now: Duration, env: &mut Env<'_>) {
+        while self.loopback.front().is_some_and(|(t, _)| *t <= now) {
+            let (at, frame) = self.loopback.pop_front().expect("checked");
+            self.receive_wire(sh, at, &frame, env);
+            self.pool.give(frame.into_vec());
+        }
+        while let Some(qpn) = self.timers.pop_due(now) {
+            if let Some(tr) = sh.st.qps.get_mut(&qpn).and_then(|q| q.transport.as_mut()) {
+                tr.on_timer(now);
+            }
+            sh.st.dirty.insert(qpn);
+        }
+        self.service_dirty(sh, now, env);
+    }
+
+    /// A frame the NIC sent at `now`: looped back when it is for the NIC itself (its MAC or a
+    /// MAC of its GIDs), to the wire otherwise.
+    pub(super) fn route(&mut self, gids: &GidTable, counters: &mut RoceCounters, now: Duration, frame: WireFrame) {
+        let dst: [u8; 6] = frame.bytes()[..6].try_into().expect("a frame has an Ethernet header");
+        if dst == self.mac || gids.has_mac(&dst) {
+            counters.frames_looped += 1;
+            self.loopback.push_back((now + LOOPBACK_LATENCY, frame));
+        } else {
+            self.frames.push(frame);
+        }
+    }
+
+    /// QP `qpn` entered the error state: its notification (with the requester's and the
+    /// responder's reasons) goes to the CREQ once the completions before it are written.
+    pub(super) fn queue_qp_error(&mut self, qpn: u32, req: u8, res: u8) {
+        self.pending_qp_error.push((qpn, req, res));
+    }
+
+    /// Post the QP error notifications waiting for the completions before them.
+    pub(super) fn post_qp_errors(&mut self, sh: &mut Shared, now: Duration, env: &mut Env<'_>) {
+        for (q, req, res) in self.pending_qp_error.drain(..) {
+            sh.qp_error_event(now, q, req, res, env);
+        }
+    }
+
+    /// Service every QP with something to look at.
+    pub(super) fn service_dirty(&mut self, sh: &mut Shared, now: Duration, env: &mut Env<'_>) {
+        while let Some(qpn) = sh.st.dirty.pop_first() {
+            self.service_qp(sh, now, qpn, env);
+        }
+    }
+
+    fn service_qp(&mut self, sh: &mut Shared, now: Duration, qpn: u32, env: &mut Env<'_>) {
         // One list for every call (it is empty between calls).
         let mut done = std::mem::take(&mut self.done);
-        self.read_rq(now, qpn, env, &mut done);
-        self.read_sq(now, qpn, env, &mut done);
-        self.pump(now, qpn, env, &mut done);
+        self.read_rq(sh, now, qpn, env, &mut done);
+        self.read_sq(sh, now, qpn, env, &mut done);
+        self.pump(sh, now, qpn, env, &mut done);
         done.clear();
         self.done = done;
     }
 
     /// Read newly posted receive WQEs (from RTR on; in SQE too, where a datagram QP's receive
     /// queue still works, IBA Vol 1 §10.3.1).
-    fn read_rq(&mut self, now: Duration, qpn: u32, env: &mut Env<'_>, done: &mut Vec<Done>) {
-        let Some(qp) = self.st.qps.get_mut(&qpn) else { return };
+    fn read_rq(&mut self, sh: &mut Shared, now: Duration, qpn: u32, env: &mut Env<'_>, done: &mut Vec<Done>) {
+        let Some(qp) = sh.st.qps.get_mut(&qpn) else { return };
         if !matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Sqe | QpState::Err) {
             return;
         }
         while qp.rq.taken != qp.rq.prod {
             let index = qp.rq.taken.index;
             qp.rq.taken = qp.rq.taken.advance(1, qp.rq.size);
-            self.counters.wqes += 1;
+            sh.report.counters.wqes += 1;
             match read_rq_wqe(&qp.rq.mem, env.mem, index, qp.rq.stride_slots, qp.rq.max_sge) {
                 Ok(w) => {
                     let wqe = RecvWqe { id: u64::from(w.wr_id), sges: w.sges };
@@ -104,10 +208,9 @@ impl RoceEngine {
                     }
                 }
                 Err(e) => {
-                    self.counters.bad_wqes += 1;
+                    sh.report.counters.bad_wqes += 1;
                     let reason = format!("RQ WQE {index}: {e}");
-                    env.rec.record(now, EventKind::WqeRefused { qp: qpn, reason: reason.clone() });
-                    tracing::debug!(qpn, %reason, "RQ WQE refused");
+                    env.rec.record(now, EventKind::WqeRefused { qp: qpn, reason });
                     // The wr_id is unknown when the header cannot be read; the index stands in.
                     let id = read_wr_id(qp, env, index).unwrap_or(index);
                     match qp.transport.as_mut() {
@@ -118,10 +221,10 @@ impl RoceEngine {
                     if qp.state != QpState::Err {
                         qp.state = QpState::Err;
                         let reason = QpErr::RES_ERR_STATE_REASON_RES_WQE_FORMAT_ERROR;
-                        self.pending_qp_error.push((qpn, 0, reason));
+                        self.queue_qp_error(qpn, 0, reason);
                     }
                     // WQEs after it complete flushed, after it: the next pass reads them.
-                    self.st.dirty.insert(qpn);
+                    sh.st.dirty.insert(qpn);
                     return;
                 }
             }
@@ -134,28 +237,28 @@ impl RoceEngine {
     }
 
     /// Read newly posted send WQEs (a datagram QP's: [`super::ud`]).
-    fn read_sq(&mut self, now: Duration, qpn: u32, env: &mut Env<'_>, done: &mut Vec<Done>) {
-        let Some(qp) = self.st.qps.get_mut(&qpn) else { return };
+    fn read_sq(&mut self, sh: &mut Shared, now: Duration, qpn: u32, env: &mut Env<'_>, done: &mut Vec<Done>) {
+        let Some(qp) = sh.st.qps.get_mut(&qpn) else { return };
         if qp.kind.is_datagram() {
-            return self.ud_sends(now, qpn, env, done);
+            return self.ud_sends(sh, now, qpn, env, done);
         }
         if !matches!(qp.state, QpState::Rts | QpState::Err) {
             return;
         }
         let force = qp.flags & bnxt_hsi::roce::layouts::CmdqCreateQp::QP_FLAGS_FORCE_COMPLETION != 0;
         while let Some(taken) = qp.take_send_wqe(env.mem) {
-            self.counters.wqes += 1;
+            sh.report.counters.wqes += 1;
             match taken {
                 Ok((seq, slot, w)) => {
                     if let Some(m) = check_msn(qp, env, &w, slot) {
-                        self.counters.msn_mismatches += 1;
+                        sh.report.counters.msn_mismatches += 1;
                         let msg = format!("QP {qpn}: MSN table entry disagrees with WQE {seq}: {m}");
-                        if self.warned.insert(format!("msn {qpn}")) {
+                        if sh.report.first_time(format!("msn {qpn}")) {
                             tracing::warn!("{msg}");
                         }
                     }
                     let wqe = send_wqe(seq, w, force, &mut qp.inline);
-                    if wqe.op.is_read() && qp.orrq_addr == 0 && self.warned.insert(format!("no orrq {qpn}")) {
+                    if wqe.op.is_read() && qp.orrq_addr == 0 && sh.report.first_time(format!("no orrq {qpn}")) {
                         tracing::warn!(
                             "QP {qpn} was created without an ORRQ: its RDMA READ completes with \
                              LOCAL_QP_OPERATION_ERR (a guess: what P7 firmware does is not public)"
@@ -172,20 +275,19 @@ impl RoceEngine {
                     }
                 }
                 Err((seq, slot, e)) => {
-                    self.counters.bad_wqes += 1;
+                    sh.report.counters.bad_wqes += 1;
                     let reason = format!("SQ WQE at slot {slot}: {e}");
-                    env.rec.record(now, EventKind::WqeRefused { qp: qpn, reason: reason.clone() });
-                    tracing::debug!(qpn, %reason, "SQ WQE refused");
+                    env.rec.record(now, EventKind::WqeRefused { qp: qpn, reason });
                     if let Some(t) = qp.transport.as_mut() {
                         t.set_error();
                     }
                     done.push(Done::Refused { send: true, id: seq });
                     if qp.state != QpState::Err {
                         qp.state = QpState::Err;
-                        self.pending_qp_error.push((qpn, QpErr::REQ_ERR_STATE_REASON_REQ_WQE_FORMAT_ERROR, 0));
+                        self.queue_qp_error(qpn, QpErr::REQ_ERR_STATE_REASON_REQ_WQE_FORMAT_ERROR, 0);
                     }
                     // WQEs after it complete flushed, after it: the next pass reads them.
-                    self.st.dirty.insert(qpn);
+                    sh.st.dirty.insert(qpn);
                     return;
                 }
             }
@@ -193,8 +295,8 @@ impl RoceEngine {
     }
 
     /// Frames out, completions to CQEs, the timer, and the error state.
-    fn pump(&mut self, now: Duration, qpn: u32, env: &mut Env<'_>, done: &mut Vec<Done>) {
-        let RoceState { qps, keys, gids, .. } = &mut self.st;
+    fn pump(&mut self, sh: &mut Shared, now: Duration, qpn: u32, env: &mut Env<'_>, done: &mut Vec<Done>) {
+        let RoceState { qps, keys, gids, .. } = &mut sh.st;
         let Some(qp) = qps.get_mut(&qpn) else { return };
         let mut became_error = None;
         let mut dma_errors = 0;
@@ -206,9 +308,9 @@ impl RoceEngine {
             let refused: Vec<Done> = if done.is_empty() { Vec::new() } else { std::mem::take(done) };
             while let Some(sealed) = t.poll_transmit_sealed(now, &mut mem, &mut buf) {
                 buf = self.pool.take();
-                self.counters.frames_sent += 1;
+                sh.report.counters.frames_sent += 1;
                 let bytes = sealed.bytes();
-                if self.data_path_events
+                if sh.report.data_path_events
                     && let Some(b) = crate::net::roce::peek_bth(bytes)
                 {
                     let aeth = crate::net::roce::peek_aeth(bytes).map(|a| a.syndrome);
@@ -216,14 +318,7 @@ impl RoceEngine {
                         EventKind::FrameSent { qp: qpn, opcode: b.opcode(), psn: b.psn(), len: bytes.len(), aeth };
                     env.rec.record(now, sent);
                 }
-                let dst: [u8; 6] = bytes[..6].try_into().expect("a frame has an Ethernet header");
-                let frame = WireFrame::Sealed(sealed);
-                if dst == self.mac || gids.has_mac(&dst) {
-                    self.counters.frames_looped += 1;
-                    self.loopback.push_back((now + LOOPBACK_LATENCY, frame));
-                } else {
-                    self.frames.push(frame);
-                }
+                self.route(gids, &mut sh.report.counters, now, WireFrame::Sealed(sealed));
             }
             self.pool.give(buf);
             dma_errors = mem.dma_errors;
@@ -240,10 +335,10 @@ impl RoceEngine {
                 done.push(Done::Recv(c));
             }
             done.extend(refused);
-            if t.send_queue_drained() && qp.attrs.sqd_async_notify && self.warned.insert(format!("sqd {qpn}")) {
+            if t.send_queue_drained() && qp.attrs.sqd_async_notify && sh.report.first_time(format!("sqd {qpn}")) {
                 // IBA §10.3.1 has the CI told once the send queue has drained in SQD; roce_hsi.h
                 // defines no CREQ event for it.
-                self.counters.unimplemented_features += 1;
+                sh.report.counters.unimplemented_features += 1;
                 tracing::warn!(
                     "QP {qpn}: send queue drained in SQD; the notification EN_SQD_ASYNC_NOTIFY asked for is not \
                      sent (no CREQ event for it is public)"
@@ -253,189 +348,125 @@ impl RoceEngine {
             if entered_error {
                 qp.state = QpState::Err;
                 let (req, res) = became_error.unwrap_or((0, 0));
-                self.pending_qp_error.push((qpn, req, res));
+                self.queue_qp_error(qpn, req, res);
             }
             self.timers.set(qpn, t.next_deadline());
         }
-        self.counters.dma_errors += dma_errors;
+        sh.report.counters.dma_errors += dma_errors;
         for d in done.drain(..) {
-            self.complete(now, qpn, d, env);
+            complete(sh, now, qpn, d, env);
         }
-        for (q, req, res) in std::mem::take(&mut self.pending_qp_error) {
-            self.qp_error_event(now, q, req, res, env);
-        }
-    }
-
-    /// Write one completion as a CQE.
-    pub(super) fn complete(&mut self, now: Duration, qpn: u32, d: Done, env: &mut Env<'_>) {
-        let Some(qp) = self.st.qps.get_mut(&qpn) else { return };
-        let (cq, cqe, requester, status, solicited) = match d {
-            Done::Send(c) => {
-                let (cqe, status) = req_cqe(qp, c.id, c.status.code());
-                (qp.scq, cqe, true, status, !c.status.is_ok())
-            }
-            Done::Refused { send: true, id } => {
-                let (cqe, status) = req_cqe(qp, id, ReqStatus::LocalQpOperation.code());
-                (qp.scq, cqe, true, status, true)
-            }
-            Done::UdRecv(u) => {
-                let c = &u.common;
-                let cqe = super::ud::ud_cqe(qp.handle, c, Some((u.src_qp, u.src_mac)));
-                (qp.rcq, cqe, false, c.status.code(), c.solicited || !c.status.is_ok())
-            }
-            Done::Recv(c) if qp.kind.is_datagram() => {
-                let cqe = super::ud::ud_cqe(qp.handle, &c, None);
-                (qp.rcq, cqe, false, c.status.code(), c.solicited || !c.status.is_ok())
-            }
-            Done::Recv(c) => {
-                let cqe = res_cqe(qp.handle, &c);
-                (qp.rcq, cqe, false, c.status.code(), c.solicited || !c.status.is_ok())
-            }
-            Done::Refused { send: false, id } => {
-                let c = RecvCompletion {
-                    id,
-                    status: RespStatus::LocalQpOperation,
-                    kind: RecvKind::Send,
-                    bytes: 0,
-                    imm: None,
-                    solicited: false,
-                };
-                let cqe =
-                    if qp.kind.is_datagram() { super::ud::ud_cqe(qp.handle, &c, None) } else { res_cqe(qp.handle, &c) };
-                (qp.rcq, cqe, false, c.status.code(), true)
-            }
-        };
-        self.write_cqe(now, cq, qpn, cqe, requester, status, solicited, env);
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn write_cqe(
-        &mut self,
-        now: Duration,
-        cq_id: u32,
-        qpn: u32,
-        cqe: [u8; CQE_BYTES],
-        requester: bool,
-        status: u8,
-        solicited: bool,
-        env: &mut Env<'_>,
-    ) {
-        let Some(cq) = self.st.cqs.get_mut(&cq_id) else { return };
-        let index = cq.producer().0;
-        match cq.write(env.mem, cqe, solicited) {
-            CqeOutcome::Written(notification) => {
-                self.counters.cqes += 1;
-                if self.data_path_events {
-                    env.rec.record(now, EventKind::Cqe { cq: cq_id, qp: qpn, requester, status, index });
-                }
-                if let Some(cn) = notification {
-                    let (nq, toggle) = (cq.nq, cq.toggle());
-                    self.notify(now, cq_id, nq, toggle, cn, env);
-                }
-            }
-            CqeOutcome::DmaFailed => {
-                self.counters.dma_errors += 1;
-                self.warn_once(format!("CQ {cq_id}: a CQE could not be written (DMA refused)"));
-            }
-            CqeOutcome::Overflow { first } => {
-                self.counters.cq_overflows += 1;
-                if first {
-                    env.rec.record(now, EventKind::CqOverflow { cq: cq_id });
-                    self.warn_once(format!("CQ {cq_id} overflowed"));
-                    let reason =
-                        if requester { cq_err_reason::REQ_CQ_OVERFLOW } else { cq_err_reason::RES_CQ_OVERFLOW };
-                    let mut e = CqErr::new_zeroed();
-                    e.type_ = CREQ_TYPE_QP_EVENT;
-                    e.cq_err_reason = reason;
-                    e.xid = cq_id.into();
-                    e.event = CqErr::EVENT_CQ_ERROR_NOTIFICATION;
-                    self.async_event(now, e.as_bytes().try_into().expect("16 bytes"), e.event, cq_id, reason, env);
-                }
-            }
-        }
-    }
-
-    pub(super) fn qp_error_event(&mut self, now: Duration, qpn: u32, req: u8, res: u8, env: &mut Env<'_>) {
-        let Some(qp) = self.st.qps.get(&qpn) else { return };
-        let mut e = QpErr::new_zeroed();
-        e.type_ = CREQ_TYPE_QP_EVENT;
-        e.req_slow_path_state = QpState::Err.field();
-        e.req_err_state_reason = req;
-        e.xid = qpn.into();
-        e.event = QpErr::EVENT_QP_ERROR_NOTIFICATION;
-        e.res_slow_path_state = QpState::Err.field();
-        e.res_err_state_reason = res;
-        e.sq_cons_idx = ((qp.sq.wqes % u64::from(qp.sq.size)) as u16).into();
-        e.rq_cons_idx = (qp.rq.taken.index as u16).into();
-        let reason = if req != 0 { req } else { res };
-        self.async_event(now, e.as_bytes().try_into().expect("16 bytes"), e.event, qpn, reason, env);
-    }
-
-    fn async_event(&mut self, now: Duration, bytes: [u8; 16], event: u8, xid: u32, reason: u8, env: &mut Env<'_>) {
-        self.counters.async_events += 1;
-        env.rec.record(now, EventKind::RoceAsyncEvent { event, xid, reason });
-        self.queue_creq(now, bytes, String::new());
+        self.post_qp_errors(sh, now, env);
     }
 
     /// A frame from the wire at `now`, sealed or plain as the switch delivered it.
-    pub fn receive_wire(&mut self, now: Duration, frame: &WireFrame, env: &mut Env<'_>) {
-        self.take_in(now, RoceFrame::parse_wire(frame), frame.bytes().len(), env);
+    pub(super) fn receive_wire(&mut self, sh: &mut Shared, now: Duration, frame: &WireFrame, env: &mut Env<'_>) {
+        self.take_in(sh, now, RoceFrame::parse_wire(frame), frame.bytes().len(), env);
     }
 
     /// A received frame, parsed (its ICRC checked unless sealed), of `len` bytes.
-    fn take_in(&mut self, now: Duration, parsed: Result<RoceFrame<'_>, WireError>, len: usize, env: &mut Env<'_>) {
+    fn take_in(
+        &mut self,
+        sh: &mut Shared,
+        now: Duration,
+        parsed: Result<RoceFrame<'_>, WireError>,
+        len: usize,
+        env: &mut Env<'_>,
+    ) {
         let parsed = match parsed {
             Ok(p) => p,
             Err(e) => {
-                self.counters.rx_drops.count(&e);
+                sh.report.counters.rx_drops.count(&e);
                 env.rec.record(now, EventKind::FrameDropped { reason: e.to_string() });
                 return;
             }
         };
         let dst_mac = parsed.eth.dst.0;
         match l2_gate::admit(&env.fw.l2, &dst_mac, len) {
-            Admission::Admitted { unsourced: Some(why), .. } => self.warn_once(why),
+            Admission::Admitted { unsourced: Some(why), .. } => sh.report.warn_once(why),
             Admission::Admitted { unsourced: None, .. } => {}
             Admission::Dropped(why) => {
-                self.counters.rx_no_l2_filter += 1;
+                sh.report.counters.rx_no_l2_filter += 1;
                 env.rec.record(now, EventKind::FrameDropped { reason: format!("RoCE: {why} (rx_no_l2_filter)") });
                 return;
             }
         }
         let dst_ip = parsed.ip.dst.octets();
-        if !self.st.gids.accepts(self.mac, dst_mac, dst_ip) {
-            self.counters.rx_not_ours += 1;
+        if !sh.st.gids.accepts(self.mac, dst_mac, dst_ip) {
+            sh.report.counters.rx_not_ours += 1;
             return;
         }
         let qpn = parsed.transport.bth.dest_qp;
-        if self.st.qps.get(&qpn).is_some_and(|q| q.kind.is_datagram()) {
-            return self.ud_frame(now, qpn, &parsed, env);
+        if sh.st.qps.get(&qpn).is_some_and(|q| q.kind.is_datagram()) {
+            return self.ud_frame(sh, now, qpn, &parsed, env);
         }
-        if let Some(q) = self.st.qps.get(&qpn)
+        if let Some(q) = sh.st.qps.get(&qpn)
             && let (Some(srq), Some(t)) = (q.srq, q.transport.as_ref())
             && t.needs_receive(&parsed)
         {
-            self.take_from_srq(now, qpn, srq, env);
+            self.take_from_srq(sh, now, qpn, srq, env);
         }
-        let RoceState { qps, keys, dirty, .. } = &mut self.st;
+        let RoceState { qps, keys, dirty, .. } = &mut sh.st;
         let Some(Qp { transport: Some(t), inline, pd, .. }) = qps.get_mut(&qpn) else {
-            self.counters.rx_no_qp += 1;
+            sh.report.counters.rx_no_qp += 1;
             env.rec.record(now, EventKind::FrameDropped { reason: format!("no QP {qpn} ready to receive (RTR)") });
             return;
         };
         let pd = *pd;
-        self.counters.frames_received += 1;
-        if self.data_path_events {
+        sh.report.counters.frames_received += 1;
+        if sh.report.data_path_events {
             let b = &parsed.transport.bth;
             env.rec.record(now, EventKind::FrameReceived { qp: qpn, opcode: b.opcode.code(), psn: b.psn, len });
         }
         let mut mem = QpMemory { keys, mem: env.mem, pd, inline, dma_errors: 0 };
         t.handle_frame(now, &parsed, &mut mem);
-        self.counters.dma_errors += mem.dma_errors;
+        sh.report.counters.dma_errors += mem.dma_errors;
         dirty.insert(qpn);
-        self.service_dirty(now, env);
-        self.collect_irqs(now, env.rec);
+        self.service_dirty(sh, now, env);
+        sh.collect_irqs(now, env.rec);
     }
+}
+
+/// Write one completion as a CQE.
+pub(super) fn complete(sh: &mut Shared, now: Duration, qpn: u32, d: Done, env: &mut Env<'_>) {
+    let Some(qp) = sh.st.qps.get_mut(&qpn) else { return };
+    let (cq, cqe, requester, status, solicited) = match d {
+        Done::Send(c) => {
+            let (cqe, status) = req_cqe(qp, c.id, c.status.code());
+            (qp.scq, cqe, true, status, !c.status.is_ok())
+        }
+        Done::Refused { send: true, id } => {
+            let (cqe, status) = req_cqe(qp, id, ReqStatus::LocalQpOperation.code());
+            (qp.scq, cqe, true, status, true)
+        }
+        Done::UdRecv(u) => {
+            let c = &u.common;
+            let cqe = super::ud::ud_cqe(qp.handle, c, Some((u.src_qp, u.src_mac)));
+            (qp.rcq, cqe, false, c.status.code(), c.solicited || !c.status.is_ok())
+        }
+        Done::Recv(c) if qp.kind.is_datagram() => {
+            let cqe = super::ud::ud_cqe(qp.handle, &c, None);
+            (qp.rcq, cqe, false, c.status.code(), c.solicited || !c.status.is_ok())
+        }
+        Done::Recv(c) => {
+            let cqe = res_cqe(qp.handle, &c);
+            (qp.rcq, cqe, false, c.status.code(), c.solicited || !c.status.is_ok())
+        }
+        Done::Refused { send: false, id } => {
+            let c = RecvCompletion {
+                id,
+                status: RespStatus::LocalQpOperation,
+                kind: RecvKind::Send,
+                bytes: 0,
+                imm: None,
+                solicited: false,
+            };
+            let cqe =
+                if qp.kind.is_datagram() { super::ud::ud_cqe(qp.handle, &c, None) } else { res_cqe(qp.handle, &c) };
+            (qp.rcq, cqe, false, c.status.code(), true)
+        }
+    };
+    sh.write_cqe(now, CqeWrite { cq, qp: qpn, bytes: cqe, requester, status, solicited }, env);
 }
 
 /// The RQ WQE's wr_id at `index`, if its header can be read.
@@ -538,7 +569,8 @@ fn res_cqe(handle: u64, c: &RecvCompletion) -> [u8; CQE_BYTES] {
     r.as_bytes().try_into().expect("32 bytes")
 }
 
-fn flushed_recv(id: u64) -> RecvCompletion {
+/// A flushed receive completion for wr_id `id`.
+pub(super) fn flushed_recv(id: u64) -> RecvCompletion {
     RecvCompletion { id, status: RespStatus::Flushed, kind: RecvKind::Send, bytes: 0, imm: None, solicited: false }
 }
 

@@ -30,7 +30,7 @@ const ROCE_VNIC_MODES: u32 =
 
 /// What the L2 filters decide for a RoCE frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Admission {
+pub(crate) enum Admission {
     /// On to the RoCE engine, with a warning when no source backs the decision.
     Admitted {
         /// The VNIC the filter steers to.
@@ -43,7 +43,7 @@ pub enum Admission {
 }
 
 /// Whether a RoCE frame of `len` bytes to `dst` (untagged) reaches the RoCE engine.
-pub fn admit(l2: &L2Config, dst: &[u8; 6], len: usize) -> Admission {
+pub(crate) fn admit(l2: &L2Config, dst: &[u8; 6], len: usize) -> Admission {
     let mut matched = false;
     for f in l2.filters.values().filter(|f| f.matches(dst, None)) {
         matched = true;

@@ -22,13 +22,13 @@ use crate::roce::transport::{AccessError, AtomicOp, Memory, RemoteAccess, Sge};
 use super::mr::{AccessKind, KeyError, KeyTable};
 
 /// The lkey of an inline-data SGE.
-pub const INLINE_LKEY: u32 = 0;
+pub(crate) const INLINE_LKEY: u32 = 0;
 
 /// The reserved lkey: SGE addresses are bus addresses (see the module's documentation).
-pub const RESERVED_LKEY: u32 = 0xFFFF_FFFF;
+pub(crate) const RESERVED_LKEY: u32 = 0xFFFF_FFFF;
 
 /// One QP's memory.
-pub struct QpMemory<'a> {
+pub(crate) struct QpMemory<'a> {
     /// The function's keys.
     pub keys: &'a KeyTable,
     /// The DMA view.

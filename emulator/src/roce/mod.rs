@@ -3,35 +3,41 @@
 //! between the BCM57608's work-queue and completion formats and the HSI-agnostic
 //! reliable-connected [`transport`].
 //!
-//! [`engine::RoceEngine`] is what the device drives: CMDQ triggers and BAR2 doorbells in, frames
+//! [`RoceEngine`] is what the device drives: CMDQ triggers and BAR2 doorbells in, frames
 //! in and out, DMA through the function's view, completions on the CREQ and CQs, MSI-X vectors
 //! out. [`transport`] is the reliable-connected transport (requester, responder and completer),
 //! which knows nothing of the BCM57608's work-queue or completion formats.
+//!
+//! The engine's parts are crate-private modules (hosts reach the engine through [`RoceEngine`]
+//! and the device), so what nothing uses shows as dead code.
 
-pub mod ah;
+pub(crate) mod ah;
 pub mod caps;
-pub mod cc;
-pub mod channel;
+pub(crate) mod cc;
+pub(crate) mod channel;
 mod cmd;
-pub mod counters;
-pub mod cq;
+mod commands;
+pub(crate) mod counters;
+pub(crate) mod cq;
 mod datapath;
 pub mod doorbell;
-pub mod engine;
-pub mod gid;
-pub mod l2_gate;
-pub mod memory;
-pub mod mr;
-pub mod nq;
-pub mod pages;
-pub mod qp;
-pub mod srq;
+pub(crate) mod engine;
+pub(crate) mod gid;
+pub(crate) mod l2_gate;
+pub(crate) mod memory;
+pub(crate) mod mr;
+pub(crate) mod nq;
+pub(crate) mod pages;
+mod post;
+pub(crate) mod qp;
+mod shared;
+pub(crate) mod srq;
 mod srq_path;
-pub mod state;
+pub(crate) mod state;
 mod timers;
 pub mod transport;
 mod ud;
-pub mod wqe;
+pub(crate) mod wqe;
 
 pub use counters::RoceCounters;
 pub use engine::{Env, RoceEngine};

@@ -191,7 +191,7 @@ pub struct KeyTable {
 }
 
 /// Index of a key.
-pub fn key_index(key: u32) -> u32 {
+pub(crate) fn key_index(key: u32) -> u32 {
     key >> 8
 }
 

@@ -24,11 +24,11 @@ use crate::host_memory::HostMemory;
 use super::pages::{PageList, PagesError};
 
 /// Bytes of one entry.
-pub const ENTRY_BYTES: usize = 16;
+pub(crate) const ENTRY_BYTES: usize = 16;
 /// Offset of the byte holding the valid bit.
-pub const VALID_BYTE: usize = 8;
+pub(crate) const VALID_BYTE: usize = 8;
 /// Most entries a ring keeps waiting for room; beyond that entries are dropped (and counted).
-pub const MAX_BACKLOG: usize = 1 << 16;
+pub(crate) const MAX_BACKLOG: usize = 1 << 16;
 
 /// One NQ-type ring's producer state.
 #[derive(Debug, Clone)]

@@ -257,7 +257,7 @@ pub struct Qp {
 
 /// A send WQE taken off a send queue: its number and first slot, with the WQE or why it cannot be
 /// carried out.
-pub type TakenSendWqe = Result<(u64, u32, SqWqe), (u64, u32, WqeError)>;
+pub(crate) type TakenSendWqe = Result<(u64, u32, SqWqe), (u64, u32, WqeError)>;
 
 impl Qp {
     /// Take the next posted send WQE off the send queue (`None` when none is posted), readable
@@ -297,7 +297,7 @@ impl Qp {
 /// transition the QP to SQE", then `qp_state` RTS with `cur_qp_state` SQE). SQE itself is not a
 /// MODIFY_QP target: the QP enters it on its own (IBA §10.3.1; verbs.c `qp_state_table` has no
 /// transition to it).
-pub fn transition_allowed(from: QpState, to: QpState) -> bool {
+pub(crate) fn transition_allowed(from: QpState, to: QpState) -> bool {
     use QpState::*;
     matches!(
         (from, to),

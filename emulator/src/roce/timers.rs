@@ -16,7 +16,7 @@ const SLACK: usize = 64;
 
 /// Each QP's deadline, and a heap of (deadline, QP) entries some of which may be stale.
 #[derive(Debug, Default, Clone)]
-pub struct QpTimers {
+pub(super) struct QpTimers {
     /// The deadline each QP holds.
     due: BTreeMap<u32, Duration>,
     /// Entries, earliest first; one is live when `due` holds its deadline for its QP.
@@ -25,13 +25,13 @@ pub struct QpTimers {
 
 impl QpTimers {
     /// Forget every deadline.
-    pub fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.due.clear();
         self.heap.clear();
     }
 
     /// Set QP `qpn`'s deadline to `at`, or clear it (`None`).
-    pub fn set(&mut self, qpn: u32, at: Option<Duration>) {
+    pub(super) fn set(&mut self, qpn: u32, at: Option<Duration>) {
         // A deadline that does not change leaves the heap as it was, its top live.
         let changed = match at {
             Some(t) => {
@@ -49,12 +49,12 @@ impl QpTimers {
     }
 
     /// The earliest deadline.
-    pub fn next(&self) -> Option<Duration> {
+    pub(super) fn next(&self) -> Option<Duration> {
         self.heap.peek().map(|Reverse((t, _))| *t)
     }
 
     /// The QP whose deadline is earliest, if it is at or before `now`; its deadline is cleared.
-    pub fn pop_due(&mut self, now: Duration) -> Option<u32> {
+    pub(super) fn pop_due(&mut self, now: Duration) -> Option<u32> {
         let &Reverse((t, qpn)) = self.heap.peek()?;
         if t > now {
             return None;

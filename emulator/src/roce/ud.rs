@@ -70,21 +70,21 @@ use crate::roce::transport::memory::{gather_sges, scatter_sges};
 use crate::roce::transport::{AccessError, RecvCompletion, RecvKind, ReqStatus, RespStatus, SendCompletion, SendOp};
 
 use super::ah::AhTable;
-use super::caps::LOOPBACK_LATENCY;
-use super::datapath::Done;
-use super::engine::{Env, RoceEngine};
+use super::datapath::{DataPath, Done, complete, flushed_recv};
+use super::engine::Env;
 use super::gid::GidTable;
 use super::memory::QpMemory;
 use super::qp::Qp;
+use super::shared::Shared;
 use super::state::RoceState;
 use super::wqe::SqWqe;
 
 /// Bytes of the GRH area at the start of a UD receive buffer (the size of an IBA GRH; Linux
 /// rdma/ib_verbs.h `union rdma_network_hdr`).
-pub const GRH_BYTES: usize = 40;
+pub(super) const GRH_BYTES: usize = 40;
 /// Where the IPv4 header sits in the GRH area for RoCE v2 over IPv4 (its last 20 bytes:
 /// `rdma_network_hdr.roce4grh` after 20 reserved bytes).
-pub const GRH_IPV4_OFFSET: usize = 20;
+pub(super) const GRH_IPV4_OFFSET: usize = 20;
 /// The Q_Key bit that asks for the QP's own Q_Key instead of the WQE's (IBA §10.2.4).
 const QKEY_USE_QP: u32 = 0x8000_0000;
 
@@ -102,25 +102,32 @@ pub(super) struct UdRecv {
 /// Why a UD send failed: the completion status and what was wrong.
 type SendFailure = (ReqStatus, String);
 
-impl RoceEngine {
+impl DataPath {
     /// Take the send WQEs posted to datagram QP `qpn` (in RTS, SQE or ERR) off its ring: sent in
     /// RTS, flushed in SQE and ERR; and, in ERR, flush the receive WQEs it holds.
-    pub(super) fn ud_sends(&mut self, now: Duration, qpn: u32, env: &mut Env<'_>, done: &mut Vec<Done>) {
-        let RoceState { qps, keys, gids, ahs, .. } = &mut self.st;
+    pub(super) fn ud_sends(
+        &mut self,
+        sh: &mut Shared,
+        now: Duration,
+        qpn: u32,
+        env: &mut Env<'_>,
+        done: &mut Vec<Done>,
+    ) {
+        let RoceState { qps, keys, gids, ahs, .. } = &mut sh.st;
         let Some(qp) = qps.get_mut(&qpn) else { return };
         if qp.state == QpState::Err {
-            done.extend(qp.early_recvs.drain(..).map(|w| Done::Recv(flushed(w.id))));
+            done.extend(qp.early_recvs.drain(..).map(|w| Done::Recv(flushed_recv(w.id))));
         }
         if !matches!(qp.state, QpState::Rts | QpState::Sqe | QpState::Err) {
             return;
         }
         let force = qp.flags & CmdqCreateQp::QP_FLAGS_FORCE_COMPLETION != 0;
         while let Some(taken) = qp.take_send_wqe(env.mem) {
-            self.counters.wqes += 1;
+            sh.report.counters.wqes += 1;
             let (seq, w) = match taken {
                 Ok((seq, _, w)) => (seq, w),
                 Err((seq, slot, e)) => {
-                    self.counters.bad_wqes += 1;
+                    sh.report.counters.bad_wqes += 1;
                     let reason = format!("SQ WQE at slot {slot}: {e}");
                     env.rec.record(now, EventKind::WqeRefused { qp: qpn, reason });
                     done.push(Done::Refused { send: true, id: seq });
@@ -139,24 +146,18 @@ impl RoceEngine {
             let mut mem = QpMemory { keys, mem: env.mem, pd: qp.pd, inline: &no_inline, dma_errors: 0 };
             let mut frame = Vec::new();
             let sent = ud_packet(qp, &w, ahs, gids, &mut mem, &mut frame);
-            self.counters.dma_errors += mem.dma_errors;
+            sh.report.counters.dma_errors += mem.dma_errors;
             match sent {
                 Ok(()) => {
-                    self.counters.frames_sent += 1;
-                    if self.data_path_events {
+                    sh.report.counters.frames_sent += 1;
+                    if sh.report.data_path_events {
                         let psn = qp.attrs.sq_psn.wrapping_sub(1) & 0xff_ffff;
                         let opcode = if imm.is_some() { Opcode::UdSendOnlyImm } else { Opcode::UdSendOnly };
                         let len = frame.len();
                         env.rec
                             .record(now, EventKind::FrameSent { qp: qpn, opcode: opcode.code(), psn, len, aeth: None });
                     }
-                    let dst: [u8; 6] = frame[..6].try_into().expect("a frame has an Ethernet header");
-                    if dst == self.mac || gids.has_mac(&dst) {
-                        self.counters.frames_looped += 1;
-                        self.loopback.push_back((now + LOOPBACK_LATENCY, WireFrame::Plain(frame)));
-                    } else {
-                        self.frames.push(WireFrame::Plain(frame));
-                    }
+                    self.route(gids, &mut sh.report.counters, now, WireFrame::Plain(frame));
                     if w.signaled() || force {
                         done.push(Done::Send(SendCompletion { id: seq, status: ReqStatus::Ok, op, bytes: w.length }));
                     }
@@ -172,9 +173,16 @@ impl RoceEngine {
     }
 
     /// A checked RoCE frame for UD QP `qpn`.
-    pub(super) fn ud_frame(&mut self, now: Duration, qpn: u32, frame: &RoceFrame<'_>, env: &mut Env<'_>) {
+    pub(super) fn ud_frame(
+        &mut self,
+        sh: &mut Shared,
+        now: Duration,
+        qpn: u32,
+        frame: &RoceFrame<'_>,
+        env: &mut Env<'_>,
+    ) {
         let mut done = Vec::new();
-        let RoceState { qps, keys, .. } = &mut self.st;
+        let RoceState { qps, keys, .. } = &mut sh.st;
         let Some(qp) = qps.get_mut(&qpn) else { return };
         let why = match (frame.transport.deth, qp.state) {
             (None, _) => Some("not a UD opcode".to_string()),
@@ -186,11 +194,11 @@ impl RoceEngine {
             _ => None,
         };
         if let Some(why) = why {
-            self.counters.ud_dropped += 1;
+            sh.report.counters.ud_dropped += 1;
             env.rec.record(now, EventKind::FrameDropped { reason: format!("UD QP {qpn}: {why}") });
             return;
         }
-        self.counters.frames_received += 1;
+        sh.report.counters.frames_received += 1;
         let deth = frame.transport.deth.expect("checked above");
         let wqe = qp.early_recvs.pop_front().expect("checked above");
         let mut grh = [0u8; GRH_BYTES];
@@ -199,7 +207,7 @@ impl RoceEngine {
         let mut mem = QpMemory { keys, mem: env.mem, pd: qp.pd, inline: &qp.inline, dma_errors: 0 };
         let wrote = scatter_sges(&mut mem, &wqe.sges, 0, &grh)
             .and_then(|ok| Ok(ok && scatter_sges(&mut mem, &wqe.sges, GRH_BYTES as u64, frame.payload)?));
-        self.counters.dma_errors += mem.dma_errors;
+        sh.report.counters.dma_errors += mem.dma_errors;
         let status = match wrote {
             Ok(true) => RespStatus::Ok,
             Ok(false) => RespStatus::LocalLength,
@@ -222,23 +230,21 @@ impl RoceEngine {
                 _ => QpErr::RES_ERR_STATE_REASON_RES_MEMORY_ERROR,
             };
             qp.state = QpState::Err;
-            self.pending_qp_error.push((qpn, 0, reason));
-            done.extend(qp.early_recvs.drain(..).map(|w| Done::Recv(flushed(w.id))));
-            self.st.dirty.insert(qpn);
+            self.queue_qp_error(qpn, 0, reason);
+            done.extend(qp.early_recvs.drain(..).map(|w| Done::Recv(flushed_recv(w.id))));
+            sh.st.dirty.insert(qpn);
         }
-        if self.data_path_events {
+        if sh.report.data_path_events {
             let b = &frame.transport.bth;
             let len = frame.payload.len();
             env.rec.record(now, EventKind::FrameReceived { qp: qpn, opcode: b.opcode.code(), psn: b.psn, len });
         }
         for d in done {
-            self.complete(now, qpn, d, env);
+            complete(sh, now, qpn, d, env);
         }
-        for (q, req, res) in std::mem::take(&mut self.pending_qp_error) {
-            self.qp_error_event(now, q, req, res, env);
-        }
-        self.service_dirty(now, env);
-        self.collect_irqs(now, env.rec);
+        self.post_qp_errors(sh, now, env);
+        self.service_dirty(sh, now, env);
+        sh.collect_irqs(now, env.rec);
     }
 }
 
@@ -356,11 +362,6 @@ impl From<crate::net::WireError> for UdBuild {
     fn from(e: crate::net::WireError) -> UdBuild {
         UdBuild::Wire(e)
     }
-}
-
-/// A flushed receive completion for wr_id `id`.
-fn flushed(id: u64) -> RecvCompletion {
-    RecvCompletion { id, status: RespStatus::Flushed, kind: RecvKind::Send, bytes: 0, imm: None, solicited: false }
 }
 
 /// The `cq_res_ud` CQE of a UD QP's receive completion (`src` None for completions without a

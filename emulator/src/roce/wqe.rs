@@ -34,9 +34,9 @@ use crate::roce::transport::{Sge, SgeList};
 use super::pages::PageList;
 
 /// Bytes of one slot.
-pub const SLOT_BYTES: u64 = 16;
+pub(crate) const SLOT_BYTES: u64 = 16;
 /// Slots a static-mode WQE owns (`sizeof(struct sq_send) / sizeof(struct sq_sge)`).
-pub const STATIC_WQE_SLOTS: u32 = 8;
+pub(crate) const STATIC_WQE_SLOTS: u32 = 8;
 
 /// A send WQE as read from the ring, before the transport sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,7 +85,7 @@ impl SqWqe {
 
 /// A receive WQE.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RqWqe {
+pub(crate) struct RqWqe {
     /// `wr_id[0]` bits 19:0, returned in the CQE.
     pub wr_id: u32,
     /// The SGEs (va, lkey, size), as the transport takes them.
@@ -189,7 +189,7 @@ pub struct SqLayout {
 /// Read the SQ WQE at `slot`; `available` slots from `slot` on hold posted WQEs. Returns the WQE
 /// and the slots it owns, or why it cannot be carried out and the slots it owns if they are known
 /// (not when its size is unreadable or wrong in variable mode).
-pub fn read_sq_wqe(
+pub(crate) fn read_sq_wqe(
     ring: &PageList,
     mem: &dyn HostMemory,
     layout: SqLayout,
@@ -307,7 +307,7 @@ fn wqe_size(head: &[u8]) -> u8 {
 
 /// Read the RQ WQE of index `index` (stride `stride_slots`, the ring holding `size` WQEs); it
 /// may carry at most `max_sge` SGEs.
-pub fn read_rq_wqe(
+pub(crate) fn read_rq_wqe(
     ring: &PageList,
     mem: &dyn HostMemory,
     index: u32,

@@ -21,7 +21,7 @@ use crate::roce::caps::MAX_PD;
 use crate::roce::state::RoceState;
 
 /// CREATE_AH.
-pub fn create_ah(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
+pub(super) fn create_ah(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
     let req: C = parse(cmd, 0x40)?;
     match req.type_ {
         C::TYPE_V2IPV4 => {}
@@ -77,7 +77,7 @@ pub fn create_ah(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome 
 }
 
 /// DESTROY_AH.
-pub fn destroy_ah(st: &mut RoceState, cmd: &Cmd<'_>) -> Outcome {
+pub(super) fn destroy_ah(st: &mut RoceState, cmd: &Cmd<'_>) -> Outcome {
     let req: CmdqDestroyAh = parse(cmd, 0x18)?;
     let id = req.ah_cid.get();
     if !st.ahs.remove(id) {

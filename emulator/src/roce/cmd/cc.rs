@@ -48,10 +48,10 @@ const FIRST_EXTENSION: usize = size_of::<B>() + 8;
 /// Bytes of MODIFY_ROCE_CC the model reads: through `time_per_phase` (byte 0x28), three slots.
 const MODIFY_MIN_BYTES: usize = 0x30;
 /// Bytes of QUERY_ROCE_CC's side buffer in TLV form, padded to 16-byte units (144).
-pub const QUERY_SB_BYTES: usize = (size_of::<Q>() + size_of::<S>()).next_multiple_of(16);
+pub(super) const QUERY_SB_BYTES: usize = (size_of::<Q>() + size_of::<S>()).next_multiple_of(16);
 
 /// MODIFY_ROCE_CC.
-pub fn modify_roce_cc(st: &mut RoceState, cmd: &Cmd<'_>) -> Outcome {
+pub(super) fn modify_roce_cc(st: &mut RoceState, cmd: &Cmd<'_>) -> Outcome {
     let req: B = parse(cmd, MODIFY_MIN_BYTES)?;
     let gen1 = match cmd.tlv {
         Some(t) if t.flags & Tlv::FLAGS_MORE != 0 => extensions(cmd.bytes)?,
@@ -115,7 +115,7 @@ fn extensions(bytes: &[u8]) -> Result<Option<G>, Refusal> {
 }
 
 /// QUERY_ROCE_CC.
-pub fn query_roce_cc(st: &RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
+pub(super) fn query_roce_cc(st: &RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
     let _: CmdqQueryRoceCc = parse(cmd, 16)?;
     let slots = (QUERY_SB_BYTES / 16) as u8;
     let mut base = Q::new_zeroed();

@@ -21,10 +21,10 @@ use crate::roce::pages::{PageList, PblSpec};
 use crate::roce::state::RoceState;
 
 /// DPIs are BAR2 pages: 8 MiB of 4 KiB pages.
-pub const MAX_DPI_NUMBER: u32 = (crate::config_space::BAR2_SIZE / 4096) as u32;
+pub(super) const MAX_DPI_NUMBER: u32 = (crate::config_space::BAR2_SIZE / 4096) as u32;
 
 /// CREATE_CQ.
-pub fn create_cq(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
+pub(super) fn create_cq(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
     let req: C = parse(cmd, 0x30)?;
     let flags = req.flags.get();
     if flags & C::FLAGS_INFINITE_CQ_MODE != 0 {
@@ -77,7 +77,7 @@ pub fn create_cq(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome 
 /// level and PBL, checked as CREATE_CQ checks them (bnxt_re sends `cqe + 1` entries capped at
 /// `max_cqe + 1`, ib_verbs.c `bnxt_re_resize_cq`); the engine carries it out after the answer
 /// is queued ([`crate::roce::cq`]).
-pub fn resize_cq(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
+pub(super) fn resize_cq(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
     let req: R = parse(cmd, 0x28)?;
     let id = req.cq_cid.get();
     if !st.cqs.contains_key(&id) {
@@ -109,7 +109,7 @@ pub fn resize_cq(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome 
 }
 
 /// DESTROY_CQ. A CQ a QP still completes to cannot go.
-pub fn destroy_cq(st: &mut RoceState, cmd: &Cmd<'_>) -> Outcome {
+pub(super) fn destroy_cq(st: &mut RoceState, cmd: &Cmd<'_>) -> Outcome {
     let req: CmdqDestroyCq = parse(cmd, 0x18)?;
     let id = req.cq_cid.get();
     if !st.cqs.contains_key(&id) {

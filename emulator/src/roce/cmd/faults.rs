@@ -113,7 +113,6 @@ impl CommandFaults {
         let Some(action) = armed.or_else(planned) else {
             return Injected::NONE;
         };
-        tracing::debug!(nic = self.nic, opcode, nth, ?action, "injected RoCE command fault");
         let injected = match &action {
             CommandAction::NoResponse => Injected::Swallow,
             CommandAction::ActsNoResponse => Injected::ActSilently,

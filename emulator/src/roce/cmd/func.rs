@@ -20,10 +20,10 @@ use crate::roce::caps::*;
 use crate::roce::state::{FwInit, RoceState};
 
 /// RoCE SP HSI version the model implements (roce_hsi.h `ROCE_SP_HSI_VERSION_*`, 1.8.6).
-pub const ROCE_HSI_VERSION: (u8, u8, u8) = (1, 8, 6);
+pub(super) const ROCE_HSI_VERSION: (u8, u8, u8) = (1, 8, 6);
 
 /// QUERY_FUNC: the function's RoCE capabilities in the side buffer.
-pub fn query_func(cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
+pub(super) fn query_func(cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
     let _: CmdqQueryFunc = parse(cmd, 16)?;
     let l = cx.limits;
     let first_qp = first_qpn(l);
@@ -67,12 +67,12 @@ pub fn query_func(cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
 
 /// The first QP number RoCE QPs get: past the L2 and QP1 context entries, and never 0 or 1
 /// (QP0 and QP1 are the special QPs of the IBA).
-pub fn first_qpn(l: crate::firmware::context_mem::ContextLimits) -> u32 {
+pub(super) fn first_qpn(l: crate::firmware::context_mem::ContextLimits) -> u32 {
     (l.l2_qps + l.qp1_qps).max(2)
 }
 
 /// QUERY_VERSION: firmware and interface versions in the completion itself.
-pub fn query_version(cmd: &Cmd<'_>) -> Outcome {
+pub(super) fn query_version(cmd: &Cmd<'_>) -> Outcome {
     let _: CmdqQueryVersion = parse(cmd, 16)?;
     let (maj, min, bld, _) = FW_VERSION;
     answer::<CreqQueryVersionResp>(|r| {
@@ -84,7 +84,7 @@ pub fn query_version(cmd: &Cmd<'_>) -> Outcome {
 }
 
 /// INITIALIZE_FW.
-pub fn initialize_fw(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
+pub(super) fn initialize_fw(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
     type I = CmdqInitializeFw;
     let req: I = parse(cmd, 0x70)?;
     if st.init.is_some() {
@@ -150,7 +150,7 @@ pub fn initialize_fw(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outc
 }
 
 /// DEINITIALIZE_FW: every RoCE object of the function is dropped.
-pub fn deinitialize_fw(st: &mut RoceState, cmd: &Cmd<'_>) -> Outcome {
+pub(super) fn deinitialize_fw(st: &mut RoceState, cmd: &Cmd<'_>) -> Outcome {
     let _: CmdqDeinitializeFw = parse(cmd, 16)?;
     st.clear();
     answer_xid(0)

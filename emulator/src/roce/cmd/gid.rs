@@ -44,7 +44,7 @@ fn check_vlan_stats(vlan: u16, stats_ctx: u16, cx: &CmdCtx<'_>) -> Result<(), Re
 }
 
 /// ADD_GID: the entry goes to the lowest free index, which is the answer's `xid`.
-pub fn add_gid(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
+pub(super) fn add_gid(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
     let req: CmdqAddGid = parse(cmd, 0x2c)?;
     let e = entry(&req.gid, &req.src_mac)?;
     check_vlan_stats(req.vlan.get(), req.stats_ctx.get(), cx)?;
@@ -54,7 +54,7 @@ pub fn add_gid(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
 }
 
 /// MODIFY_GID: replace the entry at `gid_index`.
-pub fn modify_gid(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
+pub(super) fn modify_gid(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
     let req: CmdqModifyGid = parse(cmd, 0x30)?;
     let e = entry(&req.gid, &req.src_mac)?;
     check_vlan_stats(req.vlan.get(), req.stats_ctx.get(), cx)?;
@@ -66,7 +66,7 @@ pub fn modify_gid(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome
 }
 
 /// DELETE_GID. QPs that resolved their path from the entry at RTR keep that path.
-pub fn delete_gid(st: &mut RoceState, cmd: &Cmd<'_>) -> Outcome {
+pub(super) fn delete_gid(st: &mut RoceState, cmd: &Cmd<'_>) -> Outcome {
     let req: CmdqDeleteGid = parse(cmd, 0x18)?;
     let index = req.gid_index.get();
     if !st.gids.delete(index) {

@@ -13,7 +13,7 @@
 mod ah;
 mod cc;
 mod cq;
-pub mod faults;
+pub(super) mod faults;
 mod func;
 mod gid;
 mod modify_qp;
@@ -29,13 +29,14 @@ use bnxt_hsi::roce::rcfw::{CreqStatus, opcode_name};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 use crate::firmware::context_mem::ContextLimits;
+use crate::firmware::response::parse as zero_extended;
 use crate::firmware::state::FwState;
 use crate::host_memory::HostMemory;
 
 use super::state::RoceState;
 
 /// A command as the handlers see it.
-pub struct Cmd<'a> {
+pub(super) struct Cmd<'a> {
     /// `opcode`.
     pub opcode: u8,
     /// `cookie`.
@@ -64,7 +65,7 @@ impl Cmd<'_> {
 }
 
 /// What a handler needs besides the objects.
-pub struct CmdCtx<'a> {
+pub(super) struct CmdCtx<'a> {
     /// The function's DMA view.
     pub mem: &'a dyn HostMemory,
     /// The HWRM firmware's state (rings, statistics contexts, context memory).
@@ -107,10 +108,10 @@ impl Refusal {
 
 /// A CREQ completion's bytes (type, status, cookie, valid bit and event are filled in by the
 /// channel), or a refusal.
-pub type Outcome = Result<[u8; 16], Refusal>;
+pub(super) type Outcome = Result<[u8; 16], Refusal>;
 
 /// The completion layout `T` after `fill`.
-pub fn answer<T: FromZeros + IntoBytes + Immutable>(fill: impl FnOnce(&mut T)) -> Outcome {
+pub(super) fn answer<T: FromZeros + IntoBytes + Immutable>(fill: impl FnOnce(&mut T)) -> Outcome {
     let mut t = T::new_zeroed();
     fill(&mut t);
     let mut out = [0u8; 16];
@@ -120,13 +121,13 @@ pub fn answer<T: FromZeros + IntoBytes + Immutable>(fill: impl FnOnce(&mut T)) -
 
 /// A completion that only carries `xid` (the `creq_*_resp` layouts of the commands without
 /// further fields share this shape).
-pub fn answer_xid(xid: u32) -> Outcome {
+pub(super) fn answer_xid(xid: u32) -> Outcome {
     answer::<CreqAddGidResp>(|r| r.xid = xid.into())
 }
 
 /// Parse the command as `T`, requiring at least `min` bytes (shorter layouts of older
 /// interface versions are zero-extended beyond that).
-pub fn parse<T: FromBytes + KnownLayout + Immutable + Command>(cmd: &Cmd<'_>, min: usize) -> Result<T, Refusal> {
+pub(super) fn parse<T: FromBytes + KnownLayout + Immutable + Command>(cmd: &Cmd<'_>, min: usize) -> Result<T, Refusal> {
     if cmd.bytes.len() < min {
         return Err(Refusal::invalid(format!(
             "{} of {} bytes ({} slots) is shorter than the {min} bytes the model reads",
@@ -135,17 +136,14 @@ pub fn parse<T: FromBytes + KnownLayout + Immutable + Command>(cmd: &Cmd<'_>, mi
             cmd.bytes.len() / 16
         )));
     }
-    let mut buf = vec![0u8; size_of::<T>()];
-    let n = cmd.bytes.len().min(buf.len());
-    buf[..n].copy_from_slice(&cmd.bytes[..n]);
-    Ok(T::read_from_bytes(&buf).expect("buffer of the layout's size"))
+    Ok(zero_extended(cmd.bytes))
 }
 
 /// The page-table shape of a CQ or SRQ (`pg_size_lvl`: level in bits 1:0, page size code in bits
 /// 4:2; `pbl_pg_size` bits 2:0 when its valid flag is set, else 4 KiB table pages), as
 /// roce_hsi.h `cmdq_create_cq` and `cmdq_create_srq` lay them out: (level, page shift, table
 /// shift).
-pub fn table_shape(pg_size_lvl: u32, pbl_valid: bool, pbl_pg_size: u8) -> Result<(u8, u32, u32), Refusal> {
+pub(super) fn table_shape(pg_size_lvl: u32, pbl_valid: bool, pbl_pg_size: u8) -> Result<(u8, u32, u32), Refusal> {
     let level = (pg_size_lvl & 0x3) as u8;
     if level > 2 {
         return Err(Refusal::invalid(format!("level {level} is not 0, 1 or 2")));
@@ -164,7 +162,7 @@ pub fn table_shape(pg_size_lvl: u32, pbl_valid: bool, pbl_pg_size: u8) -> Result
 }
 
 /// A QP's or SRQ's PD (below `max_pd`) and DPI (a doorbell page of BAR2).
-pub fn check_pd_dpi(pd: u32, dpi: u32) -> Result<(), Refusal> {
+pub(super) fn check_pd_dpi(pd: u32, dpi: u32) -> Result<(), Refusal> {
     use crate::roce::caps::MAX_PD;
     if pd >= MAX_PD {
         return Err(Refusal::invalid(format!("pd_id {pd} is not below max_pd {MAX_PD}")));
@@ -175,15 +173,20 @@ pub fn check_pd_dpi(pd: u32, dpi: u32) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// Write a side buffer (`sb`, with its `creq_resp_sb_hdr` filled here) to the command's
+/// Write a side buffer (`sb`, a `creq_query_*_resp_sb` layout whose header is filled here) to the command's
 /// `resp_addr`, checking `resp_size` holds it.
-pub fn write_side_buffer(cmd: &Cmd<'_>, cx: &CmdCtx<'_>, sb: Vec<u8>) -> Result<(), Refusal> {
+pub(super) fn write_side_buffer(cmd: &Cmd<'_>, cx: &CmdCtx<'_>, sb: Vec<u8>) -> Result<(), Refusal> {
     write_side_buffer_at(cmd, cx, sb, 0)
 }
 
-/// [`write_side_buffer`] for a side buffer whose `creq_resp_sb_hdr` starts `header` bytes in (after
+/// [`write_side_buffer`] for a side buffer whose header starts `header` bytes in (after
 /// the `roce_tlv` header of a TLV-formatted one); `resp_size` there is the whole buffer's.
-pub fn write_side_buffer_at(cmd: &Cmd<'_>, cx: &CmdCtx<'_>, mut sb: Vec<u8>, header: usize) -> Result<(), Refusal> {
+pub(super) fn write_side_buffer_at(
+    cmd: &Cmd<'_>,
+    cx: &CmdCtx<'_>,
+    mut sb: Vec<u8>,
+    header: usize,
+) -> Result<(), Refusal> {
     let need = sb.len();
     if cmd.resp_bytes() < need {
         return Err(Refusal::invalid(format!(
@@ -196,17 +199,20 @@ pub fn write_side_buffer_at(cmd: &Cmd<'_>, cx: &CmdCtx<'_>, mut sb: Vec<u8>, hea
     if addr == 0 {
         return Err(Refusal::invalid("resp_addr is 0 but the command answers in a side buffer"));
     }
-    let h = &mut sb[header..header + 8];
-    h[0] = cmd.opcode;
-    h[1] = 0;
-    h[2..4].copy_from_slice(&cmd.cookie.to_le_bytes());
-    h[6] = (need / 16) as u8;
+    // Every `creq_query_*_resp_sb` starts with the same header (opcode, status, cookie, flags,
+    // resp_size in 16-byte units); the smallest of them is its view.
+    let (h, _) = CreqQuerySrqRespSb::mut_from_prefix(&mut sb[header..])
+        .expect("a side buffer is one of the `creq_query_*_resp_sb` layouts, 32 bytes or more");
+    h.opcode = cmd.opcode;
+    h.status = 0;
+    h.cookie = cmd.cookie.into();
+    h.resp_size = (need / 16) as u8;
     cx.mem.write(addr, &sb).map_err(|e| Refusal::hardware(format!("side buffer: {e}")))
 }
 
 /// How the model handles an opcode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Support {
+pub(super) enum Support {
     /// Carried out.
     Implemented,
     /// Defined by the interface, not carried out (NOT_IMPLEMENTED).
@@ -216,7 +222,7 @@ pub enum Support {
 }
 
 /// Opcodes the model carries out.
-pub const IMPLEMENTED: [u8; 25] = [
+pub(super) const IMPLEMENTED: [u8; 25] = [
     B::OPCODE_QUERY_FUNC,
     B::OPCODE_QUERY_VERSION,
     B::OPCODE_INITIALIZE_FW,
@@ -245,7 +251,7 @@ pub const IMPLEMENTED: [u8; 25] = [
 ];
 
 /// How the model handles `opcode`.
-pub fn support(opcode: u8) -> Support {
+pub(super) fn support(opcode: u8) -> Support {
     if IMPLEMENTED.contains(&opcode) {
         Support::Implemented
     } else if opcode_name(opcode).is_some() {
@@ -256,7 +262,7 @@ pub fn support(opcode: u8) -> Support {
 }
 
 /// Run the command.
-pub fn execute(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
+pub(super) fn execute(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
     match support(cmd.opcode) {
         Support::Undefined => {
             return Err(Refusal {
@@ -304,53 +310,76 @@ pub fn execute(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
 }
 
 /// Key fields of a command for the event log (empty when there are none worth naming).
-pub fn summary(opcode: u8, bytes: &[u8]) -> String {
-    let get = |at: usize, n: usize| -> u64 {
-        let mut b = [0u8; 8];
-        if let Some(s) = bytes.get(at..at + n) {
-            b[..n].copy_from_slice(s);
-        }
-        u64::from_le_bytes(b)
-    };
+pub(super) fn summary(opcode: u8, bytes: &[u8]) -> String {
     match opcode {
-        B::OPCODE_CREATE_QP => format!(
-            "type={} sq_size={} rq_size={} scq={} rcq={} pd={} flags=0x{:x}",
-            get(0x1c, 1),
-            get(0x24, 4),
-            get(0x28, 4),
-            get(0x30, 4),
-            get(0x34, 4),
-            get(0x3c, 4),
-            get(0x18, 4)
-        ),
-        B::OPCODE_MODIFY_QP => {
-            format!("qp={} mask=0x{:x} state={}", get(0x14, 4), get(0x10, 4), get(0x18, 1) & 0xf)
+        B::OPCODE_CREATE_QP => {
+            let c: CmdqCreateQp = zero_extended(bytes);
+            format!(
+                "type={} sq_size={} rq_size={} scq={} rcq={} pd={} flags=0x{:x}",
+                c.type_,
+                c.sq_size.get(),
+                c.rq_size.get(),
+                c.scq_cid.get(),
+                c.rcq_cid.get(),
+                c.pd_id.get(),
+                c.qp_flags.get()
+            )
         }
-        B::OPCODE_DESTROY_QP | B::OPCODE_QUERY_QP => format!("qp={}", get(0x10, 4)),
-        B::OPCODE_CREATE_CQ => format!("cq_size={} nq={} lvl={}", get(0x24, 4), get(0x1c, 4) & 0xfff, get(0x18, 4) & 3),
-        B::OPCODE_RESIZE_CQ => format!("cq={} new_cq_size={}", get(0x10, 4), (get(0x14, 4) >> 5) & 0xff_ffff),
-        B::OPCODE_DESTROY_CQ => format!("cq={}", get(0x10, 4)),
-        B::OPCODE_CREATE_SRQ => format!("srq_size={} nq={} pd={}", get(0x1c, 2), get(0x1a, 2) & 0xfff, get(0x24, 4)),
-        B::OPCODE_DESTROY_SRQ | B::OPCODE_QUERY_SRQ => format!("srq={}", get(0x10, 4)),
-        B::OPCODE_REGISTER_MR => format!(
-            "key=0x{:x} flags=0x{:x} lvl={} va=0x{:x} size={}",
-            get(0x14, 4),
-            get(2, 2),
-            get(0x10, 1) & 3,
-            get(0x20, 8),
-            get(0x28, 8)
-        ),
-        B::OPCODE_DEREGISTER_MR => format!("lkey=0x{:x}", get(0x10, 4)),
-        B::OPCODE_DEALLOCATE_KEY => format!("key=0x{:x}", get(0x14, 4)),
-        B::OPCODE_DELETE_GID => format!("gid_index={}", get(0x10, 2)),
-        B::OPCODE_INITIALIZE_FW => format!("flags=0x{:x} stat_ctx_id={}", get(2, 2), get(0x6c, 4)),
-        B::OPCODE_MODIFY_ROCE_CC => format!(
-            "mask=0x{:x} enable_cc={} tos=0x{:x} cc_mode={}",
-            get(0x10, 4),
-            get(0x14, 1),
-            get(0x1c, 1),
-            get(0x24, 1)
-        ),
+        B::OPCODE_MODIFY_QP => {
+            let c: CmdqModifyQp = zero_extended(bytes);
+            let state = c.network_type_en_sqd_async_notify_new_state & CmdqModifyQp::NEW_STATE_MASK;
+            format!("qp={} mask=0x{:x} state={state}", c.qp_cid.get(), c.modify_mask.get())
+        }
+        B::OPCODE_DESTROY_QP => format!("qp={}", zero_extended::<CmdqDestroyQp>(bytes).qp_cid.get()),
+        B::OPCODE_QUERY_QP => format!("qp={}", zero_extended::<CmdqQueryQp>(bytes).qp_cid.get()),
+        B::OPCODE_CREATE_CQ => {
+            let c: CmdqCreateCq = zero_extended(bytes);
+            let nq = c.cq_fco_cnq_id.get() & CmdqCreateCq::CNQ_ID_MASK;
+            let lvl = c.pg_size_lvl.get() & CmdqCreateCq::LVL_MASK;
+            format!("cq_size={} nq={nq} lvl={lvl}", c.cq_size.get())
+        }
+        B::OPCODE_RESIZE_CQ => {
+            let c: CmdqResizeCq = zero_extended(bytes);
+            let mask = CmdqResizeCq::NEW_CQ_SIZE_MASK;
+            let size = (c.new_cq_size_pg_size_lvl.get() & mask) >> mask.trailing_zeros();
+            format!("cq={} new_cq_size={size}", c.cq_cid.get())
+        }
+        B::OPCODE_DESTROY_CQ => format!("cq={}", zero_extended::<CmdqDestroyCq>(bytes).cq_cid.get()),
+        B::OPCODE_CREATE_SRQ => {
+            let c: CmdqCreateSrq = zero_extended(bytes);
+            let nq = c.eventq_id.get() & CmdqCreateSrq::EVENTQ_ID_MASK;
+            format!("srq_size={} nq={nq} pd={}", c.srq_size.get(), c.pd_id.get())
+        }
+        B::OPCODE_DESTROY_SRQ => format!("srq={}", zero_extended::<CmdqDestroySrq>(bytes).srq_cid.get()),
+        B::OPCODE_QUERY_SRQ => format!("srq={}", zero_extended::<CmdqQuerySrq>(bytes).srq_cid.get()),
+        B::OPCODE_REGISTER_MR => {
+            let c: CmdqRegisterMr = zero_extended(bytes);
+            format!(
+                "key=0x{:x} flags=0x{:x} lvl={} va=0x{:x} size={}",
+                c.key.get(),
+                c.flags.get(),
+                c.log2_pg_size_lvl & CmdqRegisterMr::LVL_MASK,
+                c.va.get(),
+                c.mr_size.get()
+            )
+        }
+        B::OPCODE_DEREGISTER_MR => format!("lkey=0x{:x}", zero_extended::<CmdqDeregisterMr>(bytes).lkey.get()),
+        B::OPCODE_DEALLOCATE_KEY => format!("key=0x{:x}", zero_extended::<CmdqDeallocateKey>(bytes).key.get()),
+        B::OPCODE_DELETE_GID => format!("gid_index={}", zero_extended::<CmdqDeleteGid>(bytes).gid_index.get()),
+        B::OPCODE_INITIALIZE_FW => {
+            let c: CmdqInitializeFw = zero_extended(bytes);
+            format!("flags=0x{:x} stat_ctx_id={}", c.flags.get(), c.stat_ctx_id.get())
+        }
+        B::OPCODE_MODIFY_ROCE_CC => {
+            let c: CmdqModifyRoceCc = zero_extended(bytes);
+            format!(
+                "mask=0x{:x} enable_cc={} tos=0x{:x} cc_mode={}",
+                c.modify_mask.get(),
+                c.enable_cc,
+                c.tos_dscp_tos_ecn,
+                c.cc_mode
+            )
+        }
         _ => String::new(),
     }
 }

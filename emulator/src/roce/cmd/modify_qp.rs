@@ -269,7 +269,7 @@ fn apply(req: &M, mask: u32, qp: &Qp) -> Result<QpAttributes, Refusal> {
 }
 
 /// MODIFY_QP.
-pub fn modify_qp(st: &mut RoceState, cmd: &Cmd<'_>, _cx: &CmdCtx<'_>) -> Outcome {
+pub(super) fn modify_qp(st: &mut RoceState, cmd: &Cmd<'_>, _cx: &CmdCtx<'_>) -> Outcome {
     let req: M = parse(cmd, 0x70)?;
     let id = req.qp_cid.get();
     let mask = req.modify_mask.get();

@@ -32,7 +32,7 @@ fn check_pd(pd: u32) -> Result<(), Refusal> {
 }
 
 /// ALLOCATE_MRW: a key for a region or window, not yet registered.
-pub fn allocate_mrw(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
+pub(super) fn allocate_mrw(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
     let req: A = parse(cmd, 0x20)?;
     let kind = KeyKind::from_flags(req.mrw_flags & A::MRW_FLAGS_MASK).ok_or_else(|| {
         Refusal::invalid(format!("mrw_flags type {} is not defined", req.mrw_flags & A::MRW_FLAGS_MASK))
@@ -51,7 +51,7 @@ pub fn allocate_mrw(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outco
 }
 
 /// DEALLOCATE_KEY: free a key, registered or not.
-pub fn deallocate_key(st: &mut RoceState, cmd: &Cmd<'_>) -> Outcome {
+pub(super) fn deallocate_key(st: &mut RoceState, cmd: &Cmd<'_>) -> Outcome {
     let req: CmdqDeallocateKey = parse(cmd, 0x18)?;
     let key = req.key.get();
     let kind = KeyKind::from_flags(req.mrw_flags)
@@ -65,7 +65,7 @@ pub fn deallocate_key(st: &mut RoceState, cmd: &Cmd<'_>) -> Outcome {
 }
 
 /// REGISTER_MR.
-pub fn register_mr(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
+pub(super) fn register_mr(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
     let req: R = parse(cmd, 0x30)?;
     let flags = req.flags.get();
     let alloc = flags & R::FLAGS_ALLOC_MR != 0;
@@ -129,7 +129,7 @@ pub fn register_mr(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcom
 }
 
 /// DEREGISTER_MR: the region goes, the key stays allocated.
-pub fn deregister_mr(st: &mut RoceState, cmd: &Cmd<'_>) -> Outcome {
+pub(super) fn deregister_mr(st: &mut RoceState, cmd: &Cmd<'_>) -> Outcome {
     let req: CmdqDeregisterMr = parse(cmd, 0x18)?;
     let key = req.lkey.get();
     match st.keys.get_mut(key) {

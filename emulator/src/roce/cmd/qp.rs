@@ -42,9 +42,9 @@ use crate::roce::state::RoceState;
 use crate::roce::wqe::STATIC_WQE_SLOTS;
 
 /// Bytes of one ORRQ entry (bnxt_re `BNXT_QPLIB_MAX_ORRQE_ENTRY_SIZE`; roce_hsi.h `xrrq_orrq`).
-pub const ORRQ_ENTRY: u64 = 32;
+pub(super) const ORRQ_ENTRY: u64 = 32;
 /// Bytes of one IRRQ entry (`BNXT_QPLIB_MAX_IRRQE_ENTRY_SIZE`; `xrrq_irrq`).
-pub const IRRQ_ENTRY: u64 = 32;
+pub(super) const IRRQ_ENTRY: u64 = 32;
 
 fn level_and_shift(byte: u8, flag_valid: bool, pbl_code: u8, what: &str) -> Result<(u8, u32, u32), Refusal> {
     let level = byte & C::SQ_LVL_MASK;
@@ -88,10 +88,10 @@ fn probe_buffer(cx: &CmdCtx<'_>, addr: u64, len: u64, what: &str) -> Result<(), 
 /// The QP number the GSI QP gets: QP1, the general services QP (Linux rdma/ib_verbs.h `IB_QP1`,
 /// which bnxt_re's ib_verbs.c `bnxt_re_build_qp1_send_v2` addresses MADs to; bnxt_re qplib_res.h
 /// `map_qp_id_to_tbl_indx` keeps xid 1 apart for it).
-pub const GSI_QPN: u32 = 1;
+pub(super) const GSI_QPN: u32 = 1;
 
 /// CREATE_QP.
-pub fn create_qp(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
+pub(super) fn create_qp(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
     let req: C = parse(cmd, 0x60)?;
     let kind = match req.type_ {
         C::TYPE_RC => QpKind::Rc,
@@ -321,7 +321,7 @@ fn gsi_qpn(st: &RoceState, limits: ContextLimits) -> Result<u32, Refusal> {
 }
 
 /// QUERY_QP: the QP's state and attributes in the side buffer.
-pub fn query_qp(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
+pub(super) fn query_qp(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
     let req: CmdqQueryQp = parse(cmd, 0x18)?;
     let id = req.qp_cid.get();
     let qp = st.qps.get(&id).ok_or_else(|| Refusal::invalid(format!("qp_cid {id} is not a QP")))?;
@@ -367,7 +367,7 @@ pub fn query_qp(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
 
 /// DESTROY_QP: the QP goes with whatever it had outstanding (no completions, as IBA §11.2.4.4
 /// says of destroying a QP).
-pub fn destroy_qp(st: &mut RoceState, cmd: &Cmd<'_>) -> Outcome {
+pub(super) fn destroy_qp(st: &mut RoceState, cmd: &Cmd<'_>) -> Outcome {
     let req: CmdqDestroyQp = parse(cmd, 0x18)?;
     let id = req.qp_cid.get();
     let Some(qp) = st.qps.remove(&id) else {

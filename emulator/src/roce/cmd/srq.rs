@@ -31,7 +31,7 @@ use crate::roce::srq::Srq;
 use crate::roce::state::RoceState;
 
 /// CREATE_SRQ.
-pub fn create_srq(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
+pub(super) fn create_srq(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
     let req: C = parse(cmd, 0x30)?;
     let flags = req.flags.get();
     let pbl_valid = flags & C::FLAGS_PBL_PG_SIZE_VALID != 0;
@@ -76,7 +76,7 @@ pub fn create_srq(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome
 }
 
 /// QUERY_SRQ: the limit in the side buffer (what `bnxt_qplib_query_srq` reads back).
-pub fn query_srq(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
+pub(super) fn query_srq(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome {
     let req: CmdqQuerySrq = parse(cmd, 0x18)?;
     let id = req.srq_cid.get();
     let srq = st.srqs.get(&id).ok_or_else(|| Refusal::invalid(format!("srq_cid {id} is not an SRQ")))?;
@@ -88,7 +88,7 @@ pub fn query_srq(st: &mut RoceState, cmd: &Cmd<'_>, cx: &CmdCtx<'_>) -> Outcome 
 }
 
 /// DESTROY_SRQ. An SRQ a QP still takes receive WQEs from cannot go.
-pub fn destroy_srq(st: &mut RoceState, cmd: &Cmd<'_>) -> Outcome {
+pub(super) fn destroy_srq(st: &mut RoceState, cmd: &Cmd<'_>) -> Outcome {
     let req: CmdqDestroySrq = parse(cmd, 0x18)?;
     let id = req.srq_cid.get();
     if !st.srqs.contains_key(&id) {
