@@ -38,7 +38,7 @@ mod memory;
 mod rcfw;
 
 pub use function::SeamFunction;
-pub use machine::{Interposed, SeamLine};
+pub use machine::{Interposed, LiveError, SeamLine};
 
 /// The `tracing` target of the layer's messages.
 pub const TARGET: &str = "bnxt::interpose";

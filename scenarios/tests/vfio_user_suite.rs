@@ -51,7 +51,7 @@ impl Servers {
     fn start() -> Servers {
         let dir = tempfile::tempdir().unwrap();
         let segment = dir.path().join("segment.sock");
-        let hub = Hub::bind(&SegmentOptions { socket: segment.clone(), pcap: None, catch_signals: false })
+        let hub = Hub::bind(&SegmentOptions { socket: segment.clone(), pcap: None, control: None, catch_signals: false })
             .expect("the hub listens");
         let stop_hub = hub.stopper().unwrap();
         let hub = std::thread::spawn(move || hub.run().expect("the hub runs"));

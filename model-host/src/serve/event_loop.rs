@@ -185,7 +185,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
             && control_ready.iter().any(|&r| r)
         {
             let clients = ctl.clients();
-            ctl.serve(&control_ready, &mut |request| control_request(request, &mut nic, start, clients));
+            ctl.serve(&control_ready, &mut |request: Request| control_request(request, &mut nic, start, clients));
             log_events(&mut nic, &mut hwrm, options)?;
         }
         if segment_ready
