@@ -232,7 +232,9 @@ fn a_fault_armed_mid_run_counts_from_its_arming_and_fires_once_with_nth() {
     assert!(e.starts_with("BNXT: FUNC_QCAPS refused by the firmware: BUSY"), "{e}");
     let log = seam.take_log();
     assert!(
-        log.iter().any(|l| l.text.starts_with("FUNC_QCAPS #3: error BUSY: not passed on") && l.text.ends_with("(armed fault 1)")),
+        log.iter()
+            .any(|l| l.text.starts_with("FUNC_QCAPS #3: error BUSY: not passed on")
+                && l.text.ends_with("(armed fault 1)")),
         "the third FUNC_QCAPS, the first after the arming: {log:?}"
     );
     // Once: the next open works, and the model saw every FUNC_QCAPS but the refused one.
@@ -285,7 +287,10 @@ fn faults_the_seam_cannot_arm_are_refused_naming_why() {
     let e = seam.arm(0, ver_get, None, None, Action::Hwrm(FirmwareAction::WrongSeqId)).unwrap_err();
     assert_eq!(e, LiveError::Malformed { action: "wrong-seq-id" });
     assert_eq!(seam.arm(0, ver_get, Some(0), None, none.clone()), Err(LiveError::Arm(ArmError::Zero { field: "nth" })));
-    assert!(matches!(seam.arm(0, create_qp, None, None, none), Err(LiveError::NoCommandQueue { .. } | LiveError::Arm(_))));
+    assert!(matches!(
+        seam.arm(0, create_qp, None, None, none),
+        Err(LiveError::NoCommandQueue { .. } | LiveError::Arm(_))
+    ));
     // NIC 1, not live, is handed out without the layer; NIC 0 with it, and nothing fired.
     Nic::open(&seam, 1).unwrap().close();
     Nic::open(&seam, 0).unwrap().close();

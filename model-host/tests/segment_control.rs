@@ -214,14 +214,28 @@ fn the_ctl_command_speaks_to_a_hub_and_says_refusals_in_its_status() {
     assert!(control.exists(), "the control socket is bound before the hub's");
     let ctl = |args: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_bnxt-model")).arg("ctl").arg(&control).args(args).output().unwrap();
-        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     };
-    let (code, out, err) = ctl(&["wire", "set", r#"{"drop":0.25,"rules":[{"kind":"delay","delay":{"secs":0,"nanos":5000}}]}"#, "--seed", "3"]);
+    let (code, out, err) = ctl(&[
+        "wire",
+        "set",
+        r#"{"drop":0.25,"rules":[{"kind":"delay","delay":{"secs":0,"nanos":5000}}]}"#,
+        "--seed",
+        "3",
+    ]);
     assert_eq!(code, Some(0), "{out} {err}");
     let (code, out, _) = ctl(&["state"]);
     assert_eq!(code, Some(0));
     let reply: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!((reply["state"]["wire"]["drop"].as_f64(), reply["state"]["wire_seed"].as_u64()), (Some(0.25), Some(3)), "{out}");
+    assert_eq!(
+        (reply["state"]["wire"]["drop"].as_f64(), reply["state"]["wire_seed"].as_u64()),
+        (Some(0.25), Some(3)),
+        "{out}"
+    );
     assert_eq!(reply["state"]["ports"], serde_json::json!([]), "no peer yet");
     let (code, _, err) = ctl(&["link", "0", "down"]);
     assert_eq!(code, Some(1), "{err}");

@@ -52,8 +52,9 @@ impl Servers {
     fn start() -> Servers {
         let dir = tempfile::tempdir().unwrap();
         let segment = dir.path().join("segment.sock");
-        let hub = Hub::bind(&SegmentOptions { socket: segment.clone(), pcap: None, control: None, catch_signals: false })
-            .expect("the hub listens");
+        let hub =
+            Hub::bind(&SegmentOptions { socket: segment.clone(), pcap: None, control: None, catch_signals: false })
+                .expect("the hub listens");
         let stop_hub = hub.stopper().unwrap();
         let hub = std::thread::spawn(move || hub.run().expect("the hub runs"));
         let mut sockets = Vec::new();
@@ -304,9 +305,8 @@ fn faults_at_the_seam(dirs: &[&str], every: bool) -> Vec<String> {
             // A malformed answer a `fault` step arms fires on the NIC's server (BNXT_RIG_ARM),
             // whose state shows it until the next scenario's restart.
             let on_a_server = || {
-                (0..scenario.nics).any(|nic| {
-                    target.state(nic).is_ok_and(|s| s.nic.armed_faults.iter().any(|f| f.fired > 0))
-                })
+                (0..scenario.nics)
+                    .any(|nic| target.state(nic).is_ok_and(|s| s.nic.armed_faults.iter().any(|f| f.fired > 0)))
             };
             assert!(
                 seam.iter().any(|l| bnxt_rig::report::console::seam_fired(l)) || on_a_server(),

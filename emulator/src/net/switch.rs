@@ -716,7 +716,10 @@ mod tests {
         let due = sw.next_deadline().expect("held");
         sw.set_faults(FaultStage::none());
         let d = sw.poll(due + Duration::from_micros(1));
-        assert_eq!(d.iter().map(|d| (d.frame[20], d.at)).collect::<Vec<_>>(), vec![(1, due + Duration::from_micros(1))]);
+        assert_eq!(
+            d.iter().map(|d| (d.frame[20], d.at)).collect::<Vec<_>>(),
+            vec![(1, due + Duration::from_micros(1))]
+        );
         assert_eq!(sw.fault_counters(), FaultCounters::default(), "the new stage has counted nothing");
     }
 

@@ -16,8 +16,8 @@ use std::process::ExitCode;
 
 use std::time::Duration;
 
-use bnxt_model::faults::{ActionKind, FaultPlan};
 use bnxt_model::faults::WirePlan;
+use bnxt_model::faults::{ActionKind, FaultPlan};
 use bnxt_model_host::serve::ctl::client;
 use bnxt_model_host::serve::ctl::hub::HubRequest;
 use bnxt_model_host::serve::ctl::protocol::{FaultFile, FaultSpec, Request, schema};

@@ -269,9 +269,10 @@ pub fn arm_at_seam<M: Machine>(
     fault: &ModelFault,
 ) -> Result<(), TargetError> {
     let (request, nth, action) = fault.armed();
-    seam.arm(fault.nic(), request, nth, None, action)
-        .map(|_| ())
-        .map_err(|e| TargetError::Cannot { target: target.into(), what: format!("arm the fault at the driver's seam: {e}") })
+    seam.arm(fault.nic(), request, nth, None, action).map(|_| ()).map_err(|e| TargetError::Cannot {
+        target: target.into(),
+        what: format!("arm the fault at the driver's seam: {e}"),
+    })
 }
 
 /// The target `spec` names (`model`).
