@@ -18,7 +18,7 @@ use bnxt_model_host::serve::ctl::protocol::{FaultSpec, Reply, Request};
 use bnxt_vfio_user::header::Command;
 use bnxt_vfio_user::linux::PCI_CONFIG_REGION_INDEX;
 use bnxt_vfio_user::payload::{DmaMap, RegionAccess};
-use peers_support::exchange;
+use peers_support::{exchange, leave_mid_line_and_send_a_line_too_long};
 use vfio_user_support::{Raw, Server, fd_of, memfd, peek, ver_get, wait_response, write_region};
 use zerocopy::{FromBytes, IntoBytes};
 
@@ -184,15 +184,7 @@ fn bad_requests_and_bad_clients_get_answers_and_leave_the_server_up() {
     assert!(replies[7].ok && replies[7].state.as_ref().unwrap()["control_clients"].as_u64().unwrap() >= 2);
 
     // A client that goes away in the middle of a line, and one that sends a line too long.
-    let mut gone = UnixStream::connect(&rig.control).unwrap();
-    gone.write_all(br#"{"cmd":"fault-"#).unwrap();
-    drop(gone);
-    let mut long = UnixStream::connect(&rig.control).unwrap();
-    long.set_read_timeout(Some(TIMEOUT)).unwrap();
-    let _ = long.write_all(&vec![b'x'; 70 * 1024]);
-    let mut reply = String::new();
-    let _ = BufReader::new(&long).read_line(&mut reply);
-    assert!(reply.contains("longer than"), "{reply}");
+    leave_mid_line_and_send_a_line_too_long(&rig.control, br#"{"cmd":"fault-"#);
 
     drop(idle);
     // The server still serves both sockets.

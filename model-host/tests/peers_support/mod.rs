@@ -58,6 +58,20 @@ pub fn wait_socket(child: &mut Child, path: &Path) {
     }
 }
 
+/// Two bad clients of the control socket at `path`: one that goes away in the middle of a line
+/// (`partial`), and one that sends a line too long, which must be told so.
+pub fn leave_mid_line_and_send_a_line_too_long(path: &Path, partial: &[u8]) {
+    let mut gone = UnixStream::connect(path).unwrap();
+    gone.write_all(partial).unwrap();
+    drop(gone);
+    let mut long = UnixStream::connect(path).unwrap();
+    long.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _ = long.write_all(&vec![b'x'; 70 * 1024]);
+    let mut reply = String::new();
+    let _ = BufReader::new(&long).read_line(&mut reply);
+    assert!(reply.contains("longer than"), "{reply}");
+}
+
 /// Send `lines` to the control socket at `path` on one connection and read one reply line per
 /// request line.
 pub fn exchange<R: DeserializeOwned>(path: &Path, lines: &[&str]) -> Vec<R> {

@@ -10,6 +10,8 @@
 
 use bnxt_model::faults::WirePlan;
 use bnxt_model::net::fault::FaultCounters;
+
+use crate::serve::segment::SegmentSummary;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -68,18 +70,9 @@ pub struct PortState {
 pub struct HubState {
     /// The ports peers hold now, in order.
     pub ports: Vec<PortState>,
-    /// Peers that ever joined.
-    pub peers: u64,
-    /// Frames read from peers.
-    pub frames_in: u64,
-    /// Frames written (or queued) to peers.
-    pub frames_out: u64,
-    /// Frames dropped: too short for Ethernet, or for a peer that did not read.
-    pub dropped: u64,
-    /// Frames dropped at a port whose cable was out.
-    pub dropped_link_down: u64,
-    /// Peers disconnected for sending something other than frames.
-    pub garbage_peers: u64,
+    /// The hub's counters since it started: peers that joined, frames in and out, dropped.
+    #[serde(flatten)]
+    pub counters: SegmentSummary,
     /// The wire plan frames pass through now, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wire: Option<WirePlan>,

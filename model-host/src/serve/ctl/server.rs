@@ -46,6 +46,14 @@ impl ControlServer {
         Ok(ControlServer { listener: Listener::bind(path)?, clients: Vec::new() })
     }
 
+    /// Listen at `path`, if there is one, saying so in the log.
+    pub fn listen(path: Option<&Path>) -> Result<Option<ControlServer>, SocketError> {
+        let Some(path) = path else { return Ok(None) };
+        let server = ControlServer::bind(path)?;
+        tracing::info!(control = %path.display(), "control socket listening");
+        Ok(Some(server))
+    }
+
     /// Clients connected now.
     pub fn clients(&self) -> usize {
         self.clients.len()

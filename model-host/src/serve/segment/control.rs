@@ -69,7 +69,6 @@ impl HubCore {
     }
 
     fn state(&self, clients: usize) -> HubState {
-        let s = &self.summary;
         HubState {
             ports: self
                 .peers
@@ -80,12 +79,7 @@ impl HubCore {
                     port
                 })
                 .collect(),
-            peers: s.peers,
-            frames_in: s.frames_in,
-            frames_out: s.frames_out,
-            dropped: s.dropped,
-            dropped_link_down: s.dropped_link_down,
-            garbage_peers: s.garbage_peers,
+            counters: self.summary,
             wire: self.wire.as_ref().map(|(plan, _)| plan.clone()),
             wire_seed: self.wire.as_ref().map(|(_, seed)| *seed),
             wire_faults: self.switch.fault_counters(),

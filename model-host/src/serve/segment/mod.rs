@@ -29,6 +29,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::ServeError;
 use super::ctl::hub::{HubRequest, PortState};
@@ -59,8 +61,8 @@ pub struct SegmentOptions {
     pub catch_signals: bool,
 }
 
-/// What a run of the hub did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What a run of the hub did (and, in its control channel's `state`, has done so far).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SegmentSummary {
     /// Peers that connected.
     pub peers: u64,
@@ -115,14 +117,7 @@ impl Hub {
     /// and open the pcap, if any.
     pub fn bind(options: &SegmentOptions) -> Result<Hub, ServeError> {
         let signals = StopSignals::install(options.catch_signals).map_err(ServeError::Signals)?;
-        let control = match &options.control {
-            Some(path) => {
-                let server = ControlServer::bind(path)?;
-                tracing::info!(control = %path.display(), "segment hub control socket listening");
-                Some(server)
-            }
-            None => None,
-        };
+        let control = ControlServer::listen(options.control.as_deref())?;
         let listener = Listener::bind(&options.socket)?;
         let mut switch = Switch::new(LinkTiming::default());
         let tap = match &options.pcap {
