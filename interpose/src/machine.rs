@@ -108,9 +108,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LiveError {
     /// The NIC's functions are handed out without the layer.
-    #[error(
-        "NIC {nic} was handed out without the layer in front of it: name it with `Interposed::live` before the run"
-    )]
+    #[error("NIC {nic} is handed out without the layer in front of it: name it with `Interposed::live` before the run")]
     NotLive {
         /// The NIC.
         nic: usize,
@@ -174,7 +172,9 @@ impl<M: Machine> Interposed<M> {
     /// Arm a fault on NIC `nic` from now on, as the model arms one ([`bnxt_model::armed`]):
     /// `nth` counts from the requests of that type the layer has seen (1 = the next), and the
     /// fault fires `count` times (once with `nth`, always without, by default). Armed faults
-    /// are looked at before the plan's, oldest first. Its id, unique on the NIC.
+    /// are looked at before the plan's, oldest first. Its id, unique on the NIC. The NIC must
+    /// carry the layer ([`Interposed::live`], or faults of the plan on it), and for a RoCE
+    /// command the layer must hold its CMDQ (`live` with `roce`, or RoCE faults of the plan).
     pub fn arm(
         &self,
         nic: usize,
@@ -187,8 +187,10 @@ impl<M: Machine> Interposed<M> {
         if !kind.applies_to_roce() {
             return Err(LiveError::Malformed { action: bnxt_model::armed::action_name(kind) });
         }
-        let roce = *self.live.get(&nic).ok_or(LiveError::NotLive { nic })?;
-        if matches!(target, Target::Roce(_)) && !roce && !self.plan.roce_commands.iter().any(|f| f.nic == nic) {
+        if !self.faulty(nic) {
+            return Err(LiveError::NotLive { nic });
+        }
+        if matches!(target, Target::Roce(_)) && !self.roce(nic) {
             return Err(LiveError::NoCommandQueue { nic });
         }
         let shared = lock(&self.nics).entry(nic).or_default().clone();

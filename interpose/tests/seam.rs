@@ -295,4 +295,8 @@ fn faults_the_seam_cannot_arm_are_refused_naming_why() {
     Nic::open(&seam, 1).unwrap().close();
     Nic::open(&seam, 0).unwrap().close();
     assert!(seam.take_log().is_empty());
+    // A NIC the plan names carries the layer already: faults can be armed on it.
+    let planned = Interposed::new(m.clone(), hwrm(1, "VER_GET", Some(99), FirmwareAction::NoResponse));
+    assert_eq!(planned.arm(1, ver_get, Some(1), None, Action::Hwrm(FirmwareAction::NoResponse)), Ok(1));
+    assert!(Nic::open(&planned, 1).unwrap_err().to_string().contains("VER_GET: no answer"));
 }
