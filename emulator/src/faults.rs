@@ -234,6 +234,7 @@ impl WireFaultKind {
 
 /// A wire fault applied to chosen frames; every field left out matches anything.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct WireRule {
     /// Frames sent by this NIC (index in the machine).
@@ -260,6 +261,7 @@ pub struct WireRule {
 
 /// Wire faults: a probability per kind (0 to 1, per frame) and rules.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct WirePlan {
     /// Chance a frame is lost.

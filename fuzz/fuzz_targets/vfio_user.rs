@@ -1,8 +1,8 @@
 //! vfio-user message sequences against the server's protocol state machine, in process: the
 //! server's `Protocol` and `ServedNic` driven message by message as the serve loop drives them,
 //! with memfds (sealed or not, of any size), eventfds, pipes and no descriptor at all where
-//! commands take them, and structure-aware payloads for every command the server knows, plus raw
-//! ones, and shrinking (`ftruncate`) an unsealed memfd the server has mapped, as a client may
+//! commands take them, and structure-aware payloads for every command the server knows (faults
+//! armed with BNXT_RIG_ARM among them), plus raw ones, and shrinking (`ftruncate`) an unsealed memfd the server has mapped, as a client may
 //! (the server's SIGBUS guard must take the fault). Invariants: every command gets exactly one reply (none with NO_REPLY) naming its id and
 //! command, an error reply is the header alone, and the counters agree; a read-only mapping the
 //! harness lent (a canary) is never written; afterwards a new connection negotiates and reads
@@ -110,6 +110,20 @@ enum Op {
         resp_page: u16,
     },
     Restart(String),
+    /// BNXT_RIG_ARM of a fault on an HWRM request (`req_type`) or a RoCE command (its low
+    /// byte), with an action of either channel (one of the other channel's must be refused),
+    /// chosen by `action` and `value`.
+    Arm {
+        roce: bool,
+        request: u16,
+        nth: Option<u8>,
+        count: Option<u8>,
+        roce_action: bool,
+        action: u8,
+        value: u32,
+    },
+    /// BNXT_RIG_ARM with any text.
+    ArmRaw(String),
     Raw {
         command: u16,
         flags: u8,
@@ -265,6 +279,26 @@ fuzz_target!(|ops: Vec<Op>| {
             Op::Restart(json) => {
                 // The canary stays lent across a restart (DMA maps belong to the connection).
                 run.command(Command::RigRestart, &[json.as_bytes()], Vec::new());
+            }
+            Op::Arm { roce, request, nth, count, roce_action, action, value } => {
+                let target =
+                    if *roce { serde_json::json!({"roce": *request as u8}) } else { serde_json::json!({"hwrm": request}) };
+                let what = match action % 7 {
+                    0 => serde_json::json!("no-response"),
+                    1 => serde_json::json!("acts-no-response"),
+                    2 => serde_json::json!({"delay": {"secs": value % 4000, "nanos": value % 1_000_000_000}}),
+                    3 if *roce_action => serde_json::json!({"error": *value as u8}),
+                    3 => serde_json::json!({"error": *value as u16}),
+                    4 => serde_json::json!("wrong-resp-len"),
+                    5 => serde_json::json!("wrong-seq-id"),
+                    _ => serde_json::json!("no-valid-byte"),
+                };
+                let action = if *roce_action { serde_json::json!({"roce": what}) } else { serde_json::json!({"hwrm": what}) };
+                let arm = serde_json::json!({"target": target, "nth": nth, "count": count, "action": action});
+                run.command(Command::RigArm, &[arm.to_string().as_bytes()], Vec::new());
+            }
+            Op::ArmRaw(json) => {
+                run.command(Command::RigArm, &[json.as_bytes()], Vec::new());
             }
             Op::Raw { command, flags, body } => {
                 let flags = u32::from(*flags) & (0xf | FLAG_NO_REPLY);

@@ -31,7 +31,8 @@ struct Core {
     inner: Arc<dyn PciFunction>,
     nic: usize,
     plan: Arc<FaultPlan>,
-    /// The plan names RoCE commands of this NIC (the CMDQ and CREQ are then the layer's).
+    /// The layer stands in for the NIC's CMDQ and CREQ (the plan names RoCE commands of this NIC,
+    /// or they may be armed on it mid-run).
     roce: bool,
     shared: Arc<Mutex<NicShared>>,
     log: Arc<Log>,
@@ -65,10 +66,10 @@ impl SeamFunction {
         inner: Arc<dyn PciFunction>,
         nic: usize,
         plan: Arc<FaultPlan>,
+        roce: bool,
         shared: Arc<Mutex<NicShared>>,
         log: Arc<Log>,
     ) -> SeamFunction {
-        let roce = plan.roce_commands.iter().any(|f| f.nic == nic);
         let core = Arc::new(Core { inner, nic, plan, roce, shared, log, state: Mutex::default() });
         SeamFunction { clock: PumpClock(core.clone()), core }
     }
@@ -108,9 +109,13 @@ impl Core {
         };
         let req_type = taken.header().req_type.get();
         let name = request_name(req_type);
-        let nth = lock(&self.shared).count_hwrm(req_type);
-        let action = self.plan.firmware_action(self.nic, req_type, nth).cloned();
-        let fired = |what: &str| format!("{name} #{nth}: {what}");
+        let (nth, armed) = lock(&self.shared).count_hwrm(req_type);
+        let by = armed_by(armed.as_ref().map(|(id, _)| *id));
+        let action = match armed {
+            Some((_, action)) => Some(action),
+            None => self.plan.firmware_action(self.nic, req_type, nth).cloned(),
+        };
+        let fired = |what: &str| format!("{name} #{nth}: {what}{by}");
         let fate = match action {
             Some(FirmwareAction::NoResponse) => {
                 st.hwrm.drop_stores();
@@ -206,9 +211,14 @@ impl Core {
         let mut said = Vec::new();
         let mut decide = |c: Command| {
             let name = command_name(c.opcode);
-            let nth = lock(&self.shared).count_roce(c.opcode);
-            let fired = |what: &str| format!("{name} #{nth}: {what}");
-            match self.plan.command_action(self.nic, c.opcode, nth) {
+            let (nth, armed) = lock(&self.shared).count_roce(c.opcode);
+            let by = armed_by(armed.as_ref().map(|(id, _)| *id));
+            let fired = |what: &str| format!("{name} #{nth}: {what}{by}");
+            let action = match &armed {
+                Some((_, action)) => Some(action),
+                None => self.plan.command_action(self.nic, c.opcode, nth),
+            };
+            match action {
                 None => Verdict::PassOn,
                 Some(CommandAction::NoResponse) => {
                     said.push(fired("no-response: not passed on"));
@@ -238,6 +248,11 @@ impl Core {
             self.say(s);
         }
     }
+}
+
+/// What a log line adds for a fault armed mid-run (` (armed fault 2)`); nothing for the plan's.
+fn armed_by(id: Option<u64>) -> String {
+    id.map(|id| format!(" (armed fault {id})")).unwrap_or_default()
 }
 
 impl Drop for Core {

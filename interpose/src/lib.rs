@@ -18,6 +18,12 @@
 //!   request is what the model does, and what the driver relies on: it frees the memory a
 //!   refused request named at once, which a device that had acted would still use.
 //!
+//! Faults can also be armed while the run goes on ([`Interposed::arm`], as the model's armed
+//! faults: `nth` counted from the arming), on the NICs named for it when the machine is made
+//! ([`Interposed::live`]): their functions carry the layer from the first open, and for RoCE
+//! command faults the layer holds their CMDQ and CREQ from then on, since it can only take them
+//! over when the CREQ is made.
+//!
 //! An answer the layer receives first is handed over when the driver next waits on its clock
 //! (the layer's clock runs the hand-over before and after each sleep), so nothing runs beside
 //! the driver. The layer only ever reads what the driver wrote and writes where the driver
@@ -38,7 +44,7 @@ mod memory;
 mod rcfw;
 
 pub use function::SeamFunction;
-pub use machine::{Interposed, SeamLine};
+pub use machine::{Interposed, LiveError, SeamLine};
 
 /// The `tracing` target of the layer's messages.
 pub const TARGET: &str = "bnxt::interpose";

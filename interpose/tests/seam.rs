@@ -214,3 +214,89 @@ fn nics_the_plan_does_not_name_are_handed_out_untouched() {
     a.close();
     assert!(seam.take_log().iter().all(|l| l.nic == 1));
 }
+
+#[test]
+fn a_fault_armed_mid_run_counts_from_its_arming_and_fires_once_with_nth() {
+    use bnxt_model::armed::{Action, Target};
+    let m = model(1);
+    let seam = Interposed::new(m.clone(), FaultPlan::default()).live(0, false);
+    // Two opens before the fault: each sends FUNC_QCAPS, which the layer counts.
+    for _ in 0..2 {
+        Nic::open(&seam, 0).unwrap().close();
+    }
+    let busy = bnxt_hsi::hwrm::ErrorCode::by_name("BUSY").unwrap().value();
+    let qcaps = Target::Hwrm(req_type_by_name("FUNC_QCAPS").unwrap());
+    let id = seam.arm(0, qcaps, Some(1), None, Action::Hwrm(FirmwareAction::Error(busy))).unwrap();
+    assert_eq!(id, 1);
+    let e = Nic::open(&seam, 0).unwrap_err().to_string();
+    assert!(e.starts_with("BNXT: FUNC_QCAPS refused by the firmware: BUSY"), "{e}");
+    let log = seam.take_log();
+    assert!(
+        log.iter()
+            .any(|l| l.text.starts_with("FUNC_QCAPS #3: error BUSY: not passed on")
+                && l.text.ends_with("(armed fault 1)")),
+        "the third FUNC_QCAPS, the first after the arming: {log:?}"
+    );
+    // Once: the next open works, and the model saw every FUNC_QCAPS but the refused one.
+    Nic::open(&seam, 0).unwrap().close();
+    assert_eq!(requests_seen(&m, "FUNC_QCAPS"), 3);
+    // Without nth it fires on every one from then on.
+    let id = seam.arm(0, qcaps, None, None, Action::Hwrm(FirmwareAction::NoResponse)).unwrap();
+    assert_eq!(id, 2);
+    for _ in 0..2 {
+        assert!(Nic::open(&seam, 0).unwrap_err().to_string().contains("FUNC_QCAPS: no answer"));
+    }
+    assert_eq!(requests_seen(&m, "FUNC_QCAPS"), 0);
+}
+
+#[test]
+fn a_roce_command_fault_armed_mid_run_meets_the_next_command_of_an_open_nic() {
+    use bnxt_model::armed::{Action, Target};
+    let m = model(1);
+    let seam = Interposed::new(m.clone(), FaultPlan::default()).live(0, true);
+    let mut nic = Nic::open_with(&seam, 0, &SHORT).unwrap();
+    let mut first = Qp::make(&nic).unwrap();
+    assert_eq!(commands_seen(&m, "CREATE_QP"), 1, "the layer's CMDQ passed it on");
+    let create_qp = Target::Roce(opcode_by_name("CREATE_QP").unwrap());
+    seam.arm(0, create_qp, Some(1), None, Action::Roce(CommandAction::NoResponse)).unwrap();
+    let t0 = m.clock().now();
+    let e = Qp::make(&nic).unwrap_err().to_string();
+    assert_eq!(e, "BNXT: CREATE_QP: no answer from the firmware within 2000 ms; the NIC is wedged until close");
+    assert!(elapsed(&m, t0) >= Duration::from_secs(2));
+    assert_eq!(commands_seen(&m, "CREATE_QP"), 0, "the model never took the second");
+    let log = seam.take_log();
+    assert!(log.iter().any(|l| l.text == "CREATE_QP #2: no-response: not passed on (armed fault 1)"), "{log:?}");
+    let _ = first.destroy();
+    nic.close();
+    assert_eq!(m.world().nic_state(0).dma_mappings, 0);
+}
+
+#[test]
+fn faults_the_seam_cannot_arm_are_refused_naming_why() {
+    use bnxt_interpose::LiveError;
+    use bnxt_model::armed::{Action, ArmError, Target};
+    let m = model(2);
+    let seam = Interposed::new(m.clone(), FaultPlan::default()).live(0, false);
+    let ver_get = Target::Hwrm(req_type_by_name("VER_GET").unwrap());
+    let create_qp = Target::Roce(opcode_by_name("CREATE_QP").unwrap());
+    let none = Action::Hwrm(FirmwareAction::NoResponse);
+    assert_eq!(seam.arm(1, ver_get, None, None, none.clone()), Err(LiveError::NotLive { nic: 1 }));
+    let e = seam.arm(0, create_qp, None, None, Action::Roce(CommandAction::NoResponse)).unwrap_err();
+    assert_eq!(e, LiveError::NoCommandQueue { nic: 0 });
+    assert!(e.to_string().contains("CMDQ and CREQ"), "{e}");
+    let e = seam.arm(0, ver_get, None, None, Action::Hwrm(FirmwareAction::WrongSeqId)).unwrap_err();
+    assert_eq!(e, LiveError::Malformed { action: "wrong-seq-id" });
+    assert_eq!(seam.arm(0, ver_get, Some(0), None, none.clone()), Err(LiveError::Arm(ArmError::Zero { field: "nth" })));
+    assert!(matches!(
+        seam.arm(0, create_qp, None, None, none),
+        Err(LiveError::NoCommandQueue { .. } | LiveError::Arm(_))
+    ));
+    // NIC 1, not live, is handed out without the layer; NIC 0 with it, and nothing fired.
+    Nic::open(&seam, 1).unwrap().close();
+    Nic::open(&seam, 0).unwrap().close();
+    assert!(seam.take_log().is_empty());
+    // A NIC the plan names carries the layer already: faults can be armed on it.
+    let planned = Interposed::new(m.clone(), hwrm(1, "VER_GET", Some(99), FirmwareAction::NoResponse));
+    assert_eq!(planned.arm(1, ver_get, Some(1), None, Action::Hwrm(FirmwareAction::NoResponse)), Ok(1));
+    assert!(Nic::open(&planned, 1).unwrap_err().to_string().contains("VER_GET: no answer"));
+}

@@ -2,12 +2,13 @@
 //! socket kept up whatever its clients send (bad JSON, unknown names, a second client, a client
 //! that goes away mid-line, a line too long); `bnxt-model ctl` speaking to it.
 
+mod peers_support;
 mod vfio_user_support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bnxt_hsi::hwrm::layouts::HwrmVerGetOutput;
@@ -17,6 +18,7 @@ use bnxt_model_host::serve::ctl::protocol::{FaultSpec, Reply, Request};
 use bnxt_vfio_user::header::Command;
 use bnxt_vfio_user::linux::PCI_CONFIG_REGION_INDEX;
 use bnxt_vfio_user::payload::{DmaMap, RegionAccess};
+use peers_support::{exchange, leave_mid_line_and_send_a_line_too_long};
 use vfio_user_support::{Raw, Server, fd_of, memfd, peek, ver_get, wait_response, write_region};
 use zerocopy::{FromBytes, IntoBytes};
 
@@ -154,27 +156,11 @@ fn a_yanked_card_reads_all_ones_and_answers_nothing() {
     assert!(!rig.ctl(Request::Link { up: false }).ok);
 }
 
-/// Send `lines` on a raw connection and read one reply line per request line.
-fn exchange(path: &Path, lines: &[&str]) -> Vec<Reply> {
-    let mut s = UnixStream::connect(path).unwrap();
-    s.set_read_timeout(Some(TIMEOUT)).unwrap();
-    let mut r = BufReader::new(s.try_clone().unwrap());
-    lines
-        .iter()
-        .map(|l| {
-            s.write_all(format!("{l}\n").as_bytes()).unwrap();
-            let mut reply = String::new();
-            r.read_line(&mut reply).unwrap();
-            serde_json::from_str(&reply).unwrap()
-        })
-        .collect()
-}
-
 #[test]
 fn bad_requests_and_bad_clients_get_answers_and_leave_the_server_up() {
     let mut rig = Rig::start();
     let idle = UnixStream::connect(&rig.control).unwrap(); // a second client, connected throughout
-    let replies = exchange(
+    let replies: Vec<Reply> = exchange(
         &rig.control,
         &[
             "this is not json",
@@ -198,15 +184,7 @@ fn bad_requests_and_bad_clients_get_answers_and_leave_the_server_up() {
     assert!(replies[7].ok && replies[7].state.as_ref().unwrap()["control_clients"].as_u64().unwrap() >= 2);
 
     // A client that goes away in the middle of a line, and one that sends a line too long.
-    let mut gone = UnixStream::connect(&rig.control).unwrap();
-    gone.write_all(br#"{"cmd":"fault-"#).unwrap();
-    drop(gone);
-    let mut long = UnixStream::connect(&rig.control).unwrap();
-    long.set_read_timeout(Some(TIMEOUT)).unwrap();
-    let _ = long.write_all(&vec![b'x'; 70 * 1024]);
-    let mut reply = String::new();
-    let _ = BufReader::new(&long).read_line(&mut reply);
-    assert!(reply.contains("longer than"), "{reply}");
+    leave_mid_line_and_send_a_line_too_long(&rig.control, br#"{"cmd":"fault-"#);
 
     drop(idle);
     // The server still serves both sockets.

@@ -351,3 +351,33 @@ fn serve_replaces_links_at_its_hwrm_log_and_pcap_and_leaves_their_targets_alone(
     let magic = u32::from_le_bytes(std::fs::read(&pcap).unwrap()[..4].try_into().unwrap());
     assert!([0xa1b2_c3d4, 0xa1b2_3c4d].contains(&magic), "the pcap is in its own file: magic 0x{magic:08x}");
 }
+
+#[test]
+fn a_fault_armed_with_the_extension_command_meets_the_next_request_and_bad_ones_are_refused() {
+    let mut server = Server::start(&[]);
+    let mut c = Raw::negotiated(&server.socket);
+    for bad in [
+        "not json",
+        r#"{"target":{"hwrm":0},"action":{"roce":"no-response"}}"#,
+        r#"{"target":{"hwrm":0},"nth":0,"action":{"hwrm":"no-response"}}"#,
+        r#"{"target":{"hwrm":0},"count":0,"action":{"hwrm":"no-response"}}"#,
+        r#"{"target":{"hwrm":0},"action":{"hwrm":{"delay":{"secs":3601,"nanos":0}}}}"#,
+        r#"{"target":{"hwrm":0},"action":{"hwrm":{"delay":{"secs":18446744073709551615,"nanos":999999999}}}}"#,
+        r#"{"target":{"roce":1},"action":{"roce":{"error":0}}}"#,
+        r#"{"target":{"hwrm":0},"action":{"hwrm":"no-response"},"extra":1}"#,
+    ] {
+        assert_eq!(c.refused(Command::RigArm as u16, &[bad.as_bytes()], &[]), errno::EINVAL, "{bad}");
+    }
+    // Armed after nothing: the next VER_GET (the first) is answered with its seq_id + 1.
+    let reply = c.ok(Command::RigArm, &[br#"{"target":{"hwrm":0},"nth":1,"action":{"hwrm":"wrong-seq-id"}}"#], &[]);
+    assert_eq!(serde_json::from_slice::<serde_json::Value>(&reply).unwrap(), serde_json::json!({"id": 1}));
+    let ram = send_ver_get(&mut c, 7);
+    assert!(wait_response(&ram, 0x100, 7, Duration::from_millis(300)).is_none(), "no answer to seq 7");
+    let mut head = [0u8; 8];
+    rustix::io::pread(&ram, &mut head, 0x100).unwrap();
+    assert_eq!(u16::from_le_bytes([head[4], head[5]]), 8, "answered as seq 8");
+    let state: serde_json::Value = serde_json::from_slice(&c.ok(Command::RigState, &[], &[])).unwrap();
+    assert_eq!(state["nic"]["armed_faults"][0]["fired"], 1, "{state}");
+    still_answers(&mut c);
+    assert!(server.running());
+}

@@ -4,49 +4,16 @@
 //! joins it (frames reach its NIC's segment through the world's external port). SIGTERM ends the
 //! hub with status 0.
 
+mod peers_support;
+
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bnxt_model_host::stream::{FrameDecoder, encode_frame};
 use bnxt_model_host::world::{World, WorldConfig};
-
-fn frame(dst: [u8; 6], src: [u8; 6], fill: u8) -> Vec<u8> {
-    let mut f = Vec::new();
-    f.extend_from_slice(&dst);
-    f.extend_from_slice(&src);
-    f.extend_from_slice(&0x88b5u16.to_be_bytes()); // IEEE local experimental ethertype
-    f.extend_from_slice(&[fill; 46]);
-    f
-}
-
-fn receive(s: &mut UnixStream, d: &mut FrameDecoder) -> Option<Vec<u8>> {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let mut buf = [0u8; 4096];
-    loop {
-        if let Some(f) = d.next_frame().unwrap() {
-            return Some(f);
-        }
-        if Instant::now() > deadline {
-            return None;
-        }
-        match s.read(&mut buf) {
-            Ok(0) => return None,
-            Ok(n) => d.push(&buf[..n]),
-            Err(_) => {}
-        }
-    }
-}
-
-fn wait_socket(child: &mut Child, path: &std::path::Path) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !path.exists() {
-        assert!(child.try_wait().unwrap().is_none(), "exited before listening");
-        assert!(Instant::now() < deadline, "no socket");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
+use peers_support::{frame, receive, wait_socket};
 
 #[test]
 fn peers_exchange_frames_garbage_is_dropped_and_the_pcap_holds_the_traffic() {

@@ -131,6 +131,7 @@ fn the_model_is_given_the_opcode_the_status_value_and_the_nth() {
         nics: 2,
         seed: 0,
         faults: &s.faults,
+        live_faults: &[],
         firmware: s.firmware,
         pcap: None,
         events: false,

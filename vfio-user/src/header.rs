@@ -103,6 +103,8 @@ pub enum Command {
     RigRestart = crate::ext::CMD_RIG_RESTART,
     /// The project's extension: report the NIC's state (see [`crate::ext`]).
     RigState = crate::ext::CMD_RIG_STATE,
+    /// The project's extension: arm a firmware fault from now on (see [`crate::ext`]).
+    RigArm = crate::ext::CMD_RIG_ARM,
 }
 
 impl Command {
@@ -130,6 +132,7 @@ impl Command {
             18 => MigDataWrite,
             crate::ext::CMD_RIG_RESTART => RigRestart,
             crate::ext::CMD_RIG_STATE => RigState,
+            crate::ext::CMD_RIG_ARM => RigArm,
             _ => return None,
         })
     }
@@ -158,6 +161,7 @@ impl Command {
             MigDataWrite => "VFIO_USER_MIG_DATA_WRITE",
             RigRestart => "BNXT_RIG_RESTART",
             RigState => "BNXT_RIG_STATE",
+            RigArm => "BNXT_RIG_ARM",
         }
     }
 }

@@ -210,6 +210,7 @@ impl fmt::Display for FaultEvent {
 
 /// How many faults of each kind fired.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FaultCounters {
     /// Frames that entered the stage.
     pub frames: u64,

@@ -196,9 +196,16 @@ impl Switch {
         }
     }
 
-    /// Put a fault stage between the ports and the switch (replacing any before).
+    /// Put a fault stage between the ports and the switch (replacing any before). Frames the
+    /// stage before held back (reordered) go on at the time they were due, so that replacing a
+    /// stage loses no frame of its own accord.
     pub fn set_faults(&mut self, faults: FaultStage) {
-        self.faults = faults;
+        let mut before = std::mem::replace(&mut self.faults, faults);
+        for (at, port, frame) in before.release_due(Duration::MAX) {
+            if self.has_port(port) {
+                self.forward(at, port, WireFrame::Plain(frame), Duration::ZERO);
+            }
+        }
     }
 
     /// Record every frame the switch sees (until [`Switch::stop_capture`]), for
@@ -702,6 +709,23 @@ mod tests {
         let got: Vec<(u8, Duration)> = d.iter().map(|d| (d.frame[20], d.at)).collect();
         assert_eq!(got, vec![(2, t + Duration::from_micros(1)), (1, t + Duration::from_micros(1) + by)]);
         assert_eq!(sw.fault_counters().delayed, 1);
+    }
+
+    #[test]
+    fn a_stage_replaced_while_it_holds_a_frame_lets_it_go_when_it_was_due() {
+        let (mut sw, a, _b) = two_ports_b_learned();
+        let rule = FaultRule { matching: FrameMatch::default(), nth: Some(1), kind: FaultKind::Reorder, delay: None };
+        sw.set_faults(FaultStage::new(0, WireFaults::default(), vec![rule]).unwrap());
+        let t = Duration::from_micros(10);
+        sw.send(t, a, frame(mac(1), mac(2), 1)).unwrap();
+        let due = sw.next_deadline().expect("held");
+        sw.set_faults(FaultStage::none());
+        let d = sw.poll(due + Duration::from_micros(1));
+        assert_eq!(
+            d.iter().map(|d| (d.frame[20], d.at)).collect::<Vec<_>>(),
+            vec![(1, due + Duration::from_micros(1))]
+        );
+        assert_eq!(sw.fault_counters(), FaultCounters::default(), "the new stage has counted nothing");
     }
 
     #[test]

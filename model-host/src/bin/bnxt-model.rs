@@ -3,9 +3,10 @@
 //! `bnxt-model serve --socket PATH --mac MAC [--hwrm-log PATH] [--faults FILE] [--control PATH]
 //! [--seed N] [--segment PATH [--pcap FILE]] [--log-level LEVEL] [--persist]` serves one model
 //! NIC over vfio-user (QEMU's `vfio-user-pci`, or the driver's vfio-user backend).
-//! `bnxt-model segment --socket PATH [--pcap FILE]` runs a virtual Ethernet segment in QEMU's
-//! stream-netdev framing. `bnxt-model ctl SOCKET …` speaks to a server's control socket (faults,
-//! state, link, surprise removal; docs/faults.md). Exit status: 0 when the client disconnected
+//! `bnxt-model segment --socket PATH [--pcap FILE] [--control PATH]` runs a virtual Ethernet
+//! segment in QEMU's stream-netdev framing. `bnxt-model ctl SOCKET …` speaks to a server's
+//! control socket (faults, state, link, surprise removal) or a hub's (wire faults, a port's
+//! cable, state; docs/faults.md). Exit status: 0 when the client disconnected
 //! or on SIGTERM/SIGINT (for `ctl`: the request was carried out); 1 when the server could not
 //! start or failed (`ctl`: the request was refused or got no reply); 2 for a bad command line.
 #![forbid(unsafe_code)]
@@ -15,8 +16,10 @@ use std::process::ExitCode;
 
 use std::time::Duration;
 
+use bnxt_model::faults::WirePlan;
 use bnxt_model::faults::{ActionKind, FaultPlan};
 use bnxt_model_host::serve::ctl::client;
+use bnxt_model_host::serve::ctl::hub::HubRequest;
 use bnxt_model_host::serve::ctl::protocol::{FaultFile, FaultSpec, Request, schema};
 use bnxt_model_host::serve::log_limit::RateLimit;
 use bnxt_model_host::serve::segment::{SegmentOptions, segment};
@@ -43,7 +46,8 @@ enum Command {
     /// Run a virtual Ethernet segment that `serve --segment` processes and QEMU guests'
     /// `-netdev stream` NICs join (frames with a 4-byte big-endian length prefix).
     Segment(SegmentArgs),
-    /// Speak to the control socket of a running `serve --control` (prints the reply as JSON).
+    /// Speak to the control socket of a running `serve --control` or `segment --control` (prints
+    /// the reply as JSON).
     Ctl(CtlArgs),
 }
 
@@ -67,14 +71,19 @@ enum CtlCommand {
     /// Faults on firmware requests.
     #[command(subcommand)]
     Fault(FaultCommand),
-    /// What the model holds: registration, rings, DMA mappings, RoCE counters, link, faults.
+    /// What the model holds (registration, rings, DMA mappings, RoCE counters, link, faults), or
+    /// what the hub does (ports, counters, wire plan).
     State,
-    /// Take the port's peer away (`down`, the cable pulled) or give it back (`up`).
+    /// Take the NIC's peer away (`down`, the cable pulled) or give it back (`up`); on a hub,
+    /// `link PORT down|up` pulls or plugs back the cable of the hub's port PORT.
     Link {
-        /// `up` or `down`.
-        #[arg(value_parser = ["up", "down"])]
-        state: String,
+        /// `up` or `down`; on a hub `PORT up` or `PORT down`.
+        #[arg(num_args = 1..=2, required = true)]
+        words: Vec<String>,
     },
+    /// Wire faults on a hub (`segment --control`).
+    #[command(subcommand)]
+    Wire(WireCommand),
     /// Reset the firmware (`reset`: solicited; `fatal`: a firmware exception).
     Fw {
         /// `reset` or `fatal`.
@@ -89,6 +98,22 @@ enum CtlCommand {
         /// The request.
         json: String,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum WireCommand {
+    /// Pass every frame entering the hub through this wire plan from now on (replacing the one
+    /// before), written as a `--faults` file's `wire`: `'{"drop": 0.1, "rules": [{"nic": 1,
+    /// "nth": 3, "kind": "corrupt"}]}'` (a rule's `nic` is a port of the hub).
+    Set {
+        /// The plan, as JSON.
+        plan: String,
+        /// Seed of the plan's draws.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
+    /// Take the wire plan away.
+    Clear,
 }
 
 #[derive(Debug, Subcommand)]
@@ -137,6 +162,10 @@ struct SegmentArgs {
     /// Record every frame that enters the segment in this pcap file.
     #[arg(long)]
     pcap: Option<PathBuf>,
+    /// Listen for control requests (`bnxt-model ctl`: wire faults, a port's cable, state) on
+    /// this UNIX socket (mode 0600).
+    #[arg(long)]
+    control: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -198,8 +227,50 @@ fn read_faults(path: &Path) -> Result<FaultFile, String> {
     Ok(file)
 }
 
-/// The request a `ctl` command line asks for.
-fn ctl_request(what: CtlCommand) -> Result<Request, String> {
+/// `up` or `down`, as a link's state.
+fn link_up(word: &str) -> Result<bool, String> {
+    match word {
+        "up" => Ok(true),
+        "down" => Ok(false),
+        other => Err(format!("`{other}`: a link is `up` or `down`")),
+    }
+}
+
+/// The request a `ctl` command line asks for, as the JSON line to send (serve's channel's or a
+/// hub's: the socket decides which understands it).
+fn ctl_request(what: CtlCommand) -> Result<serde_json::Value, String> {
+    Ok(match what {
+        CtlCommand::Link { words } => match &words[..] {
+            [state] => json(&Request::Link { up: link_up(state)? }),
+            [port, state] => {
+                let port = port.parse::<u32>().map_err(|_| format!("`{port}` is not a hub port number"))?;
+                json(&HubRequest::Link { port, up: link_up(state)? })
+            }
+            _ => return Err("link takes `up`/`down`, or a hub port and `up`/`down`".into()),
+        },
+        CtlCommand::Wire(WireCommand::Set { plan, seed }) => {
+            let plan: WirePlan = serde_json::from_str(&plan).map_err(|e| format!("not a wire plan: {e}"))?;
+            json(&HubRequest::Wire { plan, seed })
+        }
+        CtlCommand::Wire(WireCommand::Clear) => json(&HubRequest::WireClear {}),
+        CtlCommand::Raw { json } => {
+            let value: serde_json::Value = serde_json::from_str(&json).map_err(|e| format!("not JSON: {e}"))?;
+            if !value.is_object() {
+                return Err("a request is a JSON object (`{\"cmd\": …}`)".into());
+            }
+            value
+        }
+        other => json(&serve_request(other)?),
+    })
+}
+
+/// A request as the JSON value sent.
+fn json(request: &impl serde::Serialize) -> serde_json::Value {
+    serde_json::to_value(request).expect("a request is JSON")
+}
+
+/// The request of serve's channel a `ctl` command line asks for.
+fn serve_request(what: CtlCommand) -> Result<Request, String> {
     Ok(match what {
         CtlCommand::Fault(FaultCommand::Add { request, action, value, nth, count }) => {
             let (code, delay_ms) = match (action, value) {
@@ -218,10 +289,11 @@ fn ctl_request(what: CtlCommand) -> Result<Request, String> {
         CtlCommand::Fault(FaultCommand::Clear { id }) => Request::FaultClear { id },
         CtlCommand::Fault(FaultCommand::List) => Request::FaultList {},
         CtlCommand::State => Request::State {},
-        CtlCommand::Link { state } => Request::Link { up: state == "up" },
         CtlCommand::Fw { how } => Request::FwReset { fatal: how == "fatal" },
         CtlCommand::Pcie(PcieCommand::SurpriseRemoval) => Request::PcieSurpriseRemoval {},
-        CtlCommand::Raw { json } => serde_json::from_str(&json).map_err(|e| format!("not a control request: {e}"))?,
+        CtlCommand::Link { .. } | CtlCommand::Wire(_) | CtlCommand::Raw { .. } => {
+            unreachable!("written by ctl_request")
+        }
     })
 }
 
@@ -231,7 +303,9 @@ fn ctl(args: CtlArgs) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let (Some(socket), Some(what)) = (args.socket, args.what) else {
-        eprintln!("error: name the control socket and what to do (bnxt-model ctl SOCKET fault|state|link|fw|pcie|raw)");
+        eprintln!(
+            "error: name the control socket and what to do (bnxt-model ctl SOCKET fault|state|link|fw|pcie|wire|raw)"
+        );
         return ExitCode::from(2);
     };
     let request = match ctl_request(what) {
@@ -241,13 +315,13 @@ fn ctl(args: CtlArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match client::call(&socket, &request, Duration::from_secs(args.timeout)) {
+    match client::call::<_, serde_json::Value>(&socket, &request, Duration::from_secs(args.timeout)) {
         Ok(reply) => {
-            println!("{}", serde_json::to_string(&reply).expect("a reply is JSON"));
-            match reply.error {
-                None if reply.ok => ExitCode::SUCCESS,
+            println!("{reply}");
+            match reply.get("error").and_then(|e| e.as_str()) {
+                None if reply.get("ok") == Some(&serde_json::Value::Bool(true)) => ExitCode::SUCCESS,
                 why => {
-                    eprintln!("error: {}", why.unwrap_or_else(|| "refused".into()));
+                    eprintln!("error: {}", why.unwrap_or("refused"));
                     ExitCode::from(1)
                 }
             }
@@ -305,7 +379,8 @@ fn main() -> ExitCode {
         }
         Command::Ctl(args) => ctl(args),
         Command::Segment(args) => {
-            let options = SegmentOptions { socket: args.socket, pcap: args.pcap, catch_signals: true };
+            let options =
+                SegmentOptions { socket: args.socket, pcap: args.pcap, control: args.control, catch_signals: true };
             match segment(&options) {
                 Ok(_) => ExitCode::SUCCESS,
                 Err(e) => fail(&e),

@@ -126,14 +126,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
     // Handlers first: a client may signal the server as soon as its socket exists. Then the
     // control socket: once the vfio-user socket appears, a client can count on both.
     let mut signals = StopSignals::install(options.catch_signals).map_err(ServeError::Signals)?;
-    let mut control = match &options.control {
-        Some(path) => {
-            let server = ControlServer::bind(path)?;
-            tracing::info!(control = %path.display(), "control socket listening");
-            Some(server)
-        }
-        None => None,
-    };
+    let mut control = ControlServer::listen(options.control.as_deref())?;
     let listener = Listener::bind(&options.socket)?;
     let mut hwrm = match &options.hwrm_log {
         Some(path) => Some(HwrmLog::create(path).map_err(|source| ServeError::HwrmLog { path: path.clone(), source })?),
@@ -185,7 +178,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
             && control_ready.iter().any(|&r| r)
         {
             let clients = ctl.clients();
-            ctl.serve(&control_ready, &mut |request| control_request(request, &mut nic, start, clients));
+            ctl.serve(&control_ready, &mut |request: Request| control_request(request, &mut nic, start, clients));
             log_events(&mut nic, &mut hwrm, options)?;
         }
         if segment_ready

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use bnxt_model::armed::{Action, Target};
 use bnxt_model::faults::FaultPlan;
 use bnxt_model::firmware::options::FirmwareOptions;
 use bnxt_model::net::fault::FaultCounters;
@@ -34,6 +35,31 @@ pub struct Restart {
     /// fast-destroy QPs).
     #[serde(default)]
     pub firmware: FirmwareOptions,
+}
+
+/// `BNXT_RIG_ARM`: arm a firmware fault on the NIC from now on, as `bnxt-model ctl fault add`
+/// does ([`bnxt_model::armed`]: `nth` counts from the arming, 1 = the next request of that
+/// type; `count` defaults to once with `nth`, every time without).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Arm {
+    /// What it acts on: an HWRM request by `req_type` or a RoCE command by opcode.
+    pub target: Target,
+    /// The occurrence from now it starts at.
+    #[serde(default)]
+    pub nth: Option<u32>,
+    /// How many times it fires.
+    #[serde(default)]
+    pub count: Option<u32>,
+    /// What it does (an action of the target's channel).
+    pub action: Action,
+}
+
+/// `BNXT_RIG_ARM` reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Armed {
+    /// The fault's id on the NIC.
+    pub id: u64,
 }
 
 /// `BNXT_RIG_STATE` reply: the NIC as only a model can show it, and what its server did.

@@ -18,7 +18,7 @@ use bnxt_vfio_user::payload::{
 };
 use zerocopy::{FromBytes, IntoBytes};
 
-use super::control::Restart;
+use super::control::{Arm, Armed, Restart};
 use super::nic::ServedNic;
 use super::{Refusal, refuse};
 use super::{irqs, regions};
@@ -312,6 +312,16 @@ impl Protocol {
                 nic.restart(now, restart, fds.pop())?;
                 tracing::info!(seed, faults = firmware, ?wire, capture, "NIC restarted by the client");
                 Ok(Vec::new())
+            }
+            Command::RigArm => {
+                let arm: Arm = serde_json::from_slice(&msg.body)
+                    .map_err(|e| refuse(errno::EINVAL, format!("BNXT_RIG_ARM payload is not a fault to arm: {e}")))?;
+                let id = nic
+                    .arm_fault(now, arm.target, arm.nth, arm.count, arm.action.clone())
+                    .map_err(|e| refuse(errno::EINVAL, format!("BNXT_RIG_ARM: {e}")))?;
+                tracing::info!(id, target = ?arm.target, action = ?arm.action, nth = ?arm.nth, count = ?arm.count, "fault armed by the client");
+                serde_json::to_vec(&Armed { id })
+                    .map_err(|e| refuse(errno::EIO, format!("cannot encode the reply: {e}")))
             }
             Command::RigState => {
                 nic.advance_to(now);

@@ -193,10 +193,12 @@ pub fn run_scenario(scenario: &Scenario, target: &dyn Target, options: &RunOptio
     if options.pcap.is_some() && pcap.is_none() {
         outcome.notes.push(format!("no pcap: the {} target cannot capture frames", target.name()));
     }
+    let live_faults = scenario.live_faults();
     let plan = MachinePlan {
         nics: scenario.nics,
         seed,
         faults: &scenario.faults,
+        live_faults: &live_faults,
         firmware: scenario.firmware,
         pcap: pcap.as_deref(),
         events: options.transcript.is_some(),

@@ -108,6 +108,26 @@ pub enum ModelFault {
     Roce(model::CommandFault),
 }
 
+impl ModelFault {
+    /// The NIC it names.
+    pub fn nic(&self) -> usize {
+        match self {
+            ModelFault::Hwrm(f) => f.nic,
+            ModelFault::Roce(f) => f.nic,
+        }
+    }
+
+    /// As a fault armed mid-run takes it ([`bnxt_model::armed`]): what it acts on, its `nth`
+    /// and what it does.
+    pub fn armed(&self) -> (bnxt_model::armed::Target, Option<u32>, bnxt_model::armed::Action) {
+        use bnxt_model::armed::{Action, Target};
+        match self {
+            ModelFault::Hwrm(f) => (Target::Hwrm(f.req_type), f.nth, Action::Hwrm(f.action.clone())),
+            ModelFault::Roce(f) => (Target::Roce(f.opcode), f.nth, Action::Roce(f.action.clone())),
+        }
+    }
+}
+
 /// The word a value of the model's vocabulary is written as (`no-response`, `drop`).
 pub fn word<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()

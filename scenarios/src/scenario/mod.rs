@@ -264,19 +264,25 @@ impl Scenario {
             if step.action.is_roce() {
                 needs.push(Capability::Roce);
             }
-            if matches!(step.action, Action::Fault(_)) {
+            if let Action::Fault(fault) = &step.action {
                 needs.push(Capability::LiveFaults);
+                if let FaultKind::Firmware(f) = &fault.kind
+                    && !f.value.action.value.applies_to_roce()
+                {
+                    needs.push(Capability::MalformedAnswers);
+                }
             }
         });
         Capability::ALL.iter().map(|(c, _)| *c).filter(|c| needs.contains(c)).collect()
     }
 
-    /// Whether it has firmware faults (HWRM requests or RoCE commands).
+    /// Whether it has firmware faults (HWRM requests or RoCE commands), in its `faults:` or
+    /// armed by `fault` steps.
     pub fn has_firmware_faults(&self) -> bool {
-        self.faults.iter().any(|f| matches!(f.kind, FaultKind::Firmware(_)))
+        self.faults.iter().any(|f| matches!(f.kind, FaultKind::Firmware(_))) || !self.live_faults().is_empty()
     }
 
-    /// The NICs its firmware faults name.
+    /// The NICs its firmware faults name, in its `faults:` or in `fault` steps.
     pub fn firmware_fault_nics(&self) -> Vec<usize> {
         let mut nics: Vec<usize> = self
             .faults
@@ -285,10 +291,26 @@ impl Scenario {
                 FaultKind::Firmware(entry) => Some(entry.value.nic.value),
                 FaultKind::Wire(_) => None,
             })
+            .chain(self.live_faults().iter().map(faults::ModelFault::nic))
             .collect();
         nics.sort_unstable();
         nics.dedup();
         nics
+    }
+
+    /// The firmware faults its `fault` steps arm, in file order (a target that must be ready
+    /// for them before the run starts reads them off here); those that hold together, which in
+    /// a loaded scenario is every one.
+    pub fn live_faults(&self) -> Vec<faults::ModelFault> {
+        let mut live = Vec::new();
+        visit_steps(&self.steps, &mut |step| {
+            if let Action::Fault(Fault { kind: FaultKind::Firmware(entry), .. }) = &step.action
+                && let Ok(fault) = faults::firmware_fault(entry)
+            {
+                live.push(fault);
+            }
+        });
+        live
     }
 
     /// The steps a target without `supports` would skip (the scenario runs on without them):

@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use bnxt::{Clock, Machine, PciError};
 
+use crate::scenario::faults::ModelFault;
 use crate::scenario::{Capability, Fault, FirmwareSettings};
 use crate::suggest::closest;
 use crate::transcript::record::EventSource;
@@ -52,6 +53,10 @@ pub struct MachinePlan<'a> {
     pub seed: u64,
     /// Faults to inject.
     pub faults: &'a [Fault],
+    /// The firmware faults the scenario's `fault` steps will arm mid-run
+    /// ([`Session::arm_fault`]), for a target that must be ready for them from the start (the
+    /// layer at the driver's seam stands in for a NIC's CMDQ and CREQ from its first open).
+    pub live_faults: &'a [ModelFault],
     /// What the NICs' firmware advertises beyond its defaults.
     pub firmware: FirmwareSettings,
     /// Write the frames between the NICs to this pcap file (where the target can).
@@ -205,7 +210,7 @@ pub trait Session {
     fn internals(&self, nic: usize) -> Result<Internals, TargetError>;
     /// Arm `fault` on its NIC from now on (a `fault` step): `nth` counts from now. By default the
     /// target cannot.
-    fn arm_fault(&self, fault: &crate::scenario::faults::ModelFault) -> Result<(), TargetError> {
+    fn arm_fault(&self, fault: &ModelFault) -> Result<(), TargetError> {
         let _ = fault;
         Err(TargetError::Cannot { target: "this".into(), what: "arm a fault in the middle of a run".into() })
     }
@@ -245,6 +250,29 @@ pub fn seam_faults(
     let seam = FaultPlan { firmware: seam_firmware, roce_commands: plan.roce_commands, ..FaultPlan::default() };
     let device = FaultPlan { firmware: device_firmware, roce_commands: Vec::new(), wire: plan.wire };
     (seam, device)
+}
+
+/// `seam` ready for the faults `plan`'s `fault` steps will arm on each NIC (RoCE command faults
+/// among them where one is).
+pub fn ready_for_live<M: Machine>(
+    seam: bnxt_interpose::Interposed<M>,
+    plan: &MachinePlan<'_>,
+) -> bnxt_interpose::Interposed<M> {
+    plan.live_faults.iter().fold(seam, |seam, f| seam.live(f.nic(), matches!(f, ModelFault::Roce(_))))
+}
+
+/// Arm `fault` at the layer `seam` of the `target` target (what [`Session::arm_fault`] does
+/// where firmware faults are injected at the driver's seam).
+pub fn arm_at_seam<M: Machine>(
+    seam: &bnxt_interpose::Interposed<M>,
+    target: &str,
+    fault: &ModelFault,
+) -> Result<(), TargetError> {
+    let (request, nth, action) = fault.armed();
+    seam.arm(fault.nic(), request, nth, None, action).map(|_| ()).map_err(|e| TargetError::Cannot {
+        target: target.into(),
+        what: format!("arm the fault at the driver's seam: {e}"),
+    })
 }
 
 /// The target `spec` names (`model`).

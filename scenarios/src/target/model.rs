@@ -128,18 +128,13 @@ impl Session for ModelSession {
     }
 
     fn arm_fault(&self, fault: &crate::scenario::faults::ModelFault) -> Result<(), TargetError> {
-        use crate::scenario::faults::ModelFault;
-        use bnxt_model::armed::{Action, Target};
-        let (nic, target, nth, action) = match fault {
-            ModelFault::Hwrm(f) => (f.nic, Target::Hwrm(f.req_type), f.nth, Action::Hwrm(f.action.clone())),
-            ModelFault::Roce(f) => (f.nic, Target::Roce(f.opcode), f.nth, Action::Roce(f.action.clone())),
-        };
+        let (nic, (target, nth, action)) = (fault.nic(), fault.armed());
         self.check_nic(nic)?;
         // As `bnxt-model ctl fault add` arms it: with `nth` once, at the nth from now; without,
         // every one from now.
         self.machine
             .world()
-            .arm_fault(nic, target, nth, nth.map(|_| 1), action)
+            .arm_fault(nic, target, nth, None, action)
             .map(|_| ())
             .map_err(|e| TargetError::Cannot { target: "model".into(), what: format!("arm the fault: {e}") })
     }

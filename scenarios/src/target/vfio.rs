@@ -7,7 +7,7 @@
 //! Real time, real firmware. Firmware faults are injected at the driver's seam
 //! ([`bnxt_interpose::Interposed`] over the functions): a request or command a fault names is
 //! withheld, answered late or refused there, so a real card's firmware never sees what it should
-//! not. What the seam cannot do is not offered: malformed answers (only the model's firmware
+//! not; those of `fault` steps are armed there mid-run. What the seam cannot do is not offered: malformed answers (only the model's firmware
 //! writes them), wire faults (they need a switch between the cards that loses, reorders and
 //! corrupts frames), a look inside the NIC (`inspect` steps are skipped), captures. The NICs move
 //! RoCE traffic between them when they share an Ethernet. Config-space checks read the function's
@@ -56,9 +56,10 @@ impl Target for VfioTarget {
         Capabilities { faults: true, inspect: false, max_nics: self.count, virtual_time: false }
     }
 
-    /// RoCE and firmware faults (at the seam), and nothing a model alone can do.
+    /// RoCE and firmware faults (at the seam, from the start or armed mid-run), and nothing a
+    /// model alone can do.
     fn supports(&self, capability: Capability) -> bool {
-        matches!(capability, Capability::Roce | Capability::Faults)
+        matches!(capability, Capability::Roce | Capability::Faults | Capability::LiveFaults)
     }
 
     fn start(&self, plan: &MachinePlan<'_>) -> Result<Box<dyn Session>, TargetError> {
@@ -67,7 +68,7 @@ impl Target for VfioTarget {
             let what = "inject malformed firmware answers or wire faults (only the model can)".into();
             return Err(TargetError::Cannot { target: KIND.into(), what });
         }
-        let machine = Interposed::new(self.machine.clone(), seam);
+        let machine = super::ready_for_live(Interposed::new(self.machine.clone(), seam), plan);
         Ok(Box::new(VfioSession { machine, nics: plan.nics, clock: RealClock::new() }))
     }
 }
@@ -112,6 +113,13 @@ impl Session for VfioSession {
         Err(TargetError::Cannot { target: KIND.into(), what: "show a NIC's inner state".into() })
     }
 
+    fn arm_fault(&self, fault: &crate::scenario::faults::ModelFault) -> Result<(), TargetError> {
+        if fault.nic() >= self.nics {
+            return Err(TargetError::NoSuchNic { nic: fault.nic(), count: self.nics });
+        }
+        super::arm_at_seam(&self.machine, KIND, fault)
+    }
+
     fn seam_log(&self) -> Vec<(std::time::Duration, String)> {
         self.machine.take_log().into_iter().map(|l| (l.at, format!("NIC {}: {}", l.nic, l.text))).collect()
     }
@@ -145,11 +153,13 @@ mod tests {
         let target = VfioTarget::new(SysfsMachine::with_root(t.path())).unwrap();
         assert_eq!(target.capabilities().max_nics, 1);
         assert!(target.supports(Capability::Roce) && target.supports(Capability::Faults));
+        assert!(target.supports(Capability::LiveFaults));
         assert!(!target.supports(Capability::WireFaults) && !target.supports(Capability::MalformedAnswers));
         let plan = MachinePlan {
             nics: 1,
             seed: 0,
             faults: &[],
+            live_faults: &[],
             firmware: crate::scenario::FirmwareSettings::default(),
             pcap: None,
             events: false,

@@ -12,7 +12,9 @@
 //! refuses the HWRM requests and RoCE commands the faults name, so the servers' firmware sees
 //! what a real card's would. Only what the seam cannot do goes to the servers with the restart
 //! ([`super::seam_faults`]): the malformed answers (which only the model's firmware writes), as
-//! faults on the server's NIC 0. `inspect` steps and the list of what
+//! faults on the server's NIC 0. The faults of `fault` steps are split the same way: armed at
+//! the seam mid-run, the malformed answers armed on the server with the model's extension
+//! command `BNXT_RIG_ARM` (each side counting `nth` from the arming among the requests it sees). `inspect` steps and the list of what
 //! the model left unimplemented come from `BNXT_RIG_STATE`. Config-space checks read config
 //! space through the protocol, as they would on any vfio-user device.
 //!
@@ -43,7 +45,7 @@ use bnxt_hsi::hwrm::req_name;
 use bnxt_interpose::Interposed;
 use bnxt_model::faults::{FaultPlan, WirePlan};
 use bnxt_model_host::pcap::PcapTap;
-use bnxt_model_host::vfio_user::control::{Restart, State};
+use bnxt_model_host::vfio_user::control::{Arm, Restart, State};
 use bnxt_vfio_user::header::Command;
 use bnxt_vfio_user::linux::PCI_CONFIG_REGION_INDEX;
 
@@ -111,8 +113,9 @@ impl Target for VfioUserTarget {
         Capabilities { faults: true, inspect: true, max_nics: self.sockets.len(), virtual_time: false }
     }
 
-    /// Firmware faults (at the seam; malformed answers by the servers' firmware), `inspect`,
-    /// RoCE, wire faults and captures, as the module documentation says; not virtual time.
+    /// Firmware faults (at the seam; malformed answers by the servers' firmware), from the start
+    /// or armed mid-run, `inspect`, RoCE, wire faults and captures, as the module documentation
+    /// says; not virtual time.
     fn supports(&self, capability: Capability) -> bool {
         match capability {
             Capability::Faults
@@ -121,9 +124,9 @@ impl Target for VfioUserTarget {
             | Capability::WireFaults
             | Capability::Pcap
             | Capability::FirmwareSettings
-            | Capability::MalformedAnswers => true,
-            // A live fault would need an extension command of its own (none yet).
-            Capability::VirtualTime | Capability::LiveFaults => false,
+            | Capability::MalformedAnswers
+            | Capability::LiveFaults => true,
+            Capability::VirtualTime => false,
         }
     }
 
@@ -150,7 +153,7 @@ impl Target for VfioUserTarget {
                 .call(Command::RigRestart, &[&json], &fds)
                 .map_err(|e| cannot(format!("give NIC {nic} a fresh state: {e}")))?;
         }
-        let seam = Interposed::new(machine.clone(), seam);
+        let seam = super::ready_for_live(Interposed::new(machine.clone(), seam), plan);
         Ok(Box::new(VfioUserSession { machine, seam, nics: plan.nics, capture }))
     }
 }
@@ -328,6 +331,22 @@ impl Session for VfioUserSession {
             counted.push(state.captured_frames.ok_or_else(|| format!("NIC {nic}'s server kept no capture"))?);
         }
         capture.merge(&counted).map(Some)
+    }
+
+    fn arm_fault(&self, fault: &crate::scenario::faults::ModelFault) -> Result<(), TargetError> {
+        let nic = fault.nic();
+        let client = self.client(nic)?;
+        let (target, nth, action) = fault.armed();
+        if action.kind().applies_to_roce() {
+            return super::arm_at_seam(&self.seam, KIND, fault);
+        }
+        // A malformed answer: only the server's firmware writes one.
+        let arm = Arm { target, nth, count: None, action };
+        let json = serde_json::to_vec(&arm).expect("a fault to arm serialises");
+        client
+            .call(Command::RigArm, &[&json], &[])
+            .map(|_| ())
+            .map_err(|e| cannot(format!("arm the fault on NIC {nic}'s server: {e}")))
     }
 
     fn seam_log(&self) -> Vec<(std::time::Duration, String)> {

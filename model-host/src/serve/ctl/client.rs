@@ -1,12 +1,15 @@
-//! The client side of the control channel (`bnxt-model ctl`): connect, send one request line,
-//! read one reply line, with a time limit on each.
+//! The client side of the control channels (`bnxt-model ctl`): connect, send one request line,
+//! read one reply line, with a time limit on each. The request and reply types are the
+//! channel's (serve's [`super::protocol`], the segment hub's [`super::hub`]), or JSON values for
+//! a client that speaks to either.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::protocol::{Reply, Request};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 /// Why a request got no reply.
 #[derive(Debug, thiserror::Error)]
@@ -46,7 +49,7 @@ pub enum ClientError {
 }
 
 /// Send `request` to the control socket at `path` and wait up to `timeout` for its reply.
-pub fn call(path: &Path, request: &Request, timeout: Duration) -> Result<Reply, ClientError> {
+pub fn call<Q: Serialize, R: DeserializeOwned>(path: &Path, request: &Q, timeout: Duration) -> Result<R, ClientError> {
     let io = |what| move |source| ClientError::Io { path: path.to_path_buf(), what, source };
     let stream =
         UnixStream::connect(path).map_err(|source| ClientError::Connect { path: path.to_path_buf(), source })?;

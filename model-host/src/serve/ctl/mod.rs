@@ -1,9 +1,11 @@
-//! The live control channel of `bnxt-model serve --control SOCKET`: faults armed and cleared
-//! while a guest runs, the NIC's state, the link taken away and given back, the card yanked.
-//! JSON lines on a UNIX socket of its own (mode 0600) beside the vfio-user one, so that a shell
-//! (`bnxt-model ctl`) and other tools can speak it; docs/faults.md documents it and
-//! `bnxt-model ctl --schema` prints its JSON Schema.
+//! The live control channels: `bnxt-model serve --control SOCKET` (faults armed and cleared
+//! while a guest runs, the NIC's state, the link taken away and given back, the card yanked) and
+//! `bnxt-model segment --control SOCKET` (wire faults, a port's cable, the hub's state). JSON
+//! lines on a UNIX socket of their own (mode 0600), so that a shell (`bnxt-model ctl`) and other
+//! tools can speak them; docs/faults.md documents them and `bnxt-model ctl --schema` prints
+//! their JSON Schema.
 
 pub mod client;
+pub mod hub;
 pub mod protocol;
 pub mod server;

@@ -256,11 +256,16 @@ impl Reply {
     }
 }
 
-/// The JSON Schema of requests and replies, as one document (`{"request": …, "reply": …}`).
+/// The JSON Schema of requests and replies, as one document: serve's channel's (`{"request": …,
+/// "reply": …}`), and the segment hub's under `segment` ([`super::hub`]).
 pub fn schema() -> serde_json::Value {
     serde_json::json!({
         "request": schemars::schema_for!(Request),
         "reply": schemars::schema_for!(Reply),
+        "segment": {
+            "request": schemars::schema_for!(super::hub::HubRequest),
+            "reply": schemars::schema_for!(super::hub::HubReply),
+        },
     })
 }
 

@@ -1,6 +1,9 @@
-//! The control socket's side in the server: a listener of its own (mode 0600, as the vfio-user
-//! socket), any number of clients at once, each sending JSON lines and getting one reply line
-//! per request, in order. Everything is non-blocking and driven by the server's `poll(2)` loop:
+//! The control socket's side in a server (`bnxt-model serve`'s, the segment hub's): a listener
+//! of its own (mode 0600, as the vfio-user socket), any number of clients at once, each sending
+//! JSON lines and getting one reply line per request, in order; what the requests and replies
+//! are is the caller's (serve's [`super::protocol`], the hub's [`super::hub`]), a refusal is
+//! `{"ok":false,"error":"…"}` in both. Everything is non-blocking and driven by the caller's
+//! `poll(2)` loop:
 //! a client that sends garbage gets an error reply and stays; one that sends a line longer than
 //! [`MAX_LINE`] or does not read its replies (more than [`MAX_PENDING`] bytes waiting) is
 //! disconnected; one that disconnects is forgotten. Nothing a client sends stops the server.
@@ -10,8 +13,9 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 
 use rustix::event::{PollFd, PollFlags};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
-use super::protocol::{Reply, Request};
 use crate::serve::socket::{Listener, SocketError};
 
 /// Longest request line taken (bytes, newline excluded).
@@ -42,6 +46,14 @@ impl ControlServer {
         Ok(ControlServer { listener: Listener::bind(path)?, clients: Vec::new() })
     }
 
+    /// Listen at `path`, if there is one, saying so in the log.
+    pub fn listen(path: Option<&Path>) -> Result<Option<ControlServer>, SocketError> {
+        let Some(path) = path else { return Ok(None) };
+        let server = ControlServer::bind(path)?;
+        tracing::info!(control = %path.display(), "control socket listening");
+        Ok(Some(server))
+    }
+
     /// Clients connected now.
     pub fn clients(&self) -> usize {
         self.clients.len()
@@ -59,7 +71,7 @@ impl ControlServer {
 
     /// Serve what is ready (`ready[0]` the listener, then the clients as [`Self::poll_fds`]
     /// listed them): accept, read requests, answer each with `handle`, write replies.
-    pub fn serve(&mut self, ready: &[bool], handle: &mut dyn FnMut(Request) -> Reply) {
+    pub fn serve<Q: DeserializeOwned, R: Serialize>(&mut self, ready: &[bool], handle: &mut dyn FnMut(Q) -> R) {
         for (i, c) in self.clients.iter_mut().enumerate() {
             if ready.get(i + 1).copied().unwrap_or(false) {
                 c.turn(handle);
@@ -81,7 +93,7 @@ impl ControlServer {
                     }
                     let mut c = Client { stream, input: Vec::new(), output: Vec::new(), closing: false };
                     if self.clients.len() >= MAX_CLIENTS {
-                        c.reply(&Reply::refused(format!("too many control clients (at most {MAX_CLIENTS})")));
+                        c.reply(&refusal(format!("too many control clients (at most {MAX_CLIENTS})")));
                         c.closing = true;
                         c.flush();
                         continue;
@@ -100,6 +112,11 @@ impl ControlServer {
     }
 }
 
+/// A refusal, as every control channel writes one.
+fn refusal(why: String) -> serde_json::Value {
+    serde_json::json!({ "ok": false, "error": why })
+}
+
 impl Client {
     /// Whether the client is to be forgotten.
     fn gone(&self) -> bool {
@@ -107,7 +124,7 @@ impl Client {
     }
 
     /// Read what arrived, answer every whole line, write what waits.
-    fn turn(&mut self, handle: &mut dyn FnMut(Request) -> Reply) {
+    fn turn<Q: DeserializeOwned, R: Serialize>(&mut self, handle: &mut dyn FnMut(Q) -> R) {
         let mut buf = [0u8; 4096];
         while !self.closing {
             match self.stream.read(&mut buf) {
@@ -131,24 +148,26 @@ impl Client {
     }
 
     /// Answer each whole line in `input`.
-    fn answer(&mut self, handle: &mut dyn FnMut(Request) -> Reply) {
+    fn answer<Q: DeserializeOwned, R: Serialize>(&mut self, handle: &mut dyn FnMut(Q) -> R) {
         while let Some(end) = self.input.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = self.input.drain(..=end).collect();
             let line = &line[..end];
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let reply = match std::str::from_utf8(line) {
-                Err(e) => Reply::refused(format!("the request is not UTF-8: {e}")),
-                Ok(text) => match serde_json::from_str::<Request>(text) {
-                    Err(e) => Reply::refused(format!("bad request: {e}")),
-                    Ok(request) => handle(request),
+            match std::str::from_utf8(line) {
+                Err(e) => self.reply(&refusal(format!("the request is not UTF-8: {e}"))),
+                Ok(text) => match serde_json::from_str::<Q>(text) {
+                    Err(e) => self.reply(&refusal(format!("bad request: {e}"))),
+                    Ok(request) => {
+                        let reply = handle(request);
+                        self.reply(&reply);
+                    }
                 },
-            };
-            self.reply(&reply);
+            }
         }
         if self.input.len() > MAX_LINE {
-            self.reply(&Reply::refused(format!("request line longer than {MAX_LINE} bytes; closing")));
+            self.reply(&refusal(format!("request line longer than {MAX_LINE} bytes; closing")));
             self.input.clear();
             self.closing = true;
         }
@@ -159,7 +178,7 @@ impl Client {
         }
     }
 
-    fn reply(&mut self, reply: &Reply) {
+    fn reply(&mut self, reply: &impl Serialize) {
         match serde_json::to_vec(reply) {
             Ok(bytes) => {
                 self.output.extend_from_slice(&bytes);
