@@ -58,12 +58,16 @@
 #                      guest unless MEM says otherwise): the script mounts a hugetlbfs of 2 MiB pages
 #                      under the output folder and, as root, raises the pool of free 2 MiB pages to
 #                      what the guests need, giving both back at the end (out/guest-hugepages by default)
-#   --faults           faults into the running guest (ci/guest/init-faults, one NIC, bnxt_en alone): the
-#                      model serves with --control; the guest prints "BNXT-FAULT do WORDS" and this
-#                      script runs `bnxt-model ctl SOCKET WORDS` (the link taken away and given back, a
-#                      PORT_PHY_CFG never answered, a PORT_PHY_QCFG answered with a wrong seq_id, a
-#                      firmware reset bnxt_en recovers from, the card yanked); ci/guest/check-faults.py judges what bnxt_en did, and compares it
-#                      with fixtures/guest-faults/<kernel suite>.txt (a difference is shown, not failed)
+#   --faults           faults into the running guest (ci/guest/init-faults: two NICs on the segment,
+#                      bnxt_en, bnxt_re and rdma-core's user space): each model serves with --control
+#                      (the second with the firmware's error recovery on); the guest prints
+#                      "BNXT-FAULT nicN WORDS" and this script runs `bnxt-model ctl <NIC N's socket>
+#                      WORDS` (the link taken away and given back, a PORT_PHY_CFG never answered, a
+#                      PORT_PHY_QCFG answered with a wrong seq_id, a firmware reset and a fatal one
+#                      followed by ARP and ibv_rc_pingpong, a CREATE_QP never answered under
+#                      ibv_rc_pingpong, the card yanked); ci/guest/check-faults.py judges what Linux
+#                      did and compares it with fixtures/guest-faults/<kernel suite>.txt (a difference
+#                      is shown, not failed, but a kernel warning must be recorded there; docs/faults.md)
 #   --dpdk             DPDK's bnxt PMD (sid's dpdk-testpmd and librte-net-bnxt, ci/fetch-vm.sh's
 #                      dpdk-root) on both NICs (functions 0 and 1 of one device) bound to vfio-pci
 #                      behind an emulated IOMMU, 2 MiB huge pages, on the segment with the guest's
@@ -87,7 +91,8 @@
 #                      (PYVERBS_RECORD=1 rewrites the file instead)
 #   --record-fixtures  copy each kernel's HWRM request logs, the requests answered CMD_NOT_SUPPORTED
 #                      and bnxt_re's kernel messages to fixtures/guest/<kernel suite>/ (with --trace:
-#                      also the transcript, to fixtures/trace/<kernel suite>.transcript)
+#                      also the transcript, to fixtures/trace/<kernel suite>.transcript; with --faults:
+#                      what Linux did, to fixtures/guest-faults/<kernel suite>.txt)
 # Env: BNXT_VM_CACHE (see ci/fetch-vm.sh); BNXT_MODEL (the model binary; default: built with
 #      `cargo build --release -p bnxt-model-host` as target/release/bnxt-model, under CARGO_TARGET_DIR when
 #      set); BNXT_MODEL_ARGS (more
@@ -97,6 +102,8 @@
 #      guest's power-off would wait for it
 #      anyway); PP_ITERS, PP_WAIT (--verbs: ibv_rc_pingpong's iterations, default 100, and the
 #      seconds it may take, default 120); PT_ITERS (--verbs: perftest's iterations, default 500);
+#      FAULT_WAIT (--faults: s the guest gives each ctl call, default 3), FAULTS_WORDS (--faults: more
+#      kernel words for init-faults);
 #      VERBS_DEBUG_BIN (--verbs: host binaries, e.g. /usr/bin/strace,
 #      put into the guest's /bin with the host libraries they load, glibc aside); APPEND (more kernel words); SERIAL=1 (run the kernels one after the other).
 #
