@@ -58,12 +58,16 @@
 #                      guest unless MEM says otherwise): the script mounts a hugetlbfs of 2 MiB pages
 #                      under the output folder and, as root, raises the pool of free 2 MiB pages to
 #                      what the guests need, giving both back at the end (out/guest-hugepages by default)
-#   --faults           faults into the running guest (ci/guest/init-faults, one NIC, bnxt_en alone): the
-#                      model serves with --control; the guest prints "BNXT-FAULT do WORDS" and this
-#                      script runs `bnxt-model ctl SOCKET WORDS` (the link taken away and given back, a
-#                      PORT_PHY_CFG never answered, a PORT_PHY_QCFG answered with a wrong seq_id, a
-#                      firmware reset bnxt_en recovers from, the card yanked); ci/guest/check-faults.py judges what bnxt_en did, and compares it
-#                      with fixtures/guest-faults/<kernel suite>.txt (a difference is shown, not failed)
+#   --faults           faults into the running guest (ci/guest/init-faults: two NICs on the segment,
+#                      bnxt_en, bnxt_re and rdma-core's user space): each model serves with --control
+#                      (the second with the firmware's error recovery on); the guest prints
+#                      "BNXT-FAULT nicN WORDS" and this script runs `bnxt-model ctl <NIC N's socket>
+#                      WORDS` (the link taken away and given back, a PORT_PHY_CFG never answered, a
+#                      PORT_PHY_QCFG answered with a wrong seq_id, a firmware reset and a fatal one
+#                      followed by ARP and ibv_rc_pingpong, a CREATE_QP never answered under
+#                      ibv_rc_pingpong, the card yanked); ci/guest/check-faults.py judges what Linux
+#                      did and compares it with fixtures/guest-faults/<kernel suite>.txt (a difference
+#                      is shown, not failed, but a kernel warning must be recorded there; docs/faults.md)
 #   --dpdk             DPDK's bnxt PMD (sid's dpdk-testpmd and librte-net-bnxt, ci/fetch-vm.sh's
 #                      dpdk-root) on both NICs (functions 0 and 1 of one device) bound to vfio-pci
 #                      behind an emulated IOMMU, 2 MiB huge pages, on the segment with the guest's
@@ -90,7 +94,8 @@
 #                      (PYVERBS_RECORD=1 rewrites the file instead)
 #   --record-fixtures  copy each kernel's HWRM request logs, the requests answered CMD_NOT_SUPPORTED
 #                      and bnxt_re's kernel messages to fixtures/guest/<kernel suite>/ (with --trace:
-#                      also the transcript, to fixtures/trace/<kernel suite>.transcript)
+#                      also the transcript, to fixtures/trace/<kernel suite>.transcript; with --faults:
+#                      what Linux did, to fixtures/guest-faults/<kernel suite>.txt)
 # Env: BNXT_VM_CACHE (see ci/fetch-vm.sh); BNXT_MODEL (the model binary; default: built with
 #      `cargo build --release -p bnxt-model-host` as target/release/bnxt-model, under CARGO_TARGET_DIR when
 #      set); BNXT_MODEL_ARGS (more
@@ -100,6 +105,8 @@
 #      guest's power-off would wait for it
 #      anyway); PP_ITERS, PP_WAIT (--verbs: ibv_rc_pingpong's iterations, default 100, and the
 #      seconds it may take, default 120); PT_ITERS (--verbs: perftest's iterations, default 500);
+#      FAULT_WAIT (--faults: s the guest gives each ctl call, default 3), FAULTS_WORDS (--faults: more
+#      kernel words for init-faults);
 #      VERBS_DEBUG_BIN (--verbs: host binaries, e.g. /usr/bin/strace,
 #      put into the guest's /bin with the host libraries they load, glibc aside); APPEND (more kernel words); SERIAL=1 (run the kernels one after the other).
 #
@@ -185,7 +192,10 @@ fi
 if [ $faults = 1 ]; then
   [ $no_model = 0 ] && [ $driver = 0 ] && [ $verbs = 0 ] && [ $trace = 0 ] && [ $hugepages = 0 ] \
     || die "--faults needs the model and runs on its own (not --driver, --verbs, --trace, --hugepages)"
-  nics=1 traffic=0 peer=0 ib=0
+  nics=2 traffic=1 peer=0 ib=0
+  # A RoCE command never answered waits out bnxt_re's 40 s firmware timeout, and a yanked card's
+  # bnxt_re teardown another; two firmware resets each wait for bnxt_re's registration.
+  export TIMEOUT=${TIMEOUT:-900}
   [ "$out" = "$BNXT_REPO/out/guest" ] && out=$BNXT_REPO/out/guest-faults
 fi
 if [ $dpdk = 1 ]; then
@@ -375,6 +385,9 @@ start_models() {
     # shellcheck disable=SC2086  # BNXT_MODEL_ARGS is a list of words on purpose
     local ctl=()
     [ $faults = 1 ] && { rm -f "$dir/ctl-nic$i.sock"; ctl=(--control "$dir/ctl-nic$i.sock"); }
+    # --faults: the second NIC's firmware offers error recovery (bnxt_en's health watchdog), for
+    # `fw fatal`; the first's runs without it, as in the other guest tests.
+    [ $faults = 1 ] && [ "$i" = 2 ] && ctl+=(--firmware '{"error_recovery":true}')
     "$model" serve --socket "$sock" --mac "$(mac_of "$i")" --hwrm-log "$dir/hwrm-nic$i.log" "${seg[@]}" "${ctl[@]}" \
       ${BNXT_MODEL_ARGS:-} > "$dir/model-nic$i.log" 2>&1 &
     pids+=($!)
@@ -383,21 +396,23 @@ start_models() {
   done
 }
 
-# conduct CONSOLE CTL LOG: while the guest runs, carry out each "BNXT-FAULT do WORDS" it prints with
-# `bnxt-model ctl CTL WORDS` (WORDS of letters, digits, '_' and '-' only), logging each call and its
-# reply to LOG.
+# conduct CONSOLE DIR LOG: while the guest runs, carry out each "BNXT-FAULT nicN WORDS" it prints
+# with `bnxt-model ctl DIR/ctl-nicN.sock WORDS` (WORDS of letters, digits, '_' and '-' only),
+# logging each call ("<time> nicN ctl WORDS") and its reply to LOG.
 conduct() {
-  local console=$1 ctl=$2 log=$3 seen=0 n line
+  local console=$1 dir=$2 log=$3 seen=0 n line nic
   : > "$log"
   while :; do
-    n=$(grep -c 'BNXT-FAULT do ' "$console" 2>/dev/null || true)
+    n=$(grep -c 'BNXT-FAULT nic' "$console" 2>/dev/null || true)
     while [ "${n:-0}" -gt "$seen" ]; do
       seen=$((seen + 1))
-      line=$(grep 'BNXT-FAULT do ' "$console" | sed -n "${seen}p" | sed 's/.*BNXT-FAULT do //; s/\r$//')
-      case $line in *[!A-Za-z0-9_\ -]*) echo "refused: $line" >> "$log"; continue ;; esac
-      echo "$(date +%s.%N) ctl $line" >> "$log"
+      line=$(grep 'BNXT-FAULT nic' "$console" | sed -n "${seen}p" | sed 's/.*BNXT-FAULT //; s/\r$//')
+      nic=${line%% *} line=${line#* }
+      case $nic in nic[1-9]) ;; *) echo "refused: $nic $line" >> "$log"; continue ;; esac
+      case $line in *[!A-Za-z0-9_\ -]*) echo "refused: $nic $line" >> "$log"; continue ;; esac
+      echo "$(date +%s.%N) $nic ctl $line" >> "$log"
       # shellcheck disable=SC2086  # the guest's words, checked above, are the command's words
-      "$model" ctl "$ctl" $line >> "$log" 2>&1 || echo "ctl exit $?" >> "$log"
+      "$model" ctl "$dir/ctl-$nic.sock" $line >> "$log" 2>&1 || echo "ctl exit $?" >> "$log"
     done
     sleep 0.2
   done
@@ -439,7 +454,8 @@ run_suite() {
     mapfile -t extra < <(driver_files)
   fi
   if [ $faults = 1 ]; then
-    modules="bnxt_en"; init=$G/init-faults
+    init=$G/init-faults
+    mapfile -t extra < <(verbs_files)
   fi
   if [ $dpdk = 1 ]; then
     modules="vfio_pci vfio_iommu_type1 virtio_pci? virtio_net"; init=$G/init-dpdk
@@ -531,11 +547,12 @@ run_suite() {
   fi
   local conductor=
   if [ $faults = 1 ]; then
-    words="bnxt.fault_wait=${FAULT_WAIT:-3}"
-    checks=(--ctl-log "$dir/ctl.log" --hwrm-log "$dir/hwrm-nic1.log" --json "$dir/result.json" --suite "$suite")
+    words="bnxt.fault_wait=${FAULT_WAIT:-3} bnxt.re_wait=${RE_WAIT:-120} ${FAULTS_WORDS:-}"
+    checks=(--ctl-log "$dir/ctl.log" --hwrm-log "$dir/hwrm-nic1.log" --hwrm-log2 "$dir/hwrm-nic2.log"
+      --pcap "$dir/segment.pcap" --mac "$(mac_of 1)" --mac2 "$(mac_of 2)" --json "$dir/result.json" --suite "$suite")
     [ $record = 1 ] && checks+=(--record "$BNXT_REPO/fixtures/guest-faults/$suite.txt")
     : > "$dir/console.log"
-    conduct "$dir/console.log" "$dir/ctl-nic1.sock" "$dir/ctl.log" & conductor=$!; pids+=("$conductor")
+    conduct "$dir/console.log" "$dir" "$dir/ctl.log" & conductor=$!; pids+=("$conductor")
   fi
   t0=$(date +%s)
   # A boot that stalls before /init (run-guest.sh stops it after BOOT_TIMEOUT, exit 125; seen

@@ -26,10 +26,19 @@ print_gids() {
 # run_pair TAG "SERVER WORDS" "CLIENT WORDS": the server in the background (under bnxt.server_prefix),
 # a second later the client (bounded by PP_WAIT), then up to 10 s for the server to end; their
 # exit statuses in src and crc, their output in /tmp/server.txt and /tmp/client.txt, printed under TAG.
+# With PAIR_PORT set, the client starts once the server listens on that TCP port (up to 60 s)
+# instead: a loaded guest may take longer than a second to make the server's QP.
 run_pair() {
   tag=$1
   $(arg bnxt.server_prefix "" | tr , " ") $2 > /tmp/server.txt 2>&1 & sp=$!
-  sleep 1
+  if [ -n "${PAIR_PORT:-}" ]; then
+    n=0
+    while ! netstat -ltn 2>/dev/null | grep -q ":$PAIR_PORT " && kill -0 $sp 2>/dev/null && [ $n -lt 600 ]; do
+      usleep 100000; n=$((n + 1))
+    done
+  else
+    sleep 1
+  fi
   timeout "$PP_WAIT" $3 > /tmp/client.txt 2>&1; crc=$?
   n=0; while kill -0 $sp 2>/dev/null && [ $n -lt 100 ]; do usleep 100000; n=$((n + 1)); done
   if kill -0 $sp 2>/dev/null; then kill $sp; src=timeout; else wait $sp; src=$?; fi

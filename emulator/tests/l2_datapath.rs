@@ -437,11 +437,15 @@ fn a_firmware_reset_notifies_the_driver_then_restarts_and_says_so_at_the_next_if
     assert!(!rig.world.fw_reset(0, ResetKind::Solicited), "one reset at a time");
     // RESET_NOTIFY: STOP_TX_QUEUE, reason MANAGEMENT_RESET_REQUEST, 1 s minimum, 30 s maximum.
     assert_eq!(async_events(&mut rig, &mut a), vec![(0x8, 0x101, 10, 300)]);
-    // The driver's close is still served before the restart.
+    // The driver's close is served however long it takes: the firmware waits for the driver to
+    // unregister (bnxt_en's `bnxt_fw_reset` closes first, then waits its minimum).
+    rig.world.advance(Duration::from_secs(5));
     rig.ok(0, req::<HwrmFuncQcfgInput>());
     assert_eq!(status(&mut rig), 0x8000);
     assert!(rig.world.nic_state(0).driver_registered);
-    rig.world.advance(Duration::from_millis(1100));
+    // FUNC_DRV_UNRGTR ends the close: answered, then the firmware restarts.
+    rig.ok(0, req::<HwrmFuncDrvUnrgtrInput>());
+    rig.world.advance(Duration::from_millis(10));
     let st = rig.world.nic_state(0);
     assert!(!st.driver_registered && st.rings == 0, "the restarted firmware knows nothing of the function");
     assert!(rig.world.device(0).l2().rings().is_empty());
@@ -456,6 +460,31 @@ fn a_firmware_reset_notifies_the_driver_then_restarts_and_says_so_at_the_next_if
     rg.enables = HwrmFuncDrvRgtrInput::ENABLES_OS_TYPE.into();
     rig.ok(0, rg);
     assert_eq!(flags(rig.ok(0, up)), 0);
+}
+
+#[test]
+fn a_firmware_reset_whose_driver_never_unregisters_restarts_at_the_notices_maximum_wait() {
+    use bnxt_model::firmware::reset::ResetKind;
+    let (mut rig, mut a, _b) = pair(Setup::default());
+    assert!(rig.world.fw_reset(0, ResetKind::Solicited));
+    assert_eq!(async_events(&mut rig, &mut a), vec![(0x8, 0x101, 10, 300)]);
+    rig.world.advance(Duration::from_millis(29_900));
+    assert!(rig.world.nic_state(0).driver_registered, "still waiting for the driver's close");
+    rig.world.advance(Duration::from_millis(200));
+    assert!(!rig.world.nic_state(0).driver_registered, "restarted 30 s after the notice");
+}
+
+#[test]
+fn a_firmware_reset_no_driver_was_told_of_restarts_a_second_after_it() {
+    use bnxt_model::firmware::reset::ResetKind;
+    let (mut rig, _a, _b) = pair(Setup::default());
+    // NIC 0's driver unregisters before the reset: nobody to tell, nothing to wait for.
+    rig.ok(0, req::<HwrmFuncDrvUnrgtrInput>());
+    assert!(rig.world.fw_reset(0, ResetKind::Solicited));
+    rig.world.advance(Duration::from_millis(900));
+    assert!(!rig.world.fw_reset(0, ResetKind::Solicited), "the reset is still under way");
+    rig.world.advance(Duration::from_millis(200));
+    assert!(rig.world.fw_reset(0, ResetKind::Solicited), "restarted a second after the notice");
 }
 
 #[test]

@@ -66,6 +66,7 @@ impl Servers {
                 mac: [0x02, 0x57, 0x60, 0x80, 0x00, i],
                 seed: 0,
                 faults: FaultPlan::default(),
+                firmware: Default::default(),
                 armed: Vec::new(),
                 control: None,
                 hwrm_log: Some(dir.path().join(format!("hwrm{i}.log"))),

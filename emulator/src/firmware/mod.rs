@@ -178,6 +178,8 @@ pub struct Firmware {
     restarted: bool,
     /// A reset is under way (notice given, restart due).
     resetting: bool,
+    /// The reset under way waits for the driver's FUNC_DRV_UNRGTR to restart ([`reset`]).
+    awaiting_unregister: bool,
     /// Firmware restarts since the NIC was made (the reset-counter register).
     restarts: u32,
     /// The heartbeat register's value since the firmware went down (it stops while it is).
@@ -199,6 +201,7 @@ impl Firmware {
             dead: false,
             restarted: false,
             resetting: false,
+            awaiting_unregister: false,
             restarts: 0,
             frozen_heartbeat: None,
         }
@@ -256,6 +259,15 @@ impl Firmware {
                         // The driver waits for HWRM_DONE on that ring (bnxt_hwrm.c `__hwrm_send`
                         // with a completion ring; bnxt.c `bnxt_hwrm_handler`).
                         self.state.l2.notify(Notice::HwrmDone { cmpl_ring, seq_id });
+                    }
+                    if self.awaiting_unregister
+                        && req_type == dispatch::FUNC_DRV_UNRGTR
+                        && self.state.registration.is_none()
+                    {
+                        // The driver closed: the reset waited for nothing else ([`reset`]).
+                        self.awaiting_unregister = false;
+                        self.jobs.retain(|_, j| !matches!(j, Job::Restart));
+                        self.schedule(at, Job::Restart);
                     }
                 }
             }
@@ -461,7 +473,8 @@ impl Firmware {
             self.jobs.retain(|_, j| !matches!(j, Job::Respond { .. }));
         }
         self.resetting = true;
-        self.schedule(reset::restart_at(now), Job::Restart);
+        self.awaiting_unregister = kind == reset::ResetKind::Solicited && sent && self.state.registration.is_some();
+        self.schedule(reset::restart_at(now, self.awaiting_unregister), Job::Restart);
         true
     }
 
@@ -475,6 +488,7 @@ impl Firmware {
         self.frozen_heartbeat = None;
         self.restarts = self.restarts.wrapping_add(1);
         self.resetting = false;
+        self.awaiting_unregister = false;
         self.restarted = true;
         rec.record(now, EventKind::FirmwareRestarted);
         tracing::info!("firmware restarted after a reset");

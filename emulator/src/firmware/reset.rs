@@ -15,15 +15,29 @@
 //!      sending requests); the firmware is dead at once: it takes no request and its status
 //!      register reads SHUTDOWN without the ready code (no public source gives the value a
 //!      crashed firmware leaves there; any value bnxt_en's `BNXT_FW_IS_HEALTHY` refuses does).
-//! 2. [`MIN_WAIT_DSECS`] after the notice the firmware restarts: it forgets everything about the
-//!    function (as a function-level reset does to its state; config space and BARs are the PCI
-//!    function's and stay), its status register reads ready again, and the next FUNC_DRV_IF_CHANGE
-//!    with flags UP answers `HOT_FW_RESET_DONE` (bnxt_en refuses to reopen without it: "RESET_DONE
-//!    not set during FW reset.").
+//! 2. The firmware restarts ([`restart_at`]): it forgets everything about the function (as a
+//!    function-level reset does to its state; config space and BARs are the PCI function's and
+//!    stay), its status register reads ready again, and the next FUNC_DRV_IF_CHANGE with flags UP
+//!    answers `HOT_FW_RESET_DONE` (bnxt_en refuses to reopen without it: "RESET_DONE not set
+//!    during FW reset.").
+//!    - `reset` with a driver told of it: once the driver has unregistered (FUNC_DRV_UNRGTR
+//!      answered), at most [`MAX_WAIT_DSECS`] after the notice. bnxt_en closes first and only
+//!      then waits: `bnxt_fw_reset` runs bnxt_re's teardown (`bnxt_ulp_stop`: RoCE commands) and
+//!      `bnxt_fw_reset_close` (RING_FREE, ..., FUNC_DRV_UNRGTR) and queues its reset task
+//!      `fw_reset_min_dsecs` after that close, however long it took; a PF with VFs holds its own
+//!      close until its VFs have unregistered (state POLL_VF, `bnxt_get_registered_vfs`). No
+//!      public source says when real firmware goes down; that order implies it serves the close
+//!      of every registered driver first, and the model is back by the time the driver polls
+//!      VER_GET (state POLL_FW) since it restarted at the close. A restart at a fixed time after
+//!      the notice would cut a slow close short: in a loaded guest bnxt_re's DELETE_GID goes
+//!      unanswered until bnxt_re declares the firmware stalled, and bnxt_en's RING_FREEs are
+//!      refused by a firmware that no longer knows the rings.
+//!    - `reset` with no driver told (none registered, or none named its async event ring), and
+//!      `fatal`: [`MIN_WAIT_DSECS`] after the notice.
 //!
-//! Not modelled: the ERROR_RECOVERY capability (ERROR_RECOVERY_QCFG, heartbeat and reset-counter
-//! registers, the driver-driven chip reset of `bnxt_reset_all`), FW_ACTIVATION and non-fatal
-//! exceptions.
+//! The error recovery capability (ERROR_RECOVERY_QCFG, heartbeat and reset-counter registers) is
+//! [`super::recovery`]'s. Not modelled: the driver-driven chip reset of `bnxt_reset_all`,
+//! FW_ACTIVATION and non-fatal exceptions.
 
 use std::time::Duration;
 
@@ -45,7 +59,10 @@ pub enum ResetKind {
     Fatal,
 }
 
-/// When the firmware restarts after a notice given at `now`.
-pub fn restart_at(now: Duration) -> Duration {
-    now + Duration::from_millis(100 * u64::from(MIN_WAIT_DSECS))
+/// When the firmware restarts after a notice given at `now`, unless the driver it waits for
+/// unregisters sooner: with `waits_for_driver`, the notice's maximum wait ([`MAX_WAIT_DSECS`]),
+/// else its minimum ([`MIN_WAIT_DSECS`]).
+pub fn restart_at(now: Duration, waits_for_driver: bool) -> Duration {
+    let dsecs = if waits_for_driver { MAX_WAIT_DSECS } else { u16::from(MIN_WAIT_DSECS) };
+    now + Duration::from_millis(100 * u64::from(dsecs))
 }

@@ -1,6 +1,6 @@
 //! `bnxt-model`: the BCM57608 model as a process.
 //!
-//! `bnxt-model serve --socket PATH --mac MAC [--hwrm-log PATH] [--faults FILE] [--control PATH]
+//! `bnxt-model serve --socket PATH --mac MAC [--hwrm-log PATH] [--faults FILE] [--firmware JSON] [--control PATH]
 //! [--seed N] [--segment PATH [--pcap FILE]] [--log-level LEVEL] [--persist]` serves one model
 //! NIC over vfio-user (QEMU's `vfio-user-pci`, or the driver's vfio-user backend).
 //! `bnxt-model segment --socket PATH [--pcap FILE] [--control PATH]` runs a virtual Ethernet
@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use bnxt_model::faults::WirePlan;
 use bnxt_model::faults::{ActionKind, FaultPlan};
+use bnxt_model::firmware::options::FirmwareOptions;
 use bnxt_model_host::serve::ctl::client;
 use bnxt_model_host::serve::ctl::hub::HubRequest;
 use bnxt_model_host::serve::ctl::protocol::{FaultFile, FaultSpec, Request, schema};
@@ -185,6 +186,11 @@ struct ServeArgs {
     /// to the frames the NIC sends to the segment.
     #[arg(long)]
     faults: Option<PathBuf>,
+    /// What the firmware advertises beyond its defaults, JSON (the `firmware` object of a
+    /// `BNXT_RIG_RESTART` plan, docs/faults.md): `{"error_recovery": true}` offers the error
+    /// recovery capability bnxt_en's health watchdog uses.
+    #[arg(long, value_parser = parse_firmware)]
+    firmware: Option<FirmwareOptions>,
     /// Listen for control requests (`bnxt-model ctl`) on this UNIX socket (mode 0600).
     #[arg(long)]
     control: Option<PathBuf>,
@@ -215,6 +221,10 @@ fn parse_mac(s: &str) -> Result<[u8; 6], String> {
         return Err(format!("{s} is a multicast or zero address; a NIC needs a unicast one"));
     }
     Ok(mac)
+}
+
+fn parse_firmware(s: &str) -> Result<FirmwareOptions, String> {
+    serde_json::from_str(s).map_err(|e| format!("not firmware options ({{\"error_recovery\": true}}, ...): {e}"))
 }
 
 fn read_faults(path: &Path) -> Result<FaultFile, String> {
@@ -360,6 +370,7 @@ fn main() -> ExitCode {
                 mac: args.mac,
                 seed: args.seed,
                 faults: FaultPlan { wire: file.wire, ..FaultPlan::default() },
+                firmware: args.firmware.unwrap_or_default(),
                 armed: file.firmware,
                 control: args.control,
                 hwrm_log: args.hwrm_log,

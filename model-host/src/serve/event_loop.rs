@@ -132,7 +132,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
         Some(path) => Some(HwrmLog::create(path).map_err(|source| ServeError::HwrmLog { path: path.clone(), source })?),
         None => None,
     };
-    let mut nic = ServedNic::new(options.mac, options.seed, options.faults.clone())?;
+    let mut nic = ServedNic::with_firmware(options.mac, options.seed, options.faults.clone(), options.firmware)?;
     for (index, spec) in options.armed.iter().enumerate() {
         let (target, action) = spec.resolve().map_err(|e| ServeError::Armed { index, why: e.to_string() })?;
         nic.arm_fault(Duration::ZERO, target, spec.nth, spec.count, action)
@@ -140,7 +140,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
     }
 
     let mac = options.mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":");
-    tracing::info!(socket = %listener.path().display(), %mac, seed = options.seed, faults = options.faults.firmware.len(), "serving a BCM57608 model over vfio-user");
+    tracing::info!(socket = %listener.path().display(), %mac, seed = options.seed, faults = options.faults.firmware.len(), firmware = ?options.firmware, "serving a BCM57608 model over vfio-user");
 
     let start = Instant::now();
     let mut client: Option<Client> = None;

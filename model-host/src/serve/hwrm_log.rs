@@ -11,7 +11,8 @@
 //! A request an injected fault swallows gets `NO_RESPONSE` instead of a code; one whose response
 //! could not be written to host memory gets `RESPONSE_NOT_WRITTEN`. A firmware reset and restart
 //! (`ctl fw reset` / `fw fatal`) are lines of their own: `<seconds> EVENT firmware reset
-//! (RESET_NOTIFY sent)`, `<seconds> EVENT firmware restarted`.
+//! (RESET_NOTIFY sent)`, `<seconds> EVENT firmware restarted`; so is a RoCE command an injected
+//! fault took: `<seconds> EVENT roce fault on CREATE_QP #3: no-response (injected fault)`.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -83,8 +84,10 @@ impl HwrmLog {
                 let (req_type, seq) = self.last_request.get(&event.nic).copied().unwrap_or((0xffff, 0));
                 format!("{t:.6} {} 0x{req_type:04x} seq={seq} RESPONSE_NOT_WRITTEN: {error}", req_label(req_type))
             }
-            // The firmware's own resets, so that the requests around them can be read in order.
+            // The firmware's own resets, so that the requests around them can be read in order,
+            // and the RoCE commands an injected fault took (the CMDQ has no log of its own).
             kind @ (EventKind::FirmwareReset { .. } | EventKind::FirmwareRestarted) => format!("{t:.6} EVENT {kind}"),
+            kind @ EventKind::RoceFaultFired { .. } => format!("{t:.6} EVENT {kind} (injected fault)"),
             _ => return Ok(()),
         };
         self.lines += 1;
@@ -143,5 +146,17 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = text.lines().skip(3).collect();
         assert_eq!(lines, ["0.012000 EVENT firmware reset (RESET_NOTIFY sent)", "0.012000 EVENT firmware restarted"]);
+        log.record(&ev(EventKind::RoceFaultFired {
+            opcode: 0x1,
+            nth: 3,
+            action: bnxt_model::faults::CommandAction::NoResponse,
+        }))
+        .unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text.lines().last(),
+            Some("0.012000 EVENT roce fault on CREATE_QP #3: no-response (injected fault)"),
+            "{text}"
+        );
     }
 }

@@ -26,6 +26,7 @@ use std::path::PathBuf;
 pub use event_loop::{ServeError, ServeSummary, StopReason, serve};
 
 use bnxt_model::faults::FaultPlan;
+use bnxt_model::firmware::options::FirmwareOptions;
 
 /// What to serve and how.
 #[derive(Debug, Clone)]
@@ -38,6 +39,9 @@ pub struct ServeOptions {
     pub seed: u64,
     /// Faults to inject from the start (the wire plan, and firmware faults by number).
     pub faults: FaultPlan,
+    /// What the firmware advertises beyond its defaults (`--firmware`: the error recovery
+    /// capability, firmware resource limits, ...).
+    pub firmware: FirmwareOptions,
     /// Firmware faults, by name, armed when the server starts (`--faults`).
     pub armed: Vec<ctl::protocol::FaultSpec>,
     /// The control socket to listen on (`--control`), if any.

@@ -29,6 +29,7 @@ use bnxt_model::armed::{Action, ArmError, ArmedFault, Target};
 use bnxt_model::config_space::{DEVCTL_BCR_FLR, EXP_CAP, EXP_DEVCTL};
 use bnxt_model::events::{Event, EventKind};
 use bnxt_model::faults::{FaultPlan, WirePlan, WirePlanError};
+use bnxt_model::firmware::options::FirmwareOptions;
 use bnxt_model::net::switch::PortId;
 
 /// The index of the served NIC in its world.
@@ -62,14 +63,25 @@ pub struct ServedNic {
 }
 
 impl ServedNic {
-    /// A NIC with MAC `mac`, just powered on, with `seed` and `faults`; refused if the plan's
-    /// wire faults cannot apply to one NIC (a probability out of range, a rule naming another
-    /// NIC than 0).
-    pub fn new(mac: [u8; 6], seed: u64, mut faults: FaultPlan) -> Result<ServedNic, WirePlanError> {
+    /// A NIC with MAC `mac`, just powered on, with `seed` and `faults` and the firmware's
+    /// defaults; refused if the plan's wire faults cannot apply to one NIC (a probability out of
+    /// range, a rule naming another NIC than 0).
+    pub fn new(mac: [u8; 6], seed: u64, faults: FaultPlan) -> Result<ServedNic, WirePlanError> {
+        ServedNic::with_firmware(mac, seed, faults, FirmwareOptions::default())
+    }
+
+    /// [`ServedNic::new`] with a firmware that advertises `firmware` beyond its defaults (the
+    /// error recovery capability, firmware resource limits, ...).
+    pub fn with_firmware(
+        mac: [u8; 6],
+        seed: u64,
+        mut faults: FaultPlan,
+        firmware: FirmwareOptions,
+    ) -> Result<ServedNic, WirePlanError> {
         let wire = std::mem::take(&mut faults.wire);
         check_wire_plan(&wire)?;
         Ok(ServedNic {
-            world: World::with_macs(WorldConfig { nics: 1, seed, faults, ..WorldConfig::default() }, &[mac]),
+            world: World::with_macs(WorldConfig { nics: 1, seed, faults, firmware }, &[mac]),
             mac,
             epoch: Duration::ZERO,
             dma: DmaTable::new(),
