@@ -84,11 +84,7 @@ fn main() {
         ));
     }
     if args.want("floor") {
-        figures.push(Figure::new(
-            "floor: copy in, ICRC, ICRC, copy out",
-            mib as f64,
-            floor(&src, &mut dst4, 2),
-        ));
+        figures.push(Figure::new("floor: copy in, ICRC, ICRC, copy out", mib as f64, floor(&src, &mut dst4, 2)));
         figures.push(Figure::new("floor: copy in, ICRC, copy out", mib as f64, floor(&src, &mut dst5, 1)));
         figures.push(Figure::new("  copy in and CRC interleaved by 1 KiB", mib as f64, interleaved(&src, &mut dst6)));
     }

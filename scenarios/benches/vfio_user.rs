@@ -13,14 +13,28 @@
 //! flight, as a ratio of a single-core 1 MiB memcpy measured in the same run. Every figure's
 //! trials are interleaved with the reference's and the best kept (`support`).
 //!
+//! Each is also measured by the CPU time it takes, of this process and the three others
+//! together (`/proc/PID/schedstat`, time on a CPU): on a machine shared with other work the
+//! wall-clock rate is mostly how often the four processes get a CPU, the CPU time what the path
+//! itself costs. The memcpy's CPU-time rate is the reference of the CPU-time ratios.
+//!
+//! The floor of a message one at a time: a round trip of 8 bytes over a UNIX socket between this
+//! process and another (`--echo`), measured in the same run. A 64-byte SEND waited for crosses
+//! five sockets one way (this process to the sending server, that server to the hub, the hub to
+//! the receiving server, and the acknowledgement back through the hub to the sender, which writes
+//! the completion this process polls for in memory), so it costs at least two and a half of
+//! them.
+//!
 //! Run: `cargo bench -p bnxt-rig --bench vfio_user -- [seconds per figure] [trials] [words]`
-//! (words: `small-one`, `small`, `large-one`, `large`).
+//! (words: `echo`, `small-one`, `small`, `large-one`, `large`).
 
 #[path = "../../emulator/benches/support/mod.rs"]
 mod support;
 
 mod link;
 
+use std::io::{Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -31,7 +45,7 @@ use bnxt_model::faults::FaultPlan;
 use bnxt_model_host::serve::segment::{Hub, SegmentOptions};
 use bnxt_model_host::serve::{ServeOptions, serve};
 use link::Link;
-use support::{Args, Figure, measure, memcpy_figure};
+use support::{Args, CpuClock, Figure, measure, memcpy_figure};
 
 const MIB: usize = 1 << 20;
 /// 1 MiB messages in flight per call of the large-message rate (and MiB of its regions).
@@ -45,6 +59,13 @@ fn child(args: &[String]) -> Option<()> {
         [flag, socket] if flag == "--hub" => {
             let options = SegmentOptions { socket: PathBuf::from(socket), pcap: None, catch_signals: true };
             Hub::bind(&options).expect("the hub listens").run().expect("the hub runs");
+            Some(())
+        }
+        [flag, socket] if flag == "--echo" => {
+            let listener = UnixListener::bind(socket).expect("the echo socket listens");
+            let (mut peer, _) = listener.accept().expect("the bench connects");
+            let mut word = [0u8; 8];
+            while peer.read_exact(&mut word).is_ok() && peer.write_all(&word).is_ok() {}
             Some(())
         }
         [flag, socket, nic, segment] if flag == "--serve" => {
@@ -76,10 +97,13 @@ struct Processes {
 }
 
 impl Processes {
-    /// Start the hub, then two servers joined to it, each once its socket is there.
+    /// Start the echo process, the hub, then two servers joined to the hub, each once its
+    /// socket is there.
     fn start() -> Processes {
         let exe = std::env::current_exe().expect("this executable's path");
         let mut p = Processes { dir: tempfile::tempdir().expect("a private folder"), children: Vec::new() };
+        let echo = p.socket("echo");
+        p.spawn(&exe, &["--echo", &echo.display().to_string()], &echo);
         let segment = p.socket("segment");
         p.spawn(&exe, &["--hub", &segment.display().to_string()], &segment);
         for nic in 1..=2 {
@@ -88,6 +112,16 @@ impl Processes {
             p.spawn(&exe, &args, &socket);
         }
         p
+    }
+
+    /// Seconds on a CPU of this process's main thread, and of the hub's and servers' as well
+    /// when `all` (the echo process's is not counted: it runs only for its own figure).
+    fn cpu_clock(&self, all: bool) -> CpuClock {
+        let mut files = vec![PathBuf::from("/proc/self/schedstat")];
+        if all {
+            files.extend(self.children[1..].iter().map(|c| PathBuf::from(format!("/proc/{}/schedstat", c.id()))));
+        }
+        Box::new(move || files.iter().map(|f| on_cpu(f)).sum())
     }
 
     fn socket(&self, name: &str) -> PathBuf {
@@ -113,12 +147,20 @@ impl Drop for Processes {
     }
 }
 
+/// Seconds a task has run on a CPU: the first field of its `/proc/PID/schedstat`, in ns.
+fn on_cpu(file: &Path) -> f64 {
+    let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let ns: u64 = text.split_whitespace().next().and_then(|f| f.parse().ok()).expect("schedstat's first field");
+    ns as f64 / 1e9
+}
+
 /// How a figure is reported.
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
     Reference,
     Bytes,
     Messages,
+    Echo,
 }
 
 fn main() {
@@ -138,8 +180,17 @@ fn main() {
 
     let src = vec![0x5au8; MIB];
     let mut dst = vec![0u8; MIB];
-    let mut figures = vec![memcpy_figure(&src, &mut dst)];
+    let mut figures = vec![memcpy_figure(&src, &mut dst).with_cpu(processes.cpu_clock(false))];
     let mut kinds = vec![Kind::Reference];
+    if args.want("echo") {
+        let mut echo = UnixStream::connect(processes.socket("echo")).expect("connect to the echo process");
+        let mut word = *b"8 bytes.";
+        figures.push(Figure::new("socket round trip between two processes", 1.0, move || {
+            echo.write_all(&word).expect("the echo process reads");
+            echo.read_exact(&mut word).expect("the echo process answers");
+        }));
+        kinds.push(Kind::Echo);
+    }
     let plan: [(&str, &'static str, usize, usize, Kind); 4] = [
         ("small-one", "64-byte SENDs, one at a time", 1, 64, Kind::Messages),
         ("small", "64-byte SENDs, 256 in flight", SMALL_BATCH, 64, Kind::Messages),
@@ -150,22 +201,37 @@ fn main() {
         if args.want(word) {
             let mut link = Link::between(&a, &b, (count * len).max(64 * 1024));
             let units = if kind == Kind::Bytes { (count * len) as f64 } else { count as f64 };
-            figures.push(Figure::new(name, units, move || link.transfer(count, len, len)));
+            let figure = Figure::new(name, units, move || link.transfer(count, len, len));
+            figures.push(figure.with_cpu(processes.cpu_clock(true)));
             kinds.push(kind);
         }
     }
     measure(&args, &mut figures);
 
-    let memcpy = figures[0].best;
-    println!("{:<40} {:>14}", "figure (vfio-user: 2 servers + hub)", "rate");
+    let (memcpy, memcpy_cpu) = (figures[0].best, figures[0].best_cpu);
+    println!("{:<40} {:>24} {:>36}", "figure (vfio-user: 2 servers + hub)", "rate", "CPU time (4 processes)");
     for (f, kind) in figures.iter().zip(kinds) {
-        let rate = f.best;
+        let (rate, cpu) = (f.best, f.best_cpu);
         match kind {
-            Kind::Reference => println!("{:<40} {:>10.2} GB/s", f.name, rate / 1e9),
-            Kind::Bytes => println!("{:<40} {:>10.3} GB/s = {:.4} of memcpy", f.name, rate / 1e9, rate / memcpy),
-            Kind::Messages => {
-                println!("{:<40} {:>10.0} messages/s = {:.1} us each", f.name, rate, 1e6 / rate)
+            Kind::Reference => {
+                println!("{:<40} {:>17.2} GB/s {:>29.2} GB/s", f.name, rate / 1e9, cpu / 1e9)
             }
+            Kind::Echo => println!("{:<40} {:>15.0} /s = {:.1} us each", f.name, rate, 1e6 / rate),
+            Kind::Bytes => println!(
+                "{:<40} {:>9.3} GB/s = {:.4} of memcpy {:>9.3} GB/s = {:.4} of memcpy",
+                f.name,
+                rate / 1e9,
+                rate / memcpy,
+                cpu / 1e9,
+                cpu / memcpy_cpu
+            ),
+            Kind::Messages => println!(
+                "{:<40} {:>9.0} messages/s = {:>6.1} us each {:>9.1} us a message",
+                f.name,
+                rate,
+                1e6 / rate,
+                1e6 / cpu
+            ),
         }
     }
     drop(figures);

@@ -9,12 +9,12 @@ use bnxt_vfio_user::transport::{Receiver, TransportError, send_message};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::io::Errno;
 
-use super::ServeOptions;
 use super::ctl::protocol::{ListedFault, Reply, Request};
 use super::ctl::server::ControlServer;
 use super::hwrm_log::HwrmLog;
 use super::signals::StopSignals;
 use super::socket::{Listener, SocketError};
+use super::{RUN_AHEAD, ServeOptions};
 use crate::pcap::PcapTap;
 use crate::stream::{FrameDecoder, Outbox};
 use crate::vfio_user::nic::ServedNic;
@@ -123,6 +123,9 @@ enum ClientTurn {
 
 /// Serve `options` until the client leaves (or, with `persist`, until a signal).
 pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
+    // The NIC's deadlines are microseconds apart (a frame crosses its switch in 1 µs): the
+    // loop's poll must wake when they fall due, not the default 50 µs later.
+    bnxt_pci::precise_timers();
     // Handlers first: a client may signal the server as soon as its socket exists. Then the
     // control socket: once the vfio-user socket appears, a client can count on both.
     let mut signals = StopSignals::install(options.catch_signals).map_err(ServeError::Signals)?;
@@ -172,13 +175,15 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
     };
     let stop = loop {
         super::log_limit::report_suppressed();
-        nic.advance_to(start.elapsed());
+        // Work due within RUN_AHEAD is done now (see its documentation).
+        let ahead = start.elapsed() + RUN_AHEAD;
+        nic.advance_to(ahead);
         log_events(&mut nic, &mut hwrm, options)?;
         if let Some(link) = segment.as_mut() {
-            link.send(start.elapsed(), &mut nic, &mut summary);
+            link.send(start.elapsed(), ahead, &mut nic, &mut summary);
         }
 
-        let timeout = nic.next_deadline().map(|due| due.saturating_sub(start.elapsed()));
+        let timeout = nic.next_deadline().map(|due| due.saturating_sub(start.elapsed() + RUN_AHEAD));
         let (listen_ready, signal_ready, client_ready, segment_ready, control_ready) =
             wait(&listener, &signals, client.as_ref(), segment.as_ref(), control.as_ref(), timeout)?;
         if let Some(ctl) = control.as_mut()
@@ -187,13 +192,6 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
             let clients = ctl.clients();
             ctl.serve(&control_ready, &mut |request| control_request(request, &mut nic, start, clients));
             log_events(&mut nic, &mut hwrm, options)?;
-        }
-        if segment_ready
-            && let Some(link) = segment.as_mut()
-            && let Err(why) = link.drain(start, &mut nic, &mut summary).and_then(|()| link.flush())
-        {
-            tracing::warn!("left the segment: {why}");
-            segment = None;
         }
         if signal_ready && signals.arrived() {
             tracing::info!("SIGTERM or SIGINT: stopping");
@@ -225,6 +223,16 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
                     break StopReason::ClientGone;
                 }
             }
+        }
+        // Frames from the segment after the client's messages: a store the client made before
+        // a frame was even sent (a receive posted before the send its peer answers) is in
+        // before the frame, as on a machine where the store reaches the device first.
+        if segment_ready
+            && let Some(link) = segment.as_mut()
+            && let Err(why) = link.drain(start, &mut nic, &mut summary).and_then(|()| link.flush())
+        {
+            tracing::warn!("left the segment: {why}");
+            segment = None;
         }
         if listen_ready {
             accept(&listener, &mut client, &mut summary);
@@ -468,9 +476,10 @@ impl SegmentLink {
 
     /// Send the frames the NIC's segment forwards out (a hub that does not read loses frames
     /// beyond [`super::segment::MAX_BACKLOG`] bytes, counted); what the hub does not take now
-    /// is written when its socket has room (the loop polls for it).
-    fn send(&mut self, now: Duration, nic: &mut ServedNic, summary: &mut ServeSummary) {
-        for frame in nic.take_outgoing(now) {
+    /// is written when its socket has room (the loop polls for it). `ahead` is the executor's
+    /// time, `now` the real one the pcap records.
+    fn send(&mut self, now: Duration, ahead: Duration, nic: &mut ServedNic, summary: &mut ServeSummary) {
+        for frame in nic.take_outgoing(ahead) {
             if !self.outbox.push(&frame) {
                 summary.segment_frames_dropped += 1;
                 continue;

@@ -22,10 +22,21 @@ pub mod socket;
 mod event_loop;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 pub use event_loop::{ServeError, ServeSummary, StopReason, serve};
 
 use bnxt_model::faults::FaultPlan;
+
+/// How far ahead of the real clock the executors (the server's loop, the segment hub's) run
+/// the work that falls due: work due within this much is done now instead of after a timed wait.
+/// The model's deadlines in the data path are a microsecond apart (a frame crosses a switch in
+/// 1 µs, a firmware answer is due 10 or 20 µs after its request), and a timed wait for one costs
+/// a wake-up of the process, which on a loaded machine takes longer than the wait itself; a
+/// frame then waited once in the sending server's switch, once in the hub's and once in the
+/// receiving server's. The model's own time never runs more than this ahead of the real clock
+/// (the same as the kernel's default timer slack, which timed waits were rounded to before).
+pub const RUN_AHEAD: Duration = Duration::from_micros(50);
 
 /// What to serve and how.
 #[derive(Debug, Clone)]

@@ -23,9 +23,9 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
-use super::ServeError;
 use super::signals::{StopSignals, Stopper};
 use super::socket::Listener;
+use super::{RUN_AHEAD, ServeError};
 use crate::pcap::PcapTap;
 use crate::stream::{FrameDecoder, Outbox};
 use bnxt_model::net::switch::{LinkTiming, PortId, Switch};
@@ -117,6 +117,8 @@ fn run_hub(
     tap: &mut Option<PcapTap>,
 ) -> Result<SegmentSummary, ServeError> {
     tracing::info!(socket = %listener.path().display(), "segment hub listening");
+    // A frame is due at the other port 1 µs after it came in: wake then, not 50 µs later.
+    bnxt_pci::precise_timers();
     let start = Instant::now();
     let mut peers: HashMap<PortId, Peer> = HashMap::new();
     let mut summary = SegmentSummary::default();
@@ -124,7 +126,8 @@ fn run_hub(
     let mut captured = Vec::new();
     loop {
         super::log_limit::report_suppressed();
-        let timeout = switch.next_deadline().map(|d| d.saturating_sub(start.elapsed()));
+        // The switch's time is the real clock's run ahead by RUN_AHEAD.
+        let timeout = switch.next_deadline().map(|d| d.saturating_sub(start.elapsed() + RUN_AHEAD));
         let ids: Vec<PortId> = peers.keys().copied().collect();
         let mut fds = vec![
             PollFd::from_borrowed_fd(signals.fd(), PollFlags::IN),
@@ -142,6 +145,7 @@ fn run_hub(
         }
         let ready: Vec<bool> = fds.iter().map(|f| !f.revents().is_empty()).collect();
         drop(fds);
+        let now = start.elapsed() + RUN_AHEAD;
         if ready[0] && signals.arrived() {
             break;
         }
@@ -161,7 +165,7 @@ fn run_hub(
                 continue;
             }
             let gone = match peers.get_mut(id) {
-                Some(peer) => read_peer(*id, peer, switch, start.elapsed(), &mut summary, &mut buf).err(),
+                Some(peer) => read_peer(*id, peer, switch, now, &mut summary, &mut buf).err(),
                 None => None,
             };
             if let Some(why) = gone {
@@ -172,14 +176,23 @@ fn run_hub(
                 flush(peer);
             }
         }
-        for d in switch.poll(start.elapsed()) {
+        // Every frame due goes into its peer's backlog, then each backlog is written at once.
+        let mut written = Vec::new();
+        for d in switch.poll(now) {
             let Some(peer) = peers.get_mut(&d.port) else { continue };
             if !peer.outbox.push(&d.frame) {
                 summary.dropped += 1;
                 continue;
             }
             summary.frames_out += 1;
-            flush(peer);
+            if !written.contains(&d.port) {
+                written.push(d.port);
+            }
+        }
+        for port in written {
+            if let Some(peer) = peers.get_mut(&port) {
+                flush(peer);
+            }
         }
         if let Some(tap) = tap.as_mut() {
             switch.drain_captured(&mut captured);
