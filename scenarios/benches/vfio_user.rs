@@ -62,10 +62,12 @@ fn child(args: &[String]) -> Option<()> {
             Some(())
         }
         [flag, socket] if flag == "--echo" => {
+            // Each connection in turn (the first is the bench's check that this one listens).
             let listener = UnixListener::bind(socket).expect("the echo socket listens");
-            let (mut peer, _) = listener.accept().expect("the bench connects");
-            let mut word = [0u8; 8];
-            while peer.read_exact(&mut word).is_ok() && peer.write_all(&word).is_ok() {}
+            for mut peer in listener.incoming().map_while(Result::ok) {
+                let mut word = [0u8; 8];
+                while peer.read_exact(&mut word).is_ok() && peer.write_all(&word).is_ok() {}
+            }
             Some(())
         }
         [flag, socket, nic, segment] if flag == "--serve" => {
@@ -130,8 +132,11 @@ impl Processes {
 
     fn spawn(&mut self, exe: &Path, args: &[&str], socket: &Path) {
         self.children.push(Command::new(exe).args(args).spawn().expect("start a process of the bench"));
+        // The file appears when the socket is bound, a moment before it listens: wait until a
+        // connection is taken (the servers and the hub take a connection closed at once as a
+        // probe, the echo process serves the next).
         let deadline = Instant::now() + Duration::from_secs(10);
-        while !socket.exists() {
+        while UnixStream::connect(socket).is_err() {
             assert!(Instant::now() < deadline, "{} did not listen at {}", args[0], socket.display());
             std::thread::sleep(Duration::from_millis(2));
         }
@@ -144,6 +149,22 @@ impl Drop for Processes {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+}
+
+/// Run `f`; if it panics (a transfer failed), print what each server's NIC says of itself (its
+/// RoCE counters, `BNXT_RIG_STATE`) before the panic goes on.
+fn states_on_failure(machine: &VfioUserMachine, f: impl FnOnce()) {
+    if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        for nic in 0..2 {
+            let state = machine.client(nic).map(|c| c.call(bnxt_vfio_user::header::Command::RigState, &[], &[]));
+            match state {
+                Some(Ok(reply)) => eprintln!("NIC {nic}: {}", String::from_utf8_lossy(&reply.body)),
+                Some(Err(e)) => eprintln!("NIC {nic}: no state: {e}"),
+                None => {}
+            }
+        }
+        std::panic::resume_unwind(panic);
     }
 }
 
@@ -165,6 +186,13 @@ enum Kind {
 
 fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(filter) = std::env::var_os("BNXT_BENCH_LOG") {
+        // The processes' logs on stderr (`BNXT_BENCH_LOG=debug`, or any tracing filter).
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter.to_string_lossy()))
+            .with_writer(std::io::stderr)
+            .init();
+    }
     if child(&argv).is_some() {
         return;
     }
@@ -176,7 +204,7 @@ fn main() {
     let b = Nic::open(&machine, 1).expect("open NIC 1");
 
     // One checked transfer first: the figures below measure a path that delivers every byte.
-    Link::between(&a, &b, 2 * MIB).check(2 * MIB);
+    states_on_failure(&machine, || Link::between(&a, &b, 2 * MIB).check(2 * MIB));
 
     let src = vec![0x5au8; MIB];
     let mut dst = vec![0u8; MIB];
@@ -206,7 +234,7 @@ fn main() {
             kinds.push(kind);
         }
     }
-    measure(&args, &mut figures);
+    states_on_failure(&machine, || measure(&args, &mut figures));
 
     let (memcpy, memcpy_cpu) = (figures[0].best, figures[0].best_cpu);
     println!("{:<40} {:>24} {:>36}", "figure (vfio-user: 2 servers + hub)", "rate", "CPU time (4 processes)");

@@ -3,18 +3,19 @@
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bnxt_vfio_user::transport::{Receiver, TransportError, send_message};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::io::Errno;
 
+use super::ServeOptions;
+use super::clock::ExecClock;
 use super::ctl::protocol::{ListedFault, Reply, Request};
 use super::ctl::server::ControlServer;
 use super::hwrm_log::HwrmLog;
 use super::signals::StopSignals;
 use super::socket::{Listener, SocketError};
-use super::{RUN_AHEAD, ServeOptions};
 use crate::pcap::PcapTap;
 use crate::stream::{FrameDecoder, Outbox};
 use crate::vfio_user::nic::ServedNic;
@@ -152,7 +153,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
     let mac = options.mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":");
     tracing::info!(socket = %listener.path().display(), %mac, seed = options.seed, faults = options.faults.firmware.len(), "serving a BCM57608 model over vfio-user");
 
-    let start = Instant::now();
+    let mut clock = ExecClock::new();
     let mut client: Option<Client> = None;
     let mut summary = ServeSummary {
         stop: StopReason::ClientGone,
@@ -175,24 +176,34 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
     };
     let stop = loop {
         super::log_limit::report_suppressed();
-        // Work due within RUN_AHEAD is done now (see its documentation).
-        let ahead = start.elapsed() + RUN_AHEAD;
+        // Work due within `super::clock::RUN_AHEAD` is done now (see its documentation).
+        let ahead = clock.ahead();
         nic.advance_to(ahead);
         log_events(&mut nic, &mut hwrm, options)?;
         if let Some(link) = segment.as_mut() {
-            link.send(start.elapsed(), ahead, &mut nic, &mut summary);
+            link.send(clock.wall(), ahead, &mut nic, &mut summary);
         }
 
-        let timeout = nic.next_deadline().map(|due| due.saturating_sub(start.elapsed() + RUN_AHEAD));
+        let due = nic.next_deadline();
         let (listen_ready, signal_ready, client_ready, segment_ready, control_ready) =
-            wait(&listener, &signals, client.as_ref(), segment.as_ref(), control.as_ref(), timeout)?;
+            wait(&listener, &signals, client.as_ref(), segment.as_ref(), control.as_ref(), clock.timeout(due))?;
+        let stall = clock.after_wait(due);
+        if stall > Duration::ZERO {
+            tracing::debug!(?stall, "the host did not run the server for a while; the NIC's clock skips it");
+        }
         if let Some(ctl) = control.as_mut()
             && control_ready.iter().any(|&r| r)
         {
             let clients = ctl.clients();
-            ctl.serve(&control_ready, &mut |request| control_request(request, &mut nic, start, clients));
+            let now = clock.now();
+            ctl.serve(&control_ready, &mut |request| control_request(request, &mut nic, now, clients));
             log_events(&mut nic, &mut hwrm, options)?;
         }
+        // What came in while the server waited is taken at the time the NIC was left at, before
+        // the work that fell due since: the process may not have run for a while (a loaded
+        // machine), and its QPs' retransmission timers would otherwise fire first, every retry
+        // of them at once after a long enough stall, for frames that had long been answered.
+        let at = nic.now();
         if signal_ready && signals.arrived() {
             tracing::info!("SIGTERM or SIGINT: stopping");
             break StopReason::Signal;
@@ -200,7 +211,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
         // The client's input first: a client that has just gone is gone before a new one is
         // accepted in its place.
         if client_ready && let Some(c) = client.as_mut() {
-            let turn = serve_messages(c, &mut nic, start, &mut hwrm, options)?;
+            let turn = serve_messages(c, &mut nic, at, &mut hwrm, options)?;
             if let ClientTurn::Probe = turn {
                 tracing::info!(
                     "a connection closed before sending anything (a liveness probe); still waiting for a client"
@@ -229,7 +240,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
         // before the frame, as on a machine where the store reaches the device first.
         if segment_ready
             && let Some(link) = segment.as_mut()
-            && let Err(why) = link.drain(start, &mut nic, &mut summary).and_then(|()| link.flush())
+            && let Err(why) = link.drain(clock.wall(), at, &mut nic, &mut summary).and_then(|()| link.flush())
         {
             tracing::warn!("left the segment: {why}");
             segment = None;
@@ -256,9 +267,8 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
     Ok(summary)
 }
 
-/// Carry out a request of the control channel at the time since `start`.
-fn control_request(request: Request, nic: &mut ServedNic, start: Instant, clients: usize) -> Reply {
-    let now = start.elapsed();
+/// Carry out a request of the control channel at executor time `now`.
+fn control_request(request: Request, nic: &mut ServedNic, now: Duration, clients: usize) -> Reply {
     match request {
         Request::FaultAdd { fault } => {
             let armed = fault.resolve().map_err(|e| e.to_string()).and_then(|(target, action)| {
@@ -383,11 +393,11 @@ fn accept(listener: &Listener, client: &mut Option<Client>, summary: &mut ServeS
     }
 }
 
-/// Handle every whole message the client has sent.
+/// Handle every whole message the client has sent, at executor time `at`.
 fn serve_messages(
     c: &mut Client,
     nic: &mut ServedNic,
-    start: Instant,
+    at: Duration,
     hwrm: &mut Option<HwrmLog>,
     options: &ServeOptions,
 ) -> Result<ClientTurn, ServeError> {
@@ -403,7 +413,7 @@ fn serve_messages(
             Err(e) => return Ok(ClientTurn::Gone(e.to_string(), true)),
         };
         c.messages += 1;
-        let reply = c.protocol.handle(start.elapsed(), msg, nic);
+        let reply = c.protocol.handle(at, msg, nic);
         log_events(nic, hwrm, options)?;
         if let Some(bytes) = reply
             && let Err(e) = send_message(c.stream.as_fd(), &bytes, &[], SEND_TIMEOUT)
@@ -452,8 +462,15 @@ impl SegmentLink {
         })
     }
 
-    /// Take what the hub sent into the NIC's segment; `Err` when the hub is gone or sent garbage.
-    fn drain(&mut self, start: Instant, nic: &mut ServedNic, summary: &mut ServeSummary) -> Result<(), String> {
+    /// Take what the hub sent into the NIC's segment at executor time `at` (the pcap records
+    /// them at `wall`, the real time); `Err` when the hub is gone or sent garbage.
+    fn drain(
+        &mut self,
+        wall: Duration,
+        at: Duration,
+        nic: &mut ServedNic,
+        summary: &mut ServeSummary,
+    ) -> Result<(), String> {
         loop {
             match std::io::Read::read(&mut self.stream, &mut self.buf) {
                 Ok(0) => return Err("the hub closed the connection".into()),
@@ -464,12 +481,11 @@ impl SegmentLink {
             }
         }
         while let Some(frame) = self.decoder.next_frame().map_err(|e| e.to_string())? {
-            let now = start.elapsed();
             summary.segment_frames_in += 1;
             if let Some(tap) = &mut self.tap {
-                tap.record(now, &frame);
+                tap.record(wall, &frame);
             }
-            nic.incoming(now, frame);
+            nic.incoming(at, frame);
         }
         Ok(())
     }

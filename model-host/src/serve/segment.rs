@@ -19,13 +19,14 @@ use std::io::{ErrorKind, Read};
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
+use super::ServeError;
+use super::clock::ExecClock;
 use super::signals::{StopSignals, Stopper};
 use super::socket::Listener;
-use super::{RUN_AHEAD, ServeError};
 use crate::pcap::PcapTap;
 use crate::stream::{FrameDecoder, Outbox};
 use bnxt_model::net::switch::{LinkTiming, PortId, Switch};
@@ -119,15 +120,15 @@ fn run_hub(
     tracing::info!(socket = %listener.path().display(), "segment hub listening");
     // A frame is due at the other port 1 µs after it came in: wake then, not 50 µs later.
     bnxt_pci::precise_timers();
-    let start = Instant::now();
+    let clock = ExecClock::new();
     let mut peers: HashMap<PortId, Peer> = HashMap::new();
     let mut summary = SegmentSummary::default();
     let mut buf = vec![0u8; READ_CHUNK];
     let mut captured = Vec::new();
     loop {
         super::log_limit::report_suppressed();
-        // The switch's time is the real clock's run ahead by RUN_AHEAD.
-        let timeout = switch.next_deadline().map(|d| d.saturating_sub(start.elapsed() + RUN_AHEAD));
+        // The switch's time is the executor clock's, run ahead (`super::clock::RUN_AHEAD`).
+        let timeout = clock.timeout(switch.next_deadline());
         let ids: Vec<PortId> = peers.keys().copied().collect();
         let mut fds = vec![
             PollFd::from_borrowed_fd(signals.fd(), PollFlags::IN),
@@ -145,7 +146,7 @@ fn run_hub(
         }
         let ready: Vec<bool> = fds.iter().map(|f| !f.revents().is_empty()).collect();
         drop(fds);
-        let now = start.elapsed() + RUN_AHEAD;
+        let now = clock.ahead();
         if ready[0] && signals.arrived() {
             break;
         }

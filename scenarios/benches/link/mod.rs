@@ -45,9 +45,10 @@ impl Link {
             self.qa.send(&self.src, (i * stride) % self.src.len(), len);
         }
         for (qp, side) in [(&mut self.qa, Side::Send), (&mut self.qb, Side::Receive)] {
-            for _ in 0..count {
-                let c = qp.wait(side, WAIT).unwrap_or_else(|| panic!("no {side:?} completion within {WAIT:?}"));
-                assert_eq!(c.status, Status::Ok, "{side:?} completion failed");
+            for n in 0..count {
+                let what = || format!("{side:?} completion {n} of {count} ({len} bytes each)");
+                let c = qp.wait(side, WAIT).unwrap_or_else(|| panic!("{}: none within {WAIT:?}", what()));
+                assert_eq!(c.status, Status::Ok, "{} failed", what());
             }
         }
     }
