@@ -62,6 +62,18 @@ impl ExecClock {
         due.map(|d| d.saturating_sub(self.ahead()))
     }
 
+    /// The time to take inputs at after a wait for `due`: now, or just before `due` when the turn
+    /// starts after it (the inputs may have come in at any time during the wait, and taking them
+    /// first keeps the work that fell due from running as though nothing had come: a
+    /// retransmission for a frame whose acknowledgement is in the socket).
+    pub fn input_time(&self, due: Option<Duration>) -> Duration {
+        let now = self.now();
+        match due {
+            Some(due) => now.min(due.saturating_sub(Duration::from_nanos(1))),
+            None => now,
+        }
+    }
+
     /// After a wait for `due`: when this turn starts more than [`STALL_LIMIT`] after it, take the
     /// rest out of the clock as a stall of the host; how much was taken.
     pub fn after_wait(&mut self, due: Option<Duration>) -> Duration {
@@ -91,5 +103,16 @@ mod tests {
         assert_eq!(clock.after_wait(Some(later)), Duration::ZERO);
         assert_eq!(clock.after_wait(None), Duration::ZERO);
         assert!(clock.wall() >= Duration::from_millis(20), "the wall clock keeps the stall");
+    }
+
+    #[test]
+    fn inputs_are_taken_now_or_just_before_a_deadline_that_passed() {
+        let clock = ExecClock::new();
+        std::thread::sleep(Duration::from_millis(2));
+        let now = clock.now();
+        assert!(clock.input_time(None) >= now, "no deadline: now");
+        assert!(clock.input_time(Some(now + Duration::from_secs(1))) >= now, "a deadline ahead: now");
+        let passed = Duration::from_millis(1);
+        assert_eq!(clock.input_time(Some(passed)), passed - Duration::from_nanos(1), "before the deadline's work");
     }
 }

@@ -199,11 +199,9 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
             ctl.serve(&control_ready, &mut |request| control_request(request, &mut nic, now, clients));
             log_events(&mut nic, &mut hwrm, options)?;
         }
-        // What came in while the server waited is taken at the time the NIC was left at, before
-        // the work that fell due since: the process may not have run for a while (a loaded
-        // machine), and its QPs' retransmission timers would otherwise fire first, every retry
-        // of them at once after a long enough stall, for frames that had long been answered.
-        let at = nic.now();
+        // What came in while the server waited is taken now, or before the deadline it waited for
+        // when that passed (see `ExecClock::input_time`).
+        let at = clock.input_time(due);
         if signal_ready && signals.arrived() {
             tracing::info!("SIGTERM or SIGINT: stopping");
             break StopReason::Signal;

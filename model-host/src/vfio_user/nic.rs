@@ -107,11 +107,6 @@ impl ServedNic {
         }
     }
 
-    /// The NIC's time, in executor time: how far it has been advanced.
-    pub fn now(&self) -> Duration {
-        self.epoch + self.world.now()
-    }
-
     /// When the NIC next has work (or a frame a wire fault delayed is due), in executor time.
     pub fn next_deadline(&self) -> Option<Duration> {
         if self.removed {
