@@ -31,7 +31,11 @@ fuzz_target!(|text: &str| {
             assert!(!errors.is_empty());
             for e in errors {
                 let at = e.error.at;
-                assert!(at.line <= lines as u64, "a problem at line {} of a text whose last line is {lines}: {e}", at.line);
+                assert!(
+                    at.line <= lines as u64,
+                    "a problem at line {} of a text whose last line is {lines}: {e}",
+                    at.line
+                );
                 assert!(!e.to_string().is_empty());
             }
         }

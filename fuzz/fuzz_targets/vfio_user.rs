@@ -281,8 +281,11 @@ fuzz_target!(|ops: Vec<Op>| {
                 run.command(Command::RigRestart, &[json.as_bytes()], Vec::new());
             }
             Op::Arm { roce, request, nth, count, roce_action, action, value } => {
-                let target =
-                    if *roce { serde_json::json!({"roce": *request as u8}) } else { serde_json::json!({"hwrm": request}) };
+                let target = if *roce {
+                    serde_json::json!({"roce": *request as u8})
+                } else {
+                    serde_json::json!({"hwrm": request})
+                };
                 let what = match action % 7 {
                     0 => serde_json::json!("no-response"),
                     1 => serde_json::json!("acts-no-response"),
@@ -293,7 +296,8 @@ fuzz_target!(|ops: Vec<Op>| {
                     5 => serde_json::json!("wrong-seq-id"),
                     _ => serde_json::json!("no-valid-byte"),
                 };
-                let action = if *roce_action { serde_json::json!({"roce": what}) } else { serde_json::json!({"hwrm": what}) };
+                let action =
+                    if *roce_action { serde_json::json!({"roce": what}) } else { serde_json::json!({"hwrm": what}) };
                 let arm = serde_json::json!({"target": target, "nth": nth, "count": count, "action": action});
                 run.command(Command::RigArm, &[arm.to_string().as_bytes()], Vec::new());
             }

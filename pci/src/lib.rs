@@ -19,7 +19,7 @@ pub mod iova;
 mod layer;
 mod machine;
 
-pub use clock::{Clock, Interrupted, RealClock};
+pub use clock::{Clock, Interrupted, RealClock, precise_timers};
 pub use dma::{DmaBuffer, DmaWatch, HostPages, PAGE_SIZE};
 pub use error::PciError;
 pub use function::{ConfigExt, PciFunction, check_config_access, regs};

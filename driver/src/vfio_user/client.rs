@@ -6,6 +6,12 @@
 //! One command at a time: a call sends its command and waits for the reply with the same message
 //! id (the server answers in order; a reply to another id is a protocol error). The connection is
 //! shared by the function's users behind a mutex, as the seam's methods take `&self`.
+//!
+//! Posted writes ([`Client::region_write_posted`]) are sent with the No_reply flag and not waited
+//! for, as a PCIe memory write is posted: the server handles messages in the order they came, so
+//! a later command (a read of any region) cannot pass them (QEMU's client does the same for BAR
+//! stores: hw/vfio-user/device.c `vfio_user_device_io_region_write`, `VFIO_USER_NO_REPLY`). A
+//! posted write the server refuses is only logged there.
 
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
@@ -14,7 +20,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use bnxt_vfio_user::Message;
-use bnxt_vfio_user::header::{Command, FLAG_TYPE_MASK, TYPE_COMMAND, command_label};
+use bnxt_vfio_user::header::{Command, FLAG_NO_REPLY, FLAG_TYPE_MASK, TYPE_COMMAND, command_label};
 use bnxt_vfio_user::linux::{DEVICE_FLAGS_PCI, PCI_NUM_REGIONS};
 use bnxt_vfio_user::message::encode;
 use bnxt_vfio_user::payload::{DeviceInfo, DmaMap, DmaUnmap, RegionAccess, RegionInfo, Version};
@@ -109,6 +115,7 @@ impl Client {
     pub fn over(stream: UnixStream, path: &Path, timeout: Duration) -> Result<Client, ClientError> {
         stream
             .set_read_timeout(Some(timeout))
+            .and_then(|()| stream.set_write_timeout(Some(timeout)))
             .map_err(|source| ClientError::Connect { path: path.to_path_buf(), source })?;
         let conn = Conn { stream, rx: Receiver::new(MAX_DATA_XFER + 4096), next_id: 0, broken: false, timeout };
         let mut client = Client {
@@ -221,6 +228,24 @@ impl Client {
         let req = RegionAccess { offset, region, count: data.len() as u32 };
         self.call(Command::RegionWrite, &[req.as_bytes(), data], &[])?;
         Ok(())
+    }
+
+    /// Write `data` to region `region` at `offset` without waiting for the server: a posted
+    /// write (see the module documentation).
+    pub fn region_write_posted(&self, region: u32, offset: u64, data: &[u8]) -> Result<(), ClientError> {
+        let command = Command::RegionWrite;
+        let req = RegionAccess { offset, region, count: data.len() as u32 };
+        let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        if conn.broken {
+            return Err(ClientError::Broken(self.path.display().to_string()));
+        }
+        let id = conn.next_id;
+        conn.next_id = conn.next_id.wrapping_add(1);
+        let bytes = encode(id, command as u16, TYPE_COMMAND | FLAG_NO_REPLY, 0, &[req.as_bytes(), data]);
+        send_message(conn.stream.as_fd(), &bytes, &[], conn.timeout).map_err(|source| {
+            conn.broken = true;
+            ClientError::Transport { command: command.name().to_string(), source }
+        })
     }
 
     /// Lend `size` bytes of the file `fd` from `offset` at DMA address `iova`, readable and

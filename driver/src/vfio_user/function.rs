@@ -2,7 +2,9 @@
 //! region 7, BAR n is region n, reset is `VFIO_USER_DEVICE_RESET`, DMA memory is memfds lent with
 //! `VFIO_USER_DMA_MAP`, and the clock is the real one.
 //!
-//! BAR accesses cannot fail on the seam (as on hardware). When the socket fails, a load reads
+//! BAR stores are posted (sent without waiting for the server, as a PCIe memory write is posted;
+//! [`Client::region_write_posted`]); config-space writes wait for the server, as PCIe
+//! configuration writes are non-posted. BAR accesses cannot fail on the seam (as on hardware). When the socket fails, a load reads
 //! all-ones and a store is dropped, as for a device that fell off the bus; the failure is
 //! logged, and every later access fails fast (the connection is marked broken).
 
@@ -71,13 +73,13 @@ impl PciFunction for VfioUserFunction {
     }
 
     fn bar_write32(&self, bar: u8, offset: u64, value: u32) {
-        if let Err(e) = self.client.region_write(self.bar_region(bar), offset, &value.to_le_bytes()) {
+        if let Err(e) = self.client.region_write_posted(self.bar_region(bar), offset, &value.to_le_bytes()) {
             tracing::error!(bus = %self.bus, bar, offset, error = %e, "BAR store failed; dropped");
         }
     }
 
     fn bar_write64(&self, bar: u8, offset: u64, value: u64) {
-        if let Err(e) = self.client.region_write(self.bar_region(bar), offset, &value.to_le_bytes()) {
+        if let Err(e) = self.client.region_write_posted(self.bar_region(bar), offset, &value.to_le_bytes()) {
             tracing::error!(bus = %self.bus, bar, offset, error = %e, "BAR store failed; dropped");
         }
     }

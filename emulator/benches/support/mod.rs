@@ -36,6 +36,11 @@ impl Args {
     }
 }
 
+/// Seconds of CPU time some threads or processes have had so far (a figure whose work is
+/// spread over processes is also measured by the CPU time they all take, which other load on
+/// the machine changes far less than the wall-clock rate).
+pub type CpuClock = Box<dyn Fn() -> f64>;
+
 /// A measured figure: a closure that moves `units` per call, and the best rate seen.
 pub struct Figure<'a> {
     /// Printed before the figure.
@@ -44,12 +49,21 @@ pub struct Figure<'a> {
     run: Box<dyn FnMut() + 'a>,
     /// Best rate over the trials so far (units per second).
     pub best: f64,
+    cpu: Option<CpuClock>,
+    /// With a CPU clock: best rate over the trials per second of CPU time (units per second).
+    pub best_cpu: f64,
 }
 
 impl<'a> Figure<'a> {
     /// A figure whose closure moves `units` (bytes, messages) per call.
     pub fn new(name: &'static str, units: f64, run: impl FnMut() + 'a) -> Figure<'a> {
-        Figure { name, units, run: Box::new(run), best: 0.0 }
+        Figure { name, units, run: Box::new(run), best: 0.0, cpu: None, best_cpu: 0.0 }
+    }
+
+    /// Measure the figure's rate per second of `clock`'s CPU time as well.
+    #[allow(dead_code, reason = "only the benches whose work spans processes use it")]
+    pub fn with_cpu(self, clock: CpuClock) -> Figure<'a> {
+        Figure { cpu: Some(clock), ..self }
     }
 
     /// One trial of about `secs`, after three warm-up calls.
@@ -57,6 +71,7 @@ impl<'a> Figure<'a> {
         for _ in 0..3 {
             (self.run)();
         }
+        let cpu = self.cpu.as_ref().map(|c| c());
         let start = Instant::now();
         let mut calls = 0u64;
         while start.elapsed().as_secs_f64() < secs {
@@ -65,6 +80,12 @@ impl<'a> Figure<'a> {
         }
         let rate = calls as f64 * self.units / start.elapsed().as_secs_f64();
         self.best = self.best.max(rate);
+        if let (Some(before), Some(clock)) = (cpu, self.cpu.as_ref()) {
+            let spent = clock() - before;
+            if spent > 0.0 {
+                self.best_cpu = self.best_cpu.max(calls as f64 * self.units / spent);
+            }
+        }
     }
 }
 

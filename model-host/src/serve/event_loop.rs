@@ -3,13 +3,14 @@
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bnxt_vfio_user::transport::{Receiver, TransportError, send_message};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::io::Errno;
 
 use super::ServeOptions;
+use super::clock::ExecClock;
 use super::ctl::protocol::{ListedFault, Reply, Request};
 use super::ctl::server::ControlServer;
 use super::hwrm_log::HwrmLog;
@@ -123,6 +124,9 @@ enum ClientTurn {
 
 /// Serve `options` until the client leaves (or, with `persist`, until a signal).
 pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
+    // The NIC's deadlines are microseconds apart (a frame crosses its switch in 1 µs): the
+    // loop's poll must wake when they fall due, not the default 50 µs later.
+    bnxt_pci::precise_timers();
     // Handlers first: a client may signal the server as soon as its socket exists. Then the
     // control socket: once the vfio-user socket appears, a client can count on both.
     let mut signals = StopSignals::install(options.catch_signals).map_err(ServeError::Signals)?;
@@ -142,7 +146,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
     let mac = options.mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":");
     tracing::info!(socket = %listener.path().display(), %mac, seed = options.seed, faults = options.faults.firmware.len(), firmware = ?options.firmware, "serving a BCM57608 model over vfio-user");
 
-    let start = Instant::now();
+    let mut clock = ExecClock::new();
     let mut client: Option<Client> = None;
     let mut summary = ServeSummary {
         stop: StopReason::ClientGone,
@@ -165,29 +169,32 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
     };
     let stop = loop {
         super::log_limit::report_suppressed();
-        nic.advance_to(start.elapsed());
+        // Work due within `super::clock::RUN_AHEAD` is done now (see its documentation).
+        let ahead = clock.ahead();
+        nic.advance_to(ahead);
         log_events(&mut nic, &mut hwrm, options)?;
         if let Some(link) = segment.as_mut() {
-            link.send(start.elapsed(), &mut nic, &mut summary);
+            link.send(clock.wall(), ahead, &mut nic, &mut summary);
         }
 
-        let timeout = nic.next_deadline().map(|due| due.saturating_sub(start.elapsed()));
+        let due = nic.next_deadline();
         let (listen_ready, signal_ready, client_ready, segment_ready, control_ready) =
-            wait(&listener, &signals, client.as_ref(), segment.as_ref(), control.as_ref(), timeout)?;
+            wait(&listener, &signals, client.as_ref(), segment.as_ref(), control.as_ref(), clock.timeout(due))?;
+        let stall = clock.after_wait(due);
+        if stall > Duration::ZERO {
+            tracing::debug!(?stall, "the host did not run the server for a while; the NIC's clock skips it");
+        }
         if let Some(ctl) = control.as_mut()
             && control_ready.iter().any(|&r| r)
         {
             let clients = ctl.clients();
-            ctl.serve(&control_ready, &mut |request: Request| control_request(request, &mut nic, start, clients));
+            let now = clock.now();
+            ctl.serve(&control_ready, &mut |request| control_request(request, &mut nic, now, clients));
             log_events(&mut nic, &mut hwrm, options)?;
         }
-        if segment_ready
-            && let Some(link) = segment.as_mut()
-            && let Err(why) = link.drain(start, &mut nic, &mut summary).and_then(|()| link.flush())
-        {
-            tracing::warn!("left the segment: {why}");
-            segment = None;
-        }
+        // What came in while the server waited is taken now, or before the deadline it waited for
+        // when that passed (see `ExecClock::input_time`).
+        let at = clock.input_time(due);
         if signal_ready && signals.arrived() {
             tracing::info!("SIGTERM or SIGINT: stopping");
             break StopReason::Signal;
@@ -195,7 +202,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
         // The client's input first: a client that has just gone is gone before a new one is
         // accepted in its place.
         if client_ready && let Some(c) = client.as_mut() {
-            let turn = serve_messages(c, &mut nic, start, &mut hwrm, options)?;
+            let turn = serve_messages(c, &mut nic, at, &mut hwrm, options)?;
             if let ClientTurn::Probe = turn {
                 tracing::info!(
                     "a connection closed before sending anything (a liveness probe); still waiting for a client"
@@ -219,6 +226,16 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
                 }
             }
         }
+        // Frames from the segment after the client's messages: a store the client made before
+        // a frame was even sent (a receive posted before the send its peer answers) is in
+        // before the frame, as on a machine where the store reaches the device first.
+        if segment_ready
+            && let Some(link) = segment.as_mut()
+            && let Err(why) = link.drain(clock.wall(), at, &mut nic, &mut summary).and_then(|()| link.flush())
+        {
+            tracing::warn!("left the segment: {why}");
+            segment = None;
+        }
         if listen_ready {
             accept(&listener, &mut client, &mut summary);
         }
@@ -241,9 +258,8 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
     Ok(summary)
 }
 
-/// Carry out a request of the control channel at the time since `start`.
-fn control_request(request: Request, nic: &mut ServedNic, start: Instant, clients: usize) -> Reply {
-    let now = start.elapsed();
+/// Carry out a request of the control channel at executor time `now`.
+fn control_request(request: Request, nic: &mut ServedNic, now: Duration, clients: usize) -> Reply {
     match request {
         Request::FaultAdd { fault } => {
             let armed = fault.resolve().map_err(|e| e.to_string()).and_then(|(target, action)| {
@@ -368,11 +384,11 @@ fn accept(listener: &Listener, client: &mut Option<Client>, summary: &mut ServeS
     }
 }
 
-/// Handle every whole message the client has sent.
+/// Handle every whole message the client has sent, at executor time `at`.
 fn serve_messages(
     c: &mut Client,
     nic: &mut ServedNic,
-    start: Instant,
+    at: Duration,
     hwrm: &mut Option<HwrmLog>,
     options: &ServeOptions,
 ) -> Result<ClientTurn, ServeError> {
@@ -388,7 +404,7 @@ fn serve_messages(
             Err(e) => return Ok(ClientTurn::Gone(e.to_string(), true)),
         };
         c.messages += 1;
-        let reply = c.protocol.handle(start.elapsed(), msg, nic);
+        let reply = c.protocol.handle(at, msg, nic);
         log_events(nic, hwrm, options)?;
         if let Some(bytes) = reply
             && let Err(e) = send_message(c.stream.as_fd(), &bytes, &[], SEND_TIMEOUT)
@@ -437,8 +453,15 @@ impl SegmentLink {
         })
     }
 
-    /// Take what the hub sent into the NIC's segment; `Err` when the hub is gone or sent garbage.
-    fn drain(&mut self, start: Instant, nic: &mut ServedNic, summary: &mut ServeSummary) -> Result<(), String> {
+    /// Take what the hub sent into the NIC's segment at executor time `at` (the pcap records
+    /// them at `wall`, the real time); `Err` when the hub is gone or sent garbage.
+    fn drain(
+        &mut self,
+        wall: Duration,
+        at: Duration,
+        nic: &mut ServedNic,
+        summary: &mut ServeSummary,
+    ) -> Result<(), String> {
         loop {
             match std::io::Read::read(&mut self.stream, &mut self.buf) {
                 Ok(0) => return Err("the hub closed the connection".into()),
@@ -449,21 +472,21 @@ impl SegmentLink {
             }
         }
         while let Some(frame) = self.decoder.next_frame().map_err(|e| e.to_string())? {
-            let now = start.elapsed();
             summary.segment_frames_in += 1;
             if let Some(tap) = &mut self.tap {
-                tap.record(now, &frame);
+                tap.record(wall, &frame);
             }
-            nic.incoming(now, frame);
+            nic.incoming(at, frame);
         }
         Ok(())
     }
 
     /// Send the frames the NIC's segment forwards out (a hub that does not read loses frames
     /// beyond [`super::segment::MAX_BACKLOG`] bytes, counted); what the hub does not take now
-    /// is written when its socket has room (the loop polls for it).
-    fn send(&mut self, now: Duration, nic: &mut ServedNic, summary: &mut ServeSummary) {
-        for frame in nic.take_outgoing(now) {
+    /// is written when its socket has room (the loop polls for it). `ahead` is the executor's
+    /// time, `now` the real one the pcap records.
+    fn send(&mut self, now: Duration, ahead: Duration, nic: &mut ServedNic, summary: &mut ServeSummary) {
+        for frame in nic.take_outgoing(ahead) {
             if !self.outbox.push(&frame) {
                 summary.segment_frames_dropped += 1;
                 continue;

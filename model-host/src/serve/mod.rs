@@ -1,17 +1,24 @@
 //! `bnxt-model serve`: the real-time executor. One model NIC behind a vfio-user socket, advanced
-//! by the real clock; socket messages, the NIC's deadlines and stop signals handled in one
-//! `poll(2)` loop on one thread, so the model sees every input in the order it arrived and needs
-//! no locks.
+//! by the real clock ([`clock::ExecClock`]); socket messages, the NIC's deadlines and stop
+//! signals handled in one `poll(2)` loop on one thread, so the model sees every input in the
+//! order it arrived and needs no locks.
 //!
 //! The loop waits for the first of: a message from the client, a new client, the NIC's next
-//! deadline (firmware responses fall due `HWRM_LATENCY` after a request), SIGTERM/SIGINT. Before
-//! each input the NIC is advanced to the time since the server started.
+//! deadline (firmware responses fall due `HWRM_LATENCY` after a request), SIGTERM/SIGINT. Each
+//! turn first runs the NIC's work due by the real clock's time and [`clock::RUN_AHEAD`], then
+//! waits, then takes what came in, at the time the NIC was left at (before work that fell due
+//! during the wait): the client's messages first, then the segment's frames (a store the client
+//! made before a frame was sent, such as a receive posted before the send its peer answers, is
+//! taken before the frame, as on a machine where the store reaches the device first). A turn that
+//! starts long after the deadline it waited for takes the excess as a stall of the host
+//! ([`clock::STALL_LIMIT`]).
 //!
 //! Lifetime: the server serves one client at a time (a second one waits in the listen backlog
 //! until the first is gone). When the client disconnects (QEMU exits) or breaks the protocol beyond repair, its
 //! memory and eventfds are released; then the server exits with status 0, or with `persist` waits
 //! for the next client with the NIC as it was. SIGTERM or SIGINT: exit 0 at once.
 
+pub mod clock;
 pub mod ctl;
 pub mod hwrm_log;
 pub mod log_limit;

@@ -26,13 +26,14 @@ use std::io::{ErrorKind, Read};
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::ServeError;
+use super::clock::ExecClock;
 use super::ctl::hub::{HubRequest, PortState};
 use super::ctl::server::ControlServer;
 use super::signals::{StopSignals, Stopper};
@@ -108,7 +109,8 @@ struct HubCore {
     summary: SegmentSummary,
     /// The wire plan frames pass through, with its seed.
     wire: Option<(WirePlan, u64)>,
-    start: Instant,
+    /// The hub's time (the executor clock, run ahead: `super::clock::RUN_AHEAD`).
+    clock: ExecClock,
 }
 
 impl Hub {
@@ -133,7 +135,7 @@ impl Hub {
             peers: BTreeMap::new(),
             summary: SegmentSummary::default(),
             wire: None,
-            start: Instant::now(),
+            clock: ExecClock::new(),
         };
         Ok(Hub { listener, control, signals, state })
     }
@@ -147,7 +149,9 @@ impl Hub {
     pub fn run(self) -> Result<SegmentSummary, ServeError> {
         let Hub { listener, mut control, mut signals, mut state } = self;
         tracing::info!(socket = %listener.path().display(), "segment hub listening");
-        state.start = Instant::now();
+        // A frame is due at the other port 1 µs after it came in: wake then, not 50 µs later.
+        bnxt_pci::precise_timers();
+        state.clock = ExecClock::new();
         let mut buf = vec![0u8; READ_CHUNK];
         loop {
             super::log_limit::report_suppressed();
@@ -190,7 +194,7 @@ fn wait(
     state: &HubCore,
     control: Option<&ControlServer>,
 ) -> Result<Ready, ServeError> {
-    let timeout = state.switch.next_deadline().map(|d| d.saturating_sub(state.start.elapsed()));
+    let timeout = state.clock.timeout(state.switch.next_deadline());
     let ids: Vec<PortId> = state.peers.keys().copied().collect();
     let mut fds =
         vec![PollFd::from_borrowed_fd(signals.fd(), PollFlags::IN), PollFd::new(listener.listener(), PollFlags::IN)];
@@ -218,7 +222,7 @@ fn wait(
 
 impl HubCore {
     fn now(&self) -> Duration {
-        self.start.elapsed()
+        self.clock.ahead()
     }
 
     /// Take every peer waiting to join.
@@ -255,6 +259,8 @@ impl HubCore {
 
     /// Hand the peers the frames due by now, and the pcap what entered the switch.
     fn deliver(&mut self) {
+        // Every frame due goes into its peer's backlog, then each backlog is written at once.
+        let mut written = Vec::new();
         for d in self.switch.poll(self.now()) {
             let Some(peer) = self.peers.get_mut(&d.port) else { continue };
             if !peer.port.link_up {
@@ -269,7 +275,14 @@ impl HubCore {
             }
             peer.port.frames_out += 1;
             self.summary.frames_out += 1;
-            flush(peer);
+            if !written.contains(&d.port) {
+                written.push(d.port);
+            }
+        }
+        for port in written {
+            if let Some(peer) = self.peers.get_mut(&port) {
+                flush(peer);
+            }
         }
         for event in self.switch.drain_fault_events() {
             tracing::debug!("wire fault: {event}");
