@@ -195,16 +195,23 @@ fn stat_query(rig: &mut Rig, nic: usize, id: u32) -> HwrmStatCtxQueryOutput {
     rig.ok(nic, q)
 }
 
+/// Two brought-up NICs, receive buffers posted on the second, and two 100-byte frames sent from
+/// the first to the second and delivered: what the counter tests count.
+fn two_frames_from_a_to_b(rig: &mut Rig) -> (L2Nic, L2Nic, Vec<u8>) {
+    let mut a = L2Nic::bring_up(rig, 0, Setup::default());
+    let mut b = L2Nic::bring_up(rig, 1, Setup::default());
+    b.post_rx(rig, 8);
+    let frame = eth(b.mac, a.mac, 0x88b5, &[0xab; 100]);
+    a.send(rig, &frame);
+    a.send(rig, &frame);
+    rig.world.advance(Duration::from_millis(1));
+    (a, b, frame)
+}
+
 #[test]
 fn ring_and_port_counters_are_queried_and_cleared_as_dpdk_does() {
     let mut rig = Rig::new(2);
-    let mut a = L2Nic::bring_up(&mut rig, 0, Setup::default());
-    let mut b = L2Nic::bring_up(&mut rig, 1, Setup::default());
-    b.post_rx(&mut rig, 8);
-    let frame = eth(b.mac, a.mac, 0x88b5, &[0xab; 100]);
-    a.send(&mut rig, &frame);
-    a.send(&mut rig, &frame);
-    rig.world.advance(Duration::from_millis(1));
+    let (mut a, b, frame) = two_frames_from_a_to_b(&mut rig);
     let tx = stat_query(&mut rig, 0, a.stats[0]);
     assert_eq!((tx.tx_ucast_pkts.get(), tx.tx_ucast_bytes.get()), (2, 2 * frame.len() as u64));
     let rx = stat_query(&mut rig, 1, b.stats[1]);
@@ -308,13 +315,7 @@ fn a_statistics_context_allocated_again_under_its_id_counts_from_zero() {
     // DPDK frees its rings' contexts at `port stop` and allocates them again at `port start`, at
     // the same addresses; the firmware hands out the same ids.
     let mut rig = Rig::new(2);
-    let mut a = L2Nic::bring_up(&mut rig, 0, Setup::default());
-    let mut b = L2Nic::bring_up(&mut rig, 1, Setup::default());
-    b.post_rx(&mut rig, 8);
-    let frame = eth(b.mac, a.mac, 0x88b5, &[0xab; 100]);
-    a.send(&mut rig, &frame);
-    a.send(&mut rig, &frame);
-    rig.world.advance(Duration::from_millis(1));
+    let (mut a, _, frame) = two_frames_from_a_to_b(&mut rig);
     assert_eq!(stat_query(&mut rig, 0, a.stats[0]).tx_ucast_pkts.get(), 2);
     let mut free: HwrmStatCtxFreeInput = req();
     free.stat_ctx_id = a.stats[0].into();
