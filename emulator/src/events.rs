@@ -296,8 +296,8 @@ pub enum EventKind {
     },
     /// The wire's fault stage changed a frame this NIC sent.
     WireFault {
-        /// The fault, as the fault stage describes it.
-        fault: String,
+        /// What the fault stage did, to which frame, and why.
+        fault: crate::net::fault::FaultEvent,
     },
 }
 

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
 /// Memory a host lends the model for DMA.
 ///
@@ -175,17 +175,18 @@ const HINTS: usize = 4;
 /// The mappings are kept in a tree by bus address (a driver holding 65,536 queue pairs has some
 /// 600,000, mapped and unmapped in any order). A device touches a handful of them at a time (a
 /// ring, a region, a completion queue), so the address space remembers the last few it found
-/// and tries them before searching: each hint is the bus range of a mapping, compared with the
-/// access before the one look-up of that mapping it saves; a hint is only a hint, checked
-/// against the mapping found on every use.
+/// and tries them before searching: each hint points at a mapping in the tree, which is checked
+/// to hold the access before it is used. The tree changes only through `&mut self`
+/// ([`Iommu::maps_mut`]), which forgets every hint first, so a hint never outlives the node it
+/// points into.
 #[derive(Default)]
 pub struct Iommu {
     maps: BTreeMap<u64, Mapping>,
     /// How many mappings can be revoked (memory of a file that can shrink): with none, no
     /// access needs to look for a revoked one.
     revocable: usize,
-    /// Start and end of recently found mappings (0, 0: none).
-    hints: [(AtomicU64, AtomicU64); HINTS],
+    /// Recently found mappings, each null or pointing at a value of `maps` as it is now.
+    hints: [AtomicPtr<Mapping>; HINTS],
     next_hint: AtomicUsize,
 }
 
@@ -201,6 +202,15 @@ impl Iommu {
     /// An empty address space.
     pub fn new() -> Iommu {
         Iommu::default()
+    }
+
+    /// The tree, to change: every hint is forgotten first, since a change may move or free the
+    /// values the hints point at.
+    fn maps_mut(&mut self) -> &mut BTreeMap<u64, Mapping> {
+        for hint in &mut self.hints {
+            *hint.get_mut() = std::ptr::null_mut();
+        }
+        &mut self.maps
     }
 
     /// Map `len` bytes of `backing`, starting `offset` bytes into it, at bus address `addr`, for
@@ -233,13 +243,13 @@ impl Iommu {
         }
         let revoked = backing.revocation();
         self.revocable += usize::from(revoked.is_some());
-        self.maps.insert(addr, Mapping { start: addr, len, backing, offset, access, revoked });
+        self.maps_mut().insert(addr, Mapping { start: addr, len, backing, offset, access, revoked });
         Ok(())
     }
 
     /// Remove the mapping that starts at `addr`.
     pub fn unmap(&mut self, addr: u64) -> Result<(), MapError> {
-        let m = self.maps.remove(&addr).ok_or(MapError::NotMapped { addr })?;
+        let m = self.maps_mut().remove(&addr).ok_or(MapError::NotMapped { addr })?;
         self.revocable -= usize::from(m.revoked.is_some());
         Ok(())
     }
@@ -248,14 +258,14 @@ impl Iommu {
     pub fn unmap_range(&mut self, addr: u64, len: u64) -> usize {
         let end = addr.saturating_add(len);
         let before = self.maps.len();
-        self.maps.retain(|_, m| !(m.start >= addr && m.start.saturating_add(m.len) <= end));
+        self.maps_mut().retain(|_, m| !(m.start >= addr && m.start.saturating_add(m.len) <= end));
         self.revocable = self.maps.values().filter(|m| m.revoked.is_some()).count();
         before - self.maps.len()
     }
 
     /// Remove every mapping.
     pub fn clear(&mut self) {
-        self.maps.clear();
+        self.maps_mut().clear();
         self.revocable = 0;
     }
 
@@ -272,12 +282,18 @@ impl Iommu {
     /// The mapping that holds all `len` bytes at `addr`, if one does.
     fn mapping(&self, addr: u64, len: usize) -> Option<&Mapping> {
         let end = addr.checked_add(len as u64)?;
-        for (start, stop) in &self.hints {
-            let start = start.load(Ordering::Relaxed);
-            if start <= addr
-                && end <= stop.load(Ordering::Relaxed)
-                && let Some(m) = self.maps.get(&start).filter(|m| m.holds(addr, end))
-            {
+        for hint in &self.hints {
+            let p = hint.load(Ordering::Relaxed);
+            if p.is_null() {
+                continue;
+            }
+            // SAFETY: a non-null hint was stored below from a reference to a value of
+            // `self.maps`, and every change to the tree goes through `maps_mut`, which nulls the
+            // hints with `&mut self` first; so `p` points at a live value of the tree, which
+            // cannot change while this `&self` borrow lasts. Hints are stored and loaded whole
+            // (one atomic pointer each), so a racing store is either seen or not.
+            let m = unsafe { &*p };
+            if m.holds(addr, end) {
                 return Some(m);
             }
         }
@@ -285,9 +301,8 @@ impl Iommu {
         if !m.holds(addr, end) {
             return None;
         }
-        let slot = self.next_hint.load(Ordering::Relaxed);
-        self.hints[slot].0.store(m.start, Ordering::Relaxed);
-        self.hints[slot].1.store(m.start + m.len, Ordering::Relaxed);
+        let slot = self.next_hint.load(Ordering::Relaxed) % HINTS;
+        self.hints[slot].store(std::ptr::from_ref(m).cast_mut(), Ordering::Relaxed);
         self.next_hint.store((slot + 1) % HINTS, Ordering::Relaxed);
         Some(m)
     }

@@ -399,7 +399,7 @@ fn frames_with_a_bad_icrc_are_dropped_and_counted_and_a_corrupted_frame_is_recov
             .world
             .take_events()
             .iter()
-            .any(|e| matches!(&e.kind, EventKind::WireFault { fault } if fault.contains("corrupt")))
+            .any(|e| matches!(&e.kind, EventKind::WireFault { fault } if fault.kind == bnxt_model::net::fault::FaultKind::Corrupt))
     );
     // A frame whose ICRC is wrong, straight to NIC 1.
     let path = bnxt_model::net::Path::between(

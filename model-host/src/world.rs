@@ -438,7 +438,7 @@ impl World {
     fn move_wire_faults(&mut self) {
         for f in self.switch.drain_fault_events() {
             let nic = self.nics.iter().position(|n| n.port == f.port).unwrap_or(usize::MAX);
-            self.events.push(Event { at: f.at, nic, kind: EventKind::WireFault { fault: f.to_string() } });
+            self.events.push(Event { at: f.at, nic, kind: EventKind::WireFault { fault: f } });
         }
     }
 

@@ -4,6 +4,7 @@
 use std::fmt;
 
 use bnxt_hsi::hwrm::ErrorCode;
+use bnxt_transcript::Field;
 
 /// How a request reached the firmware.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,13 +187,18 @@ impl fmt::Display for TraceEvent {
             TraceEvent::Bar { bar, base: Some(b) } => write!(f, "pci bar{bar}={}", address(*b)),
             TraceEvent::Bar { bar, base: None } => write!(f, "pci bar{bar} unset"),
             TraceEvent::Command { memory, bus_master } => {
-                write!(f, "pci command memory={} bus_master={}", on_off(*memory), on_off(*bus_master))
+                write!(
+                    f,
+                    "pci command {} {}",
+                    Field::Memory.is(on_off(*memory)),
+                    Field::BusMaster.is(on_off(*bus_master))
+                )
             }
             TraceEvent::HwrmRequest { req_type, seq_id, channel, target_id, cmpl_ring } => {
                 write!(f, "hwrm-request {}", req_label(*req_type))?;
                 match seq_id {
-                    Some(s) => write!(f, " seq={s}")?,
-                    None => f.write_str(" seq=?")?,
+                    Some(s) => write!(f, " {}", Field::Seq.is(s))?,
+                    None => write!(f, " {}", Field::Seq.is("?"))?,
                 }
                 match channel {
                     Channel::Direct => {}
@@ -200,24 +206,24 @@ impl fmt::Display for TraceEvent {
                     Channel::Kong => f.write_str(" kong")?,
                 }
                 if let Some(t) = target_id {
-                    write!(f, " target=0x{t:04x}")?;
+                    write!(f, " {}", Field::Target.is(format_args!("0x{t:04x}")))?;
                 }
                 if let Some(c) = cmpl_ring {
-                    write!(f, " cmpl_ring={c}")?;
+                    write!(f, " {}", Field::CmplRing.is(c))?;
                 }
                 Ok(())
             }
             TraceEvent::HwrmAnswer { req_type, seq_id, error_code, resp_len } => {
-                write!(f, "hwrm-answer {} seq={seq_id} ", req_label(*req_type))?;
+                write!(f, "hwrm-answer {} {} ", req_label(*req_type), Field::Seq.is(seq_id))?;
                 if *error_code == 0 {
                     f.write_str("ok")?;
                 } else {
                     write!(f, "refused {}", ErrorCode::from_value(*error_code))?;
                 }
-                write!(f, " len={resp_len}")
+                write!(f, " {}", Field::Len.is(resp_len))
             }
             TraceEvent::Doorbell { ty, xid, index, l2, valid } => {
-                write!(f, "doorbell {ty} xid={xid} index={index}")?;
+                write!(f, "doorbell {ty} {} {}", Field::Xid.is(xid), Field::Index.is(index))?;
                 if *l2 {
                     f.write_str(" l2")?;
                 }
@@ -229,7 +235,9 @@ impl fmt::Display for TraceEvent {
             TraceEvent::DoorbellStore { offset, size, value, why } => {
                 write!(f, "doorbell-store BAR2+0x{offset:x} {size}B {}: {why}", self::value(*value))
             }
-            TraceEvent::GrcWindow { window, base } => write!(f, "grc-window {window} base=0x{base:x}"),
+            TraceEvent::GrcWindow { window, base } => {
+                write!(f, "grc-window {window} {}", Field::Base.is(format_args!("0x{base:x}")))
+            }
             TraceEvent::Read { at, name, value } => {
                 write!(f, "read {at}")?;
                 if !name.is_empty() {
@@ -252,10 +260,16 @@ impl fmt::Display for TraceEvent {
                     write!(f, " {size}B {}", self::value(*value))
                 }
             }
-            TraceEvent::RoceTrigger { prod } => write!(f, "roce-trigger prod={}", value(u64::from(*prod))),
+            TraceEvent::RoceTrigger { prod } => write!(f, "roce-trigger {}", Field::Prod.is(value(u64::from(*prod)))),
             TraceEvent::Msix { entry, address, data, masked } => {
                 let m = if *masked { "masked" } else { "unmasked" };
-                write!(f, "msix entry={entry} address={} data={} {m}", self::address(*address), value(u64::from(*data)))
+                write!(
+                    f,
+                    "msix {} {} {} {m}",
+                    Field::Entry.is(entry),
+                    Field::Address.is(self::address(*address)),
+                    Field::Data.is(value(u64::from(*data)))
+                )
             }
         }
     }

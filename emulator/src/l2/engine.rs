@@ -128,8 +128,19 @@ pub struct L2Engine {
     /// TX rings that stopped for want of completion room, retried when room appears.
     pub(super) blocked_tx: BTreeSet<u16>,
     resets_seen: Option<u64>,
+    /// The firmware's ring table as the last advance followed it ([`rings_stamp`]), kept only
+    /// when no completion ring of the engine then could time (see `L2Cq::may_time`) and it has
+    /// started no ring and written no completion since: while the table keeps that stamp and nothing is queued, an advance has nothing
+    /// to follow, carry out or time.
+    quiet: Option<(u64, usize)>,
     warned: BTreeSet<String>,
     data_path_events: bool,
+}
+
+/// What changes whenever the firmware allocates, frees or clears rings: the serial the next
+/// allocation takes (every allocation takes a new one) and how many rings there are.
+fn rings_stamp(fw: &FwState) -> (u64, usize) {
+    (fw.next_ring_serial, fw.rings.len())
 }
 
 impl Default for L2Engine {
@@ -151,6 +162,7 @@ impl L2Engine {
             stats: StatsContexts::default(),
             blocked_tx: BTreeSet::new(),
             resets_seen: None,
+            quiet: None,
             warned: BTreeSet::new(),
             data_path_events: true,
         }
@@ -180,7 +192,7 @@ impl L2Engine {
     #[inline]
     pub fn next_deadline(&self, fw: &FwState) -> Option<Duration> {
         let queued = self.inputs.front().map(|(t, _, _)| *t);
-        if self.rings.is_empty() && self.stats.is_empty() {
+        if self.stats.is_empty() && (self.rings.is_empty() || self.quiet == Some(rings_stamp(fw))) {
             // The usual case on a RoCE-only function: only queued doorbells.
             return queued;
         }
@@ -267,6 +279,7 @@ impl L2Engine {
         };
         if self.rings.get(&id).is_none_or(|r| r.serial() != f.serial) {
             let fresh = L2Ring::start(f)?;
+            self.quiet = None;
             self.rings.insert(id, fresh);
         }
         self.rings.get_mut(&id)
@@ -278,9 +291,9 @@ impl L2Engine {
     pub fn advance(&mut self, now: Duration, notices: Vec<Notice>, env: &mut Env<'_>) {
         if notices.is_empty()
             && self.inputs.is_empty()
-            && self.rings.is_empty()
             && self.stats.is_empty()
             && self.resets_seen == Some(env.fw.resets)
+            && (self.rings.is_empty() || self.quiet == Some(rings_stamp(env.fw)))
         {
             // Nothing to follow, carry out or time: every step below would do nothing.
             return;
@@ -306,20 +319,26 @@ impl L2Engine {
             self.counters.dma_errors += 1;
             env.rec.record(now, EventKind::DmaFailed { during: "writing ring statistics", error: e });
         }
+        let timers = self.rings.values().any(|r| matches!(r, L2Ring::Cq(cq) if cq.may_time()));
+        self.quiet = (!timers).then(|| rings_stamp(env.fw));
     }
 
     fn run_timers(&mut self, now: Duration, env: &mut Env<'_>) {
         if self.rings.is_empty() {
             return;
         }
-        let ids: Vec<u16> = self.rings.keys().copied().collect();
-        for id in ids {
-            let coal = env.fw.l2.coalescing.get(&id);
-            let Some(L2Ring::Cq(cq)) = self.rings.get_mut(&id) else { continue };
-            if let Some(cn) = cq.timer(now, coal) {
-                let nq = cq.nq;
-                self.notify(now, nq, cn, env);
+        // The notifications are posted after the walk (posting needs the engine); a Vec holding
+        // none does not allocate.
+        let mut fired = Vec::new();
+        for (id, ring) in &mut self.rings {
+            if let L2Ring::Cq(cq) = ring
+                && let Some(cn) = cq.timer(now, env.fw.l2.coalescing.get(id))
+            {
+                fired.push((cq.nq, cn));
             }
+        }
+        for (nq, cn) in fired {
+            self.notify(now, nq, cn, env);
         }
     }
 
@@ -484,6 +503,8 @@ impl L2Engine {
         entries: &[[u8; ENTRY_BYTES]],
         env: &mut Env<'_>,
     ) -> bool {
+        // Pending completions may start a coalescing timer.
+        self.quiet = None;
         let coal = env.fw.l2.coalescing.get(&id).copied();
         let cq = match self.ring(id, env.fw) {
             Some(L2Ring::Cq(cq)) => cq,

@@ -191,6 +191,12 @@ impl L2Cq {
         (self.armed && self.pending > 0).then_some(self.pending_since? + latency)
     }
 
+    /// Whether a coalescing timer could run on this ring as it is (armed, completions pending),
+    /// whatever the coalescing settings: without, [`L2Cq::deadline`] is `None` under any.
+    pub fn may_time(&self) -> bool {
+        self.armed && self.pending > 0
+    }
+
     /// The coalescing timer ran out at `now`: the notification, if one is due.
     pub fn timer(&mut self, now: Duration, coal: Option<&Coalescing>) -> Option<[u8; ENTRY_BYTES]> {
         let due = self.deadline(coal)?;

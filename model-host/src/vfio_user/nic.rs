@@ -307,7 +307,7 @@ impl ServedNic {
         uplink.outgoing(now, frames, &mut out);
         let at = self.world.now();
         for fault in uplink.take_fault_events() {
-            self.events.push(Event { at, nic: NIC, kind: EventKind::WireFault { fault: fault.to_string() } });
+            self.events.push(Event { at, nic: NIC, kind: EventKind::WireFault { fault } });
         }
         if let Some(capture) = self.capture.as_mut() {
             for frame in &out {

@@ -17,6 +17,7 @@ use crate::scenario::values::{format_duration, format_gid, format_mac};
 use crate::scenario::{Action, Capability, CountCheck, IdentityCheck, NicRef, Step};
 use crate::target::Session;
 use crate::transcript::record::Recorder;
+use bnxt_transcript::Field;
 
 /// A step that did not do what it should: what should have happened, and what did.
 #[derive(Debug)]
@@ -147,18 +148,24 @@ impl<'s> Exec<'s> {
 
     /// Run `steps` in order, recording each in `records`; the first failure stops the run.
     pub fn run(&mut self, steps: &[Step], records: &mut Vec<StepRecord>) -> Result<(), Box<Stop>> {
+        self.run_steps(steps, Some(records))
+    }
+
+    /// [`Exec::run`], keeping no records when `records` is `None` (a repeat's inner steps: they
+    /// report their own failures, and their records would be made only to be dropped).
+    fn run_steps(&mut self, steps: &[Step], mut records: Option<&mut Vec<StepRecord>>) -> Result<(), Box<Stop>> {
         for (i, step) in steps.iter().enumerate() {
             self.numbers.push(i + 1);
             // Names that hold iterations (`q${i}`) with this pass's numbers put in.
             let step = &*self.resolved(step);
             let started = self.now();
             if let Some(reason) = self.skips(step) {
-                let number = self.number();
-                self.recorder.note(
-                    started,
-                    format!("{} line {}: {} SKIPPED: {reason}", self.place(), step.at.line, step.action),
-                );
+                self.recorder.note_with(started, || {
+                    format!("{} line {}: {} SKIPPED: {reason}", self.place(), step.at.line, step.action)
+                });
+                let number = records.is_some().then(|| self.number());
                 self.numbers.pop();
+                let (Some(records), Some(number)) = (records.as_deref_mut(), number) else { continue };
                 records.push(StepRecord {
                     number,
                     line: step.at.line,
@@ -172,6 +179,11 @@ impl<'s> Exec<'s> {
                 continue;
             }
             let result = self.step(step);
+            let Some(records) = records.as_deref_mut() else {
+                self.numbers.pop();
+                result?;
+                continue;
+            };
             let took = self.now().saturating_sub(started);
             let number = self.number();
             self.numbers.pop();
@@ -283,8 +295,7 @@ impl<'s> Exec<'s> {
     /// Run one step (its action, then its timing expectations).
     fn step(&mut self, step: &Step) -> Result<Option<String>, Box<Stop>> {
         let started = self.now();
-        let place = self.place();
-        self.recorder.note(started, format!("{place} line {}: {}", step.at.line, step.action));
+        self.recorder.note_with(started, || format!("{} line {}: {}", self.place(), step.at.line, step.action));
         if let Some(timeout) = step.timeout {
             self.watch.push(Limit { whose: Whose::Step(self.number()), length: timeout, until: started + timeout });
         }
@@ -294,15 +305,18 @@ impl<'s> Exec<'s> {
         }
         let end = self.now();
         let took = end.saturating_sub(started);
-        let verdict = match &result {
-            Ok(Some(note)) => format!("ok took={} {note}", format_duration(took)),
-            Ok(None) => format!("ok took={}", format_duration(took)),
-            Err(stop) => match &**stop {
-                Stop::Failed(f) => format!("FAIL expected {}; got {}", f.expected, f.got),
-                Stop::TimedOut(t) => format!("TIMEOUT {}", t.describe()),
-            },
-        };
-        self.recorder.note(end, format!("{place} {verdict}"));
+        self.recorder.note_with(end, || {
+            let took = Field::Took.is(format_duration(took));
+            let verdict = match &result {
+                Ok(Some(note)) => format!("ok {took} {note}"),
+                Ok(None) => format!("ok {took}"),
+                Err(stop) => match &**stop {
+                    Stop::Failed(f) => format!("FAIL expected {}; got {}", f.expected, f.got),
+                    Stop::TimedOut(t) => format!("TIMEOUT {}", t.describe()),
+                },
+            };
+            format!("{} {verdict}", self.place())
+        });
         result
     }
 
@@ -313,11 +327,9 @@ impl<'s> Exec<'s> {
         let note = if let Action::Repeat { times, index, steps } = &step.action {
             // Inner steps report their own failures; their records are not kept.
             self.iteration_names.push(index.clone().unwrap_or_else(|| DEFAULT_ITERATION.to_string()));
-            let mut inner = Vec::new();
             for i in 0..*times {
                 self.iterations.push((i + 1, *times));
-                inner.clear();
-                let result = self.run(steps, &mut inner);
+                let result = self.run_steps(steps, None);
                 self.iterations.pop();
                 if result.is_err() {
                     self.iteration_names.pop();

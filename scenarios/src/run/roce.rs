@@ -10,6 +10,7 @@ use super::fill;
 use crate::scenario::display::side as side_name;
 use crate::scenario::values::{format_duration, format_size};
 use crate::scenario::{Action, CompleteCheck, CountCheck, RegionMemory, Step, Transfer};
+use bnxt_transcript::Field;
 
 /// The regions and queue pairs of a run, by name (ordered, so that what is left at the end is
 /// given back in the same order on every run: queue pairs, then regions, by name).
@@ -176,7 +177,9 @@ impl Exec<'_> {
                 ));
             };
             let now = self.now();
-            self.recorder.note(now, format!("completion qp={qpn} {side} {} bytes={}", done.status, done.bytes));
+            self.recorder.note_with(now, || {
+                format!("completion {} {side} {} {}", Field::Qp.is(qpn), done.status, Field::Bytes.is(done.bytes))
+            });
             let mut checks = Checks::default();
             checks.check(
                 done.status == c.status,

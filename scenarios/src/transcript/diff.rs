@@ -1,17 +1,16 @@
 //! Comparing two transcripts event by event (`bnxt-rig diff A B`).
 //!
 //! Times are never compared, only the order of events. By default what must differ between two
-//! runs of one scenario is masked: numbers the firmware hands out (queue pair, CQ and other
-//! object ids, keys), PSNs (chosen per NIC), the HWRM sequence numbers a driver counts (one
-//! request more or less shifts all that follow), addresses (MAC, IPv4, bus, DMA) and how long
-//! steps took. The NICs' own lines (`nicN`) are compared only when both transcripts have them (two
-//! runs on the model); a run on a card has the runner's and the driver's lines only, which every
-//! target records alike.
+//! runs of one scenario is masked: the values of the fields whose values vary by nature
+//! ([`bnxt_transcript::Field::varies`]: numbers the firmware hands out, queue pair and other
+//! object ids, PSNs chosen per NIC, the HWRM sequence numbers a driver counts, how long steps
+//! took) and values that are addresses by their type (MAC, IPv4, GID, bus, DMA). The NICs' own
+//! lines (`nicN`) are compared only when both transcripts have them (two runs on the model); a
+//! run on a card has the runner's and the driver's lines only, which every target records alike.
 
 use std::fmt::Write;
-use std::sync::OnceLock;
 
-use regex::Regex;
+use bnxt_transcript::tokens;
 use similar::{Algorithm, DiffOp, capture_diff_slices};
 
 use super::{Line, Source, Transcript};
@@ -56,33 +55,17 @@ impl DiffReport {
     }
 }
 
-fn masks() -> &'static [(Regex, &'static str)] {
-    static MASKS: OnceLock<Vec<(Regex, &'static str)>> = OnceLock::new();
-    MASKS.get_or_init(|| {
-        [
-            (r"\b(took)=\S+", "$1=…"),
-            (r"\b([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}\b", "<mac>"),
-            (r"\b[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\b", "<bus>"),
-            (r"::ffff:\d+\.\d+\.\d+\.\d+", "<gid>"),
-            (r"\b\d+\.\d+\.\d+\.\d+\b", "<ipv4>"),
-            (r"\b0x[0-9a-fA-F]{8,}\b", "<addr>"),
-            (r"\b(xid|qp|cq|nq|key|psn|lkey|rkey|qpn|index|seq)=\S+", "$1=…"),
-            (r"\bQP 0x[0-9a-fA-F]+", "QP …"),
-            (r"\bPSN \d+", "PSN …"),
-        ]
-        .iter()
-        .map(|(re, to)| (Regex::new(re).expect("the masks are valid expressions"), *to))
-        .collect()
-    })
-}
-
-/// A line as it is compared: who speaks and what, masked unless `exact`.
+/// A line as it is compared: who speaks and what; unless `exact`, each value that may differ
+/// between two runs (by its field, or by its type: see [`bnxt_transcript::Token::varies`]) is
+/// replaced by a placeholder.
 pub fn normalise(line: &Line, exact: bool) -> String {
-    let mut text = format!("{} {}", line.source, line.text);
-    if !exact {
-        for (re, to) in masks() {
-            text = re.replace_all(&text, *to).into_owned();
-        }
+    if exact {
+        return format!("{} {}", line.source, line.text);
+    }
+    let mut text = line.source.to_string();
+    for token in tokens(&line.text) {
+        text.push(' ');
+        text.push_str(&token.masked());
     }
     text
 }

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use bnxt_model::events::{AccessKind, Event, EventKind, opcode_label, req_label};
 use bnxt_model::faults::FirmwareAction;
+use bnxt_model::net::fault::{FaultCause, FaultEvent, FaultKind};
+use bnxt_transcript::Field;
 
 use super::record::EventSource;
 use super::{Line, Packet, PacketKind, Source};
@@ -28,6 +30,10 @@ impl EventSource for ModelEvents {
         let events = self.0.world().take_events();
         events.iter().map(line).collect()
     }
+
+    fn discard(&self) {
+        drop(self.0.world().take_events());
+    }
 }
 
 fn on_off(b: bool) -> &'static str {
@@ -40,7 +46,7 @@ pub fn line(event: &Event) -> Line {
     let mut packet = None;
     let text = match &event.kind {
         EventKind::HwrmRequest { req_type, seq_id, form, len, summary } => {
-            let mut t = format!("hwrm-request {} seq={seq_id} {form} {len}B", req_label(*req_type));
+            let mut t = format!("hwrm-request {} {} {form} {len}B", req_label(*req_type), Field::Seq.is(seq_id));
             if !summary.is_empty() {
                 t.push(' ');
                 t.push_str(summary);
@@ -49,7 +55,7 @@ pub fn line(event: &Event) -> Line {
         }
         EventKind::HwrmResponse { req_type, seq_id, error_code, reason } => {
             let code = bnxt_hsi::hwrm::ErrorCode::from_value(*error_code);
-            let mut t = format!("hwrm-response {} seq={seq_id} {code}", req_label(*req_type));
+            let mut t = format!("hwrm-response {} {} {code}", req_label(*req_type), Field::Seq.is(seq_id));
             if !reason.is_empty() {
                 t.push_str(&format!(": {reason}"));
             }
@@ -65,7 +71,7 @@ pub fn line(event: &Event) -> Line {
                 FirmwareAction::WrongSeqId => "wrong-seq-id".to_string(),
                 FirmwareAction::NoValidByte => "no-valid-byte".to_string(),
             };
-            format!("firmware-fault {} nth={nth} {action}", req_label(*req_type))
+            format!("firmware-fault {} {} {action}", req_label(*req_type), Field::Nth.is(nth))
         }
         EventKind::UnsupportedRequest { req_type } => format!("unsupported-request {}", req_label(*req_type)),
         EventKind::UnimplementedAccess { bar, offset, access, value, what } => match access {
@@ -73,12 +79,12 @@ pub fn line(event: &Event) -> Line {
             AccessKind::Write => format!("unimplemented write BAR{bar}+0x{offset:x} value=0x{value:x} ({what})"),
         },
         EventKind::CommandChanged { memory, bus_master } => {
-            format!("pci command memory={} bus_master={}", on_off(*memory), on_off(*bus_master))
+            format!("pci command {} {}", Field::Memory.is(on_off(*memory)), Field::BusMaster.is(on_off(*bus_master)))
         }
-        EventKind::RelaxedOrderingChanged { enabled } => format!("pci relaxed_ordering={}", on_off(*enabled)),
+        EventKind::RelaxedOrderingChanged { enabled } => format!("pci {}", Field::RelaxedOrdering.is(on_off(*enabled))),
         EventKind::FunctionLevelReset => "pci function-level-reset".into(),
         EventKind::RoceCommand { opcode, cookie, summary, .. } => {
-            let mut t = format!("roce-command {} cookie={cookie}", opcode_label(*opcode));
+            let mut t = format!("roce-command {} {}", opcode_label(*opcode), Field::Cookie.is(cookie));
             if !summary.is_empty() {
                 t.push(' ');
                 t.push_str(summary);
@@ -87,31 +93,52 @@ pub fn line(event: &Event) -> Line {
         }
         EventKind::RoceCompletion { opcode, cookie, status, xid, reason } => {
             let st = bnxt_hsi::roce::rcfw::CreqStatus::from_value(*status).map_or("?", |s| s.name());
-            let mut t = format!("roce-completion {} cookie={cookie} {st} xid={xid}", opcode_label(*opcode));
+            let mut t = format!(
+                "roce-completion {} {} {st} {}",
+                opcode_label(*opcode),
+                Field::Cookie.is(cookie),
+                Field::Xid.is(xid)
+            );
             if !reason.is_empty() {
                 t.push_str(&format!(": {reason}"));
             }
             t
         }
-        EventKind::Doorbell { ty, xid, index } => format!("doorbell {ty} xid={xid} index={index}"),
+        EventKind::Doorbell { ty, xid, index } => {
+            format!("doorbell {ty} {} {}", Field::Xid.is(xid), Field::Index.is(index))
+        }
         EventKind::Cqe { cq, qp, requester, status, index } => {
             let side = if *requester { "req" } else { "res" };
-            format!("cqe {side} cq={cq} qp={qp} status={status} index={index}")
+            format!(
+                "cqe {side} {} {} {} {}",
+                Field::Cq.is(cq),
+                Field::Qp.is(qp),
+                Field::Status.is(status),
+                Field::Index.is(index)
+            )
         }
-        EventKind::CqNotification { cq, nq, toggle } => format!("cq-notify cq={cq} nq={nq} toggle={toggle}"),
-        EventKind::Interrupt { vector } => format!("msix vector={vector}"),
+        EventKind::CqNotification { cq, nq, toggle } => {
+            format!("cq-notify {} {} {}", Field::Cq.is(cq), Field::Nq.is(nq), Field::Toggle.is(toggle))
+        }
+        EventKind::Interrupt { vector } => format!("msix {}", Field::Vector.is(vector)),
         EventKind::FrameSent { qp, opcode, psn, len, aeth } => {
             let mut p = frame(nic, PacketKind::Sent, *qp, *opcode, *psn, *len);
             p.nak = aeth.is_some_and(|s| s.is_nak());
             packet = Some(p);
             match aeth {
-                Some(s) => format!("pkt-out qp={qp} {} psn={psn} {len}B aeth={s}", opcode_name(*opcode)),
-                None => format!("pkt-out qp={qp} {} psn={psn} {len}B", opcode_name(*opcode)),
+                Some(s) => format!(
+                    "pkt-out {} {} {} {len}B {}",
+                    Field::Qp.is(qp),
+                    opcode_name(*opcode),
+                    Field::Psn.is(psn),
+                    Field::Aeth.is(s)
+                ),
+                None => format!("pkt-out {} {} {} {len}B", Field::Qp.is(qp), opcode_name(*opcode), Field::Psn.is(psn)),
             }
         }
         EventKind::FrameReceived { qp, opcode, psn, len } => {
             packet = Some(frame(nic, PacketKind::Received, *qp, *opcode, *psn, *len));
-            format!("pkt-in qp={qp} {} psn={psn} {len}B", opcode_name(*opcode))
+            format!("pkt-in {} {} {} {len}B", Field::Qp.is(qp), opcode_name(*opcode), Field::Psn.is(psn))
         }
         EventKind::FrameDropped { reason } => {
             packet = Some(Packet {
@@ -140,44 +167,63 @@ fn frame(nic: usize, kind: PacketKind, qp: u32, opcode: u8, psn: u32, len: usize
     Packet { nic, kind, opcode: Some(opcode), psn: Some(psn), qp: Some(qp), len, nak: false }
 }
 
-/// A wire fault as the model's fault stage describes it (`{time} {kind} frame {n} from port
-/// {p}: {cause} (opcode 0x04 QP 0x12 PSN 5), bit 3 of byte 70`), without its time, and the frame
-/// it hit.
-fn wire_fault(nic: usize, fault: &str) -> (String, Packet) {
-    // The time leads; the line has its own.
-    let text = fault.split_once(' ').map_or(fault, |(_, rest)| rest);
-    let kind = text.split_whitespace().next().unwrap_or("fault").to_string();
-    let mut packet =
-        Packet { nic, kind: PacketKind::Fault(kind), opcode: None, psn: None, qp: None, len: 0, nak: false };
-    if let Some(start) = text.find("(opcode ")
-        && let Some(end) = text[start..].find(')')
-    {
-        let fields: Vec<&str> = text[start + 1..start + end].split_whitespace().collect();
-        if let ["opcode", op, "QP", qp, "PSN", psn] = fields[..] {
-            packet.opcode = u8::from_str_radix(op.trim_start_matches("0x"), 16).ok();
-            packet.qp = u32::from_str_radix(qp.trim_start_matches("0x"), 16).ok();
-            packet.psn = psn.parse().ok();
-        }
+/// A wire fault as a line (`wire-fault drop frame=7 port=1 chance SEND_ONLY qp=18 psn=100`, a
+/// corruption's bit and a delay's length after), and the frame it hit.
+fn wire_fault(nic: usize, fault: &FaultEvent) -> (String, Packet) {
+    let mut packet = Packet {
+        nic,
+        kind: PacketKind::Fault(fault.kind.to_string()),
+        opcode: None,
+        psn: None,
+        qp: None,
+        len: 0,
+        nak: false,
+    };
+    let cause = match fault.cause {
+        FaultCause::Rule(i) => format!("rule {i}"),
+        FaultCause::Chance => "chance".to_string(),
+    };
+    let mut text =
+        format!("wire-fault {} {} {} {cause}", fault.kind, Field::Frame.is(fault.frame), Field::Port.is(fault.port.0));
+    if let Some((opcode, qp, psn)) = fault.bth {
+        text.push_str(&format!(" {} {} {}", opcode_name(opcode), Field::Qp.is(qp), Field::Psn.is(psn)));
+        (packet.opcode, packet.qp, packet.psn) = (Some(opcode), Some(qp), Some(psn));
+    }
+    match fault.kind {
+        FaultKind::Corrupt => text.push_str(&format!(" bit {} of byte {}", fault.detail % 8, fault.detail / 8)),
+        FaultKind::Delay => text.push_str(&format!(" by {}", format_duration(Duration::from_nanos(fault.detail)))),
+        _ => {}
     }
     if packet.opcode == Some(ACKNOWLEDGE) {
         packet.len = 0;
     }
-    (format!("wire-fault {text}"), packet)
+    (text, packet)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bnxt_model::net::switch::PortId;
 
     #[test]
     fn a_wire_fault_names_its_frame() {
-        let (text, p) = wire_fault(1, "12.5µs drop frame 7 from port 1: chance (opcode 0x04 QP 0x12 PSN 100)");
-        assert_eq!(text, "wire-fault drop frame 7 from port 1: chance (opcode 0x04 QP 0x12 PSN 100)");
+        let fault = |kind, cause, bth, detail| FaultEvent {
+            at: Duration::from_nanos(12_500),
+            port: PortId(1),
+            frame: 7,
+            kind,
+            cause,
+            bth,
+            detail,
+        };
+        let (text, p) = wire_fault(1, &fault(FaultKind::Drop, FaultCause::Chance, Some((4, 0x12, 100)), 0));
+        assert_eq!(text, "wire-fault drop frame=7 port=1 chance SEND_ONLY qp=18 psn=100");
         assert_eq!(
             (p.nic, p.kind, p.opcode, p.qp, p.psn),
             (1, PacketKind::Fault("drop".into()), Some(4), Some(0x12), Some(100))
         );
-        let (_, p) = wire_fault(0, "1ms corrupt frame 2 from port 0: rule 0, bit 3 of byte 9");
+        let (text, p) = wire_fault(0, &fault(FaultKind::Corrupt, FaultCause::Rule(0), None, 8 * 9 + 3));
+        assert_eq!(text, "wire-fault corrupt frame=7 port=1 rule 0 bit 3 of byte 9");
         assert_eq!((p.kind, p.opcode), (PacketKind::Fault("corrupt".into()), None));
     }
 

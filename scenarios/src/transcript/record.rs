@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use bnxt::PciFunction;
 use bnxt::trace::{TARGET, TraceEvent};
+use bnxt_transcript::Field;
 use tracing::Subscriber;
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::Context;
@@ -28,6 +29,11 @@ pub trait EventSource: Send + Sync {
     fn now(&self) -> Duration;
     /// The target's events since the last call, in order, as transcript lines.
     fn take(&self) -> Vec<Line>;
+    /// Forget the target's events so far (a recorder that keeps nothing: they are not made
+    /// into lines).
+    fn discard(&self) {
+        drop(self.take());
+    }
 }
 
 /// A scenario run's transcript as it is being made.
@@ -72,18 +78,24 @@ impl Recorder {
     /// Take the target's events so far.
     pub fn drain(&self) {
         if let Some(s) = &self.source {
-            let events = s.take();
             if self.keep {
-                lock(&self.lines).extend(events);
+                lock(&self.lines).extend(s.take());
+            } else {
+                s.discard();
             }
         }
     }
 
     /// A line of the runner's at `at`, after the target's events so far.
     pub fn note(&self, at: Duration, text: impl Into<String>) {
+        self.note_with(at, || text.into());
+    }
+
+    /// [`Recorder::note`] with the text made only if the recorder keeps lines.
+    pub fn note_with(&self, at: Duration, text: impl FnOnce() -> String) {
         self.drain();
         if self.keep {
-            lock(&self.lines).push(Line::new(at, Source::Step, text));
+            lock(&self.lines).push(Line::new(at, Source::Step, text()));
         }
     }
 
@@ -101,15 +113,21 @@ impl Recorder {
 /// A driver event as a transcript line's source and text.
 pub fn driver_line(event: &TraceEvent) -> (&str, String) {
     match event {
-        TraceEvent::HwrmRequest { bus, request, seq_id } => (bus, format!("hwrm-request {request} seq={seq_id}")),
+        TraceEvent::HwrmRequest { bus, request, seq_id } => {
+            (bus, format!("hwrm-request {request} {}", Field::Seq.is(seq_id)))
+        }
         TraceEvent::HwrmAnswer { bus, request, seq_id, outcome } => {
-            (bus, format!("hwrm-answer {request} seq={seq_id} {outcome}"))
+            (bus, format!("hwrm-answer {request} {} {outcome}", Field::Seq.is(seq_id)))
         }
-        TraceEvent::RoceCommand { bus, command, cookie } => (bus, format!("roce-command {command} cookie={cookie}")),
+        TraceEvent::RoceCommand { bus, command, cookie } => {
+            (bus, format!("roce-command {command} {}", Field::Cookie.is(cookie)))
+        }
         TraceEvent::RoceAnswer { bus, command, cookie, outcome } => {
-            (bus, format!("roce-answer {command} cookie={cookie} {outcome}"))
+            (bus, format!("roce-answer {command} {} {outcome}", Field::Cookie.is(cookie)))
         }
-        TraceEvent::Doorbell { bus, ty, xid, index } => (bus, format!("doorbell {ty} xid={xid} index={index}")),
+        TraceEvent::Doorbell { bus, ty, xid, index } => {
+            (bus, format!("doorbell {ty} {} {}", Field::Xid.is(xid), Field::Index.is(index)))
+        }
     }
 }
 
@@ -165,8 +183,10 @@ impl<S: Subscriber> Layer<S> for DriverRecord {
     }
 }
 
+/// The driver's events, on a thread whose scenario keeps them (one that keeps nothing does not
+/// have them read back and made into lines only to drop them).
 fn wanted<S>(meta: &tracing::Metadata<'_>, _: &Context<'_, S>) -> bool {
-    meta.target() == TARGET && CURRENT.with(|c| c.borrow().is_some())
+    meta.target() == TARGET && CURRENT.with(|c| c.borrow().as_ref().is_some_and(|r| r.keep))
 }
 
 /// The layer a process's `tracing` subscriber needs for transcripts to hold the driver's record
