@@ -12,6 +12,7 @@ use bnxt_fuzz::common::MEM_LEN;
 use bnxt_fuzz::snapshot::Snapshot;
 use bnxt_fuzz::{Place, Roce, roce};
 use bnxt_hsi::roce::layouts::CmdqQueryVersion;
+use bnxt_hsi::roce::rcfw::CMD_DISCR_TLV_ENCAP;
 use libfuzzer_sys::fuzz_target;
 use std::time::Duration;
 use zerocopy::FromZeros;
@@ -61,6 +62,15 @@ fn run(Roce { rig, canary, f }: &mut Roce, commands: &[Command]) {
         }
         let (cookie, answered_as) = match c.size {
             Size::Slots => (f.send(rig, b), opcode),
+            Size::Own(size) if u16::from_le_bytes([opcode, size]) == CMD_DISCR_TLV_ENCAP => {
+                // Opcode 0 with cmd_size 0x80 reads as a TLV header (its first two bytes
+                // are CMD_DISCR_TLV_ENCAP), whose size and cookie are then other
+                // bytes': answered, but under a cookie of the fuzzer's making.
+                b[1] = size;
+                f.submit(rig, &b);
+                f.settle(rig, Duration::from_millis(10));
+                continue;
+            }
             Size::Own(size) => {
                 f.cookie = f.cookie.wrapping_add(1);
                 b[1] = size;
@@ -70,7 +80,7 @@ fn run(Roce { rig, canary, f }: &mut Roce, commands: &[Command]) {
             }
             Size::Tlv(size) => {
                 f.cookie = f.cookie.wrapping_add(1);
-                b[0..2].copy_from_slice(&0x8000u16.to_le_bytes());
+                b[0..2].copy_from_slice(&CMD_DISCR_TLV_ENCAP.to_le_bytes());
                 b[8] = size;
                 let inner = size >= 2 && slots >= 2;
                 if inner {
