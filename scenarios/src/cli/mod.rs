@@ -312,9 +312,15 @@ fn init_tracing(verbose: u8) {
         (Err(_), 2) => Some(EnvFilter::new("debug")),
         (Err(_), _) => Some(EnvFilter::new("trace")),
     };
-    let log = filter.map(|f| tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(f));
-    let subscriber = tracing_subscriber::registry().with(crate::transcript::record::layer()).with(log);
-    let _ = tracing::subscriber::set_global_default(subscriber);
+    let registry = tracing_subscriber::registry().with(crate::transcript::record::layer());
+    // Without a log, no layer of one: an absent layer counts as interested in every call site,
+    // which would have the driver's events dispatched (and filtered) when nothing records them.
+    let _ = match filter {
+        Some(f) => tracing::subscriber::set_global_default(
+            registry.with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(f)),
+        ),
+        None => tracing::subscriber::set_global_default(registry),
+    };
 }
 
 /// Load the suite; print its errors to stderr. `None` when any file was wrong.

@@ -9,7 +9,7 @@
 //! driver did next.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
@@ -152,18 +152,40 @@ thread_local! {
 /// Whether a [`layer`] is part of the process's `tracing` subscriber.
 static LAYER_INSTALLED: AtomicBool = AtomicBool::new(false);
 
+/// How many scenarios, on any thread, are running with a recorder that keeps the driver's
+/// record. While none is, the driver's events are of no interest to the [`layer`] at their
+/// call sites (`tracing` then skips them for the cost of one load), not merely filtered out
+/// one by one.
+static KEEPING: AtomicUsize = AtomicUsize::new(0);
+
+/// One more (`up`) or one fewer scenario keeping the driver's record; when that starts or ends
+/// the call sites' interest, `tracing` asks [`layer`] again.
+fn keeping(up: bool) {
+    let before = if up { KEEPING.fetch_add(1, Ordering::AcqRel) } else { KEEPING.fetch_sub(1, Ordering::AcqRel) };
+    if before == usize::from(!up) {
+        tracing::callsite::rebuild_interest_cache();
+    }
+}
+
 /// Run `f` with `recorder` taking the driver's record of this thread; the recorder before it
 /// (if any) is back afterwards, also when `f` panics.
 pub fn recording<R>(recorder: Arc<Recorder>, f: impl FnOnce() -> R) -> R {
-    struct Restore(Option<Arc<Recorder>>);
+    struct Restore(Option<Arc<Recorder>>, bool);
     impl Drop for Restore {
         fn drop(&mut self) {
             let previous = self.0.take();
             CURRENT.with(|c| *c.borrow_mut() = previous);
+            if self.1 {
+                keeping(false);
+            }
         }
     }
+    let keeps = recorder.keep;
+    if keeps {
+        keeping(true);
+    }
     let previous = CURRENT.with(|c| c.borrow_mut().replace(recorder));
-    let _restore = Restore(previous);
+    let _restore = Restore(previous, keeps);
     f()
 }
 
@@ -197,7 +219,14 @@ pub fn layer<S>() -> impl Layer<S>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    DriverRecord.with_filter(tracing_subscriber::filter::dynamic_filter_fn(wanted::<S>))
+    let interest = |meta: &'static tracing::Metadata<'static>| {
+        if meta.target() != TARGET || KEEPING.load(Ordering::Acquire) == 0 {
+            tracing::subscriber::Interest::never()
+        } else {
+            tracing::subscriber::Interest::sometimes()
+        }
+    };
+    DriverRecord.with_filter(tracing_subscriber::filter::dynamic_filter_fn(wanted::<S>).with_callsite_filter(interest))
 }
 
 /// Make [`layer`] the process's `tracing` subscriber, unless the process has one already.
