@@ -26,7 +26,8 @@
 //! them.
 //!
 //! Run: `cargo bench -p bnxt-rig --bench vfio_user -- [seconds per figure] [trials] [words]`
-//! (words: `echo`, `small-one`, `small`, `large-one`, `large`).
+//! (words: `echo`, `small-one`, `small`, `large-one`, `large`, and `split`: afterwards, the
+//! in-flight figures run again and each process's user and system time a unit is printed).
 
 #[path = "../../emulator/benches/support/mod.rs"]
 mod support;
@@ -177,6 +178,44 @@ fn on_cpu(file: &Path) -> f64 {
     ns as f64 / 1e9
 }
 
+/// User and system seconds of a whole process (every thread), from `/proc/PID/stat` (fields 14
+/// and 15, in clock ticks: 10 ms on Linux's usual `USER_HZ` of 100).
+fn user_system(pid: &str) -> (f64, f64) {
+    let file = format!("/proc/{pid}/stat");
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{file}: {e}"));
+    // The command name (field 2) is in parentheses and may hold spaces: count from after it.
+    let rest = &text[text.rfind(')').expect("stat's command name") + 2..];
+    let fields: Vec<f64> = rest.split_whitespace().map(|f| f.parse().unwrap_or(0.0)).collect();
+    // `rest` starts at field 3: utime is field 14, stime field 15.
+    (fields[11] / 100.0, fields[12] / 100.0)
+}
+
+/// Where a figure's CPU time goes: `f` (moving `units` each call) run for `seconds` of wall
+/// time, and the user and system time each process took for it, a unit.
+fn split(processes: &Processes, name: &str, units: f64, seconds: f64, mut f: impl FnMut()) {
+    let pids: Vec<(String, &str)> = std::iter::once(("self".to_string(), "driver (this process)"))
+        .chain(processes.children[1..].iter().map(|c| c.id().to_string()).zip(["hub", "server A", "server B"]))
+        .collect();
+    let before: Vec<(f64, f64)> = pids.iter().map(|(p, _)| user_system(p)).collect();
+    let start = Instant::now();
+    let mut calls = 0u64;
+    while start.elapsed().as_secs_f64() < seconds {
+        f();
+        calls += 1;
+    }
+    let done = calls as f64 * units;
+    println!("{name}: {calls} calls in {:.2} s of wall time; CPU a unit (us), user + system:", start.elapsed().as_secs_f64());
+    let (mut user, mut system) = (0.0, 0.0);
+    for ((p, what), (u0, s0)) in pids.iter().zip(before) {
+        let (u1, s1) = user_system(p);
+        let (u, s) = ((u1 - u0) * 1e6 / done, (s1 - s0) * 1e6 / done);
+        println!("  {what:<22} {u:>9.2} + {s:>9.2}");
+        user += u;
+        system += s;
+    }
+    println!("  {:<22} {user:>9.2} + {system:>9.2}", "all four");
+}
+
 /// How a figure is reported.
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
@@ -265,6 +304,20 @@ fn main() {
         }
     }
     drop(figures);
+    if args.want("split") {
+        // Where each figure's CPU time goes, process by process (whole processes, user and
+        // system time from /proc/PID/stat).
+        for (word, name, count, len, kind) in plan {
+            if word != "small-one" && args.want(word) {
+                let mut link = Link::between(&a, &b, (count * len).max(64 * 1024));
+                let units = if kind == Kind::Bytes { (count * len) as f64 / MIB as f64 } else { count as f64 };
+                let unit = if kind == Kind::Bytes { "MiB" } else { "message" };
+                split(&processes, &format!("{name} (a unit: a {unit})"), units, 4.0 * args.secs, || {
+                    link.transfer(count, len, len)
+                });
+            }
+        }
+    }
     drop((a, b));
     drop(machine);
     drop(processes);
