@@ -364,6 +364,7 @@ impl Device {
 
     /// Move the frames the device sent since the last call to the end of `out`, in order, with
     /// the frames the transport built still sealed (the executor keeps one list for every call).
+    #[inline]
     pub fn drain_wire_frames(&mut self, out: &mut Vec<WireFrame>) {
         let before = out.len();
         self.l2.drain_wire_frames(out);
@@ -376,6 +377,7 @@ impl Device {
 
     /// The buffers the device builds frames in: the executor gives delivered frames' buffers
     /// back here (see [`RoceEngine::frame_pool`]).
+    #[inline]
     pub fn frame_pool(&mut self) -> &mut FramePool {
         self.roce.frame_pool()
     }
@@ -395,6 +397,7 @@ impl Device {
 
     /// Whether the device has work due at or before `now`: `next_deadline() <= now`, asked
     /// without computing the whole minimum (a doorbell's own queued input answers at once).
+    #[inline]
     pub fn has_work_due(&self, now: Duration) -> bool {
         let due = |t: Option<Duration>| t.is_some_and(|t| t <= now);
         self.roce.has_input_due(now)
@@ -431,6 +434,7 @@ impl Device {
     }
 
     /// Move the events recorded so far to the end of `out`.
+    #[inline]
     pub fn drain_events(&mut self, out: &mut Vec<Event>) {
         self.rec.drain_into(out);
     }
@@ -446,6 +450,7 @@ impl Device {
     }
 
     /// Whether bus mastering (DMA) is enabled.
+    #[inline]
     pub fn bus_master(&self) -> bool {
         self.config.bus_master()
     }

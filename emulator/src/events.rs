@@ -471,6 +471,7 @@ impl Recorder {
     }
 
     /// Move every recorded event to the end of `out`, oldest first.
+    #[inline]
     pub fn drain_into(&mut self, out: &mut Vec<Event>) {
         out.append(&mut self.events);
     }

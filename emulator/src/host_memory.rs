@@ -361,6 +361,7 @@ impl Iommu {
     }
 
     /// A view of this address space that refuses every access when `bus_master` is false.
+    #[inline]
     pub fn view(&self, bus_master: bool) -> IommuView<'_> {
         IommuView { iommu: self, bus_master }
     }

@@ -221,6 +221,7 @@ impl L2Engine {
 
     /// Move the frames sent since the last call to the end of `out`, oldest first, each as a
     /// plain frame.
+    #[inline]
     pub fn drain_wire_frames(&mut self, out: &mut Vec<WireFrame>) {
         if !self.frames.is_empty() {
             out.extend(self.frames.drain(..).map(WireFrame::Plain));

@@ -124,6 +124,7 @@ impl DataPath {
     }
 
     /// Move the frames for the wire to the end of `out`.
+    #[inline]
     pub(super) fn drain_frames(&mut self, out: &mut Vec<WireFrame>) {
         out.append(&mut self.frames);
     }

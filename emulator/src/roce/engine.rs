@@ -164,6 +164,7 @@ impl RoceEngine {
 
     /// Move the frames to put on the wire to the end of `out`, oldest first, sealed when the
     /// transport built them (see [`crate::net::sealed`]).
+    #[inline]
     pub fn drain_wire_frames(&mut self, out: &mut Vec<WireFrame>) {
         self.data.drain_frames(out);
     }
