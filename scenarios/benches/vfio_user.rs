@@ -204,7 +204,10 @@ fn split(processes: &Processes, name: &str, units: f64, seconds: f64, mut f: imp
         calls += 1;
     }
     let done = calls as f64 * units;
-    println!("{name}: {calls} calls in {:.2} s of wall time; CPU a unit (us), user + system:", start.elapsed().as_secs_f64());
+    println!(
+        "{name}: {calls} calls in {:.2} s of wall time; CPU a unit (us), user + system:",
+        start.elapsed().as_secs_f64()
+    );
     let (mut user, mut system) = (0.0, 0.0);
     for ((p, what), (u0, s0)) in pids.iter().zip(before) {
         let (u1, s1) = user_system(p);
