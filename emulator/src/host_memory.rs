@@ -512,6 +512,25 @@ mod tests {
     }
 
     #[test]
+    fn a_remembered_mapping_is_forgotten_when_the_tree_changes() {
+        // Each access leaves a hint pointing at its mapping; unmapping and mapping other memory
+        // at the same bus address must not reach the old mapping through it.
+        let mut iommu = Iommu::new();
+        let (old, new) = (Arc::new(HeapBacking::new(4096)), Arc::new(HeapBacking::new(4096)));
+        iommu.map(0x20_0000, old.clone(), 0, 4096).unwrap();
+        iommu.view(true).write(0x20_0010, &[7; 4]).unwrap();
+        iommu.unmap(0x20_0000).unwrap();
+        let mut out = [0u8; 4];
+        assert!(matches!(iommu.view(true).read(0x20_0010, &mut out), Err(DmaError::Unmapped { .. })));
+        iommu.map_with(0x20_0000, new, 0, 4096, Access::ReadOnly).unwrap();
+        iommu.view(true).read(0x20_0010, &mut out).unwrap();
+        assert_eq!(out, [0; 4], "the new memory, not the old");
+        assert!(matches!(iommu.view(true).write(0x20_0010, &[1; 4]), Err(DmaError::ReadOnly { .. })));
+        iommu.clear();
+        assert!(matches!(iommu.view(true).read(0x20_0010, &mut out), Err(DmaError::Unmapped { .. })));
+    }
+
+    #[test]
     fn accesses_run_across_adjacent_mappings_page_by_page_and_stop_at_gaps() {
         let mut iommu = Iommu::new();
         let mem = Arc::new(HeapBacking::new(6 * 4096));

@@ -116,9 +116,8 @@ const CLOSING: &[char] = &[')', ']', '}', '>', '"', '\'', ',', ';', ':', '.'];
 /// `word` without the punctuation around it.
 fn bare(word: &str) -> &str {
     let inner = word.trim_start_matches(OPENING);
-    // A trailing `.` or `:` ends a sentence or a label; an address keeps its own (`::1`).
-    let trimmed = inner.trim_end_matches(CLOSING);
-    if trimmed.parse::<Ipv6Addr>().is_err() && inner.parse::<Ipv6Addr>().is_ok() { inner } else { trimmed }
+    // A trailing `.` or `:` ends a sentence or a label, but an IPv6 address keeps its own (`fe80::`).
+    if inner.parse::<Ipv6Addr>().is_ok() { inner } else { inner.trim_end_matches(CLOSING) }
 }
 
 /// What kind of run-specific value `value` is, if it is one.
@@ -170,6 +169,7 @@ mod tests {
     #[case::a_bus_address_in_parentheses("(0000:81:00.0)", Some(Varies::Bus), "(<bus>)")]
     #[case::an_ipv4_ending_a_clause("10.1.2.3,", Some(Varies::Ipv4), "<ipv4>,")]
     #[case::a_gid("::ffff:10.1.2.3", Some(Varies::Ipv6), "<gid>")]
+    #[case::an_ipv6_ending_in_a_colon("fe80::", Some(Varies::Ipv6), "<gid>")]
     #[case::a_duration("took=7ns", Some(Varies::Field(Field::Took)), "took=…")]
     #[case::a_word("SEND_ONLY", None, "SEND_ONLY")]
     #[case::a_yaml_mapping("{nic:", None, "{nic:")]
