@@ -236,6 +236,7 @@ impl Device {
     }
 
     /// Whether `bar`+`offset` with `len` bytes is an access the device claims; loud if not.
+    #[inline]
     fn claims(&mut self, now: Duration, bar: u8, offset: u64, len: usize, access: AccessKind, value: u64) -> bool {
         let size = BAR_SIZES.iter().find(|(b, _)| *b == bar).map(|&(_, s)| s);
         let what = match size {
@@ -256,6 +257,7 @@ impl Device {
     }
 
     /// Load `data.len()` (4 or 8) bytes from BAR `bar` at `offset`, at time `now`.
+    #[inline]
     pub fn bar_read(&mut self, now: Duration, bar: u8, offset: u64, data: &mut [u8]) {
         if !self.claims(now, bar, offset, data.len(), AccessKind::Read, 0) {
             data.fill(0xff);
@@ -279,6 +281,7 @@ impl Device {
     }
 
     /// Store `data` (4 or 8 bytes) to BAR `bar` at `offset`, at time `now`.
+    #[inline]
     pub fn bar_write(&mut self, now: Duration, bar: u8, offset: u64, data: &[u8]) {
         let mut wide = [0u8; 8];
         let n = data.len().min(8);
@@ -314,6 +317,7 @@ impl Device {
     }
 
     /// Run the work due at or before `now`, with `mem` as the function's DMA view.
+    #[inline]
     pub fn advance(&mut self, now: Duration, mem: &dyn HostMemory) {
         if self.firmware.next_deadline().is_some_and(|t| t <= now) {
             // Read only by the requests the firmware answers (PORT_QSTATS and the like), which
@@ -349,6 +353,7 @@ impl Device {
 
     /// A frame from the wire, sealed or plain as the switch delivered it (see
     /// [`crate::net::sealed`]), arrives at `now`.
+    #[inline]
     pub fn receive_wire_frame(&mut self, now: Duration, frame: &WireFrame, mem: &dyn HostMemory) {
         if let Some(why) = self.link_blocked() {
             self.count_blocked(why, 1);
@@ -382,12 +387,14 @@ impl Device {
         self.roce.frame_pool()
     }
 
+    #[inline]
     fn move_interrupts(&mut self) {
         self.l2.drain_interrupts(&mut self.interrupts);
         self.roce.drain_interrupts(&mut self.interrupts);
     }
 
     /// When the device next has work.
+    #[inline]
     pub fn next_deadline(&self) -> Option<Duration> {
         let fw = self.firmware.next_deadline();
         let roce = self.roce.next_deadline();
@@ -504,6 +511,7 @@ impl Device {
 }
 
 /// The earlier of two deadlines, either of which may be absent.
+#[inline]
 pub(crate) fn earliest(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),

@@ -62,6 +62,7 @@ impl DmaBuffer {
         self.len == 0
     }
 
+    #[inline]
     fn check(&self, offset: usize, len: usize) {
         let end = offset.checked_add(len);
         assert!(
@@ -72,6 +73,7 @@ impl DmaBuffer {
     }
 
     /// Copy bytes out of the buffer starting at `offset`.
+    #[inline]
     pub fn read(&self, offset: usize, out: &mut [u8]) {
         self.check(offset, out.len());
         // SAFETY: the range is inside the buffer (checked above), which `from_raw`'s contract
@@ -80,6 +82,7 @@ impl DmaBuffer {
     }
 
     /// Copy bytes into the buffer starting at `offset`.
+    #[inline]
     pub fn write(&self, offset: usize, data: &[u8]) {
         self.check(offset, data.len());
         // SAFETY: as in `read`, with the roles of the two ranges swapped.
@@ -94,6 +97,7 @@ impl DmaBuffer {
     }
 
     /// Load one byte with a volatile read, for polling a byte the device writes (a valid bit).
+    #[inline]
     pub fn read_volatile_u8(&self, offset: usize) -> u8 {
         self.check(offset, 1);
         // SAFETY: the byte is inside the buffer (checked above); a volatile read of a u8 has no
@@ -128,11 +132,13 @@ impl DmaBuffer {
     }
 
     /// Store a little-endian u64 at `offset`.
+    #[inline]
     pub fn write_u64(&self, offset: usize, value: u64) {
         self.write(offset, &value.to_le_bytes())
     }
 
     /// Bus address of byte `offset`.
+    #[inline]
     pub fn iova_at(&self, offset: usize) -> u64 {
         self.check(offset, 0);
         self.iova + offset as u64

@@ -43,7 +43,7 @@ impl DbPage {
     /// Once the function is released (the NIC closed).
     pub(crate) fn ring(&self, db: Doorbell) {
         let function = self.function.upgrade().expect("a doorbell rung after its NIC was closed");
-        trace::doorbell(function.bus(), db.ty.name(), db.xid, db.index);
+        trace::doorbell(|| function.bus(), db.ty.name(), db.xid, db.index);
         fence(Ordering::SeqCst);
         function.bar_write64(BAR_DOORBELLS, self.offset, db.encode());
     }

@@ -229,6 +229,7 @@ impl Firmware {
     }
 
     /// When the firmware next has work, if it has any.
+    #[inline]
     pub fn next_deadline(&self) -> Option<Duration> {
         self.jobs.keys().next().map(|&(at, _)| at)
     }

@@ -31,6 +31,7 @@ impl FramePool {
 
     /// Keep `buffer` for a later frame, bytes and all. Buffers without capacity and buffers
     /// beyond [`FramePool::MAX_BUFFERS`] are dropped.
+    #[inline]
     pub fn give(&mut self, buffer: Vec<u8>) {
         if buffer.capacity() == 0 || self.buffers.len() >= Self::MAX_BUFFERS {
             return;

@@ -296,6 +296,7 @@ impl Switch {
     /// and stays sealed on its way to the receiver; otherwise it goes as a plain frame, exactly
     /// as [`Switch::send`] would send it, and the receiver checks it for real. Counters, the tap
     /// and timing are the same either way.
+    #[inline]
     pub fn send_sealed(&mut self, now: Duration, port: PortId, frame: SealedFrame) -> Result<(), SwitchError> {
         self.accept(port, frame.bytes().len())?;
         self.enter(now, port, WireFrame::Sealed(frame));
@@ -333,6 +334,7 @@ impl Switch {
     }
 
     /// When the next frame arrives (or a held frame is released), if anything is in flight.
+    #[inline]
     pub fn next_deadline(&self) -> Option<Duration> {
         let queued = self.queue.peek().map(|p| p.at);
         match (queued, self.faults.next_release()) {
@@ -358,6 +360,7 @@ impl Switch {
     /// As [`Switch::poll_into`], with each frame sealed or plain as it arrives: sealed only if it
     /// was sent with [`Switch::send_sealed`] through a transparent fault stage. Parse them with
     /// [`RoceFrame::parse_wire`](super::RoceFrame::parse_wire).
+    #[inline]
     pub fn poll_wire_into(&mut self, now: Duration, out: &mut Vec<WireDelivery>) {
         self.drain_due(now, |p| out.push(WireDelivery { port: p.port, at: p.at, frame: p.frame }));
     }

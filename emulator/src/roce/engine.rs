@@ -144,6 +144,7 @@ impl RoceEngine {
     }
 
     /// When the engine next has work.
+    #[inline]
     pub fn next_deadline(&self) -> Option<Duration> {
         let input = self.inputs.front().map(|(t, _)| *t);
         earliest(earliest(input, self.shared.creq.next_due()), self.data.next_deadline())

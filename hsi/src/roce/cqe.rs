@@ -61,6 +61,7 @@ impl CqeType {
     }
 
     /// The type of a `cqe_type_toggle` byte, if it is one of these.
+    #[inline]
     pub fn of(type_toggle: u8) -> Option<CqeType> {
         let f = type_toggle & CqBase::CQE_TYPE_MASK;
         [

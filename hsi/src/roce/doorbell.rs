@@ -242,6 +242,7 @@ impl Doorbell {
     }
 
     /// Decode a 64-bit doorbell value. Reserved bits are ignored.
+    #[inline]
     pub fn decode(v: u64) -> Result<Doorbell, DoorbellError> {
         let ty_field = (v >> TYPE_SHIFT) as u8 & 0xf;
         let path_field = (v >> PATH_SHIFT) as u8 & 0x3;
