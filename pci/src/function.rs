@@ -38,6 +38,12 @@ pub trait PciFunction: Send + Sync {
     fn reset(&self) -> Result<(), PciError>;
     /// The clock the driver times its waits by.
     fn clock(&self) -> &dyn Clock;
+    /// Let every BAR store made so far reach the device. A backend whose transport holds posted
+    /// stores back to send them together does so here, as a CPU's write-combining buffer
+    /// drains at a fence; the driver calls this before it reads what the device writes to
+    /// memory (a completion queue), and the backend's clock does before a wait. Stores on a
+    /// bus reach the device by themselves: the default does nothing.
+    fn flush_posted(&self) {}
 }
 
 /// Refuse a config-space access that is not a naturally aligned 1, 2 or 4 byte access inside the

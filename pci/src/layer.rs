@@ -54,6 +54,10 @@ pub trait Layer: Send + Sync {
     fn clock(&self) -> &dyn Clock {
         self.inner().clock()
     }
+    /// [`PciFunction::flush_posted`].
+    fn flush_posted(&self) {
+        self.inner().flush_posted()
+    }
 }
 
 impl<T: Layer> PciFunction for T {
@@ -86,6 +90,9 @@ impl<T: Layer> PciFunction for T {
     }
     fn clock(&self) -> &dyn Clock {
         Layer::clock(self)
+    }
+    fn flush_posted(&self) {
+        Layer::flush_posted(self)
     }
 }
 

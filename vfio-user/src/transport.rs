@@ -7,11 +7,14 @@
 //! body: fewer than 16 bytes, more than the limit the reader set, or a type that is neither
 //! command nor reply is an error after which the stream cannot be trusted (the caller closes it).
 //!
-//! File descriptors: a sender passes them with the first byte of the message (one `sendmsg`), so
-//! the receiver collects those that arrive while the message's header is read. Descriptors that
-//! arrive while a body is read belong to no message the receiver can name; they are closed (as
-//! [`OwnedFd`]s are on drop) and counted.
+//! It reads in chunks, so a run of small messages costs one `recvmsg`, not two each.
+//!
+//! File descriptors: a sender passes them with the first byte of the message (one `sendmsg`), and
+//! the kernel ends a read with the bytes they came with, so they belong to the last message that
+//! starts in that read. Descriptors that arrive in a read where no message starts belong to no
+//! message the receiver can name; they are closed (as [`OwnedFd`]s are on drop) and counted.
 
+use std::collections::VecDeque;
 use std::io::{IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
 use std::os::fd::{BorrowedFd, OwnedFd};
@@ -84,16 +87,21 @@ pub enum TransportError {
     SendTimeout(Duration),
 }
 
-enum Phase {
-    Header { buf: [u8; HEADER_SIZE], have: usize },
-    Body { header: Header, body: Vec<u8>, have: usize },
-}
+/// Bytes read at a time (more when one message needs more). A run of small messages, such as a
+/// client's posted doorbell stores, is taken in one `recvmsg` instead of two a message.
+const READ_CHUNK: usize = 64 * 1024;
 
 /// Reassembles messages from a stream socket.
 pub struct Receiver {
     max_size: usize,
-    phase: Phase,
-    fds: Vec<OwnedFd>,
+    /// Bytes read and not yet handed out are `buf[start..end]`; `buf` is kept initialised.
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// Stream offset of `buf[0]`.
+    base: u64,
+    /// Descriptors waiting for the message that starts at the stream offset beside them.
+    fds: VecDeque<(u64, Vec<OwnedFd>)>,
     stray_fds: u64,
 }
 
@@ -106,62 +114,127 @@ enum Got {
 impl Receiver {
     /// A receiver that refuses messages larger than `max_size` bytes (header included).
     pub fn new(max_size: usize) -> Receiver {
-        Receiver { max_size, phase: Phase::Header { buf: [0; HEADER_SIZE], have: 0 }, fds: Vec::new(), stray_fds: 0 }
+        Receiver { max_size, buf: Vec::new(), start: 0, end: 0, base: 0, fds: VecDeque::new(), stray_fds: 0 }
     }
 
     /// Whether part of a message has arrived and the rest has not.
     pub fn mid_message(&self) -> bool {
-        !matches!(self.phase, Phase::Header { have: 0, .. })
+        self.end > self.start
     }
 
-    /// File descriptors that arrived outside a message's header and were closed.
+    /// File descriptors that arrived with no message to belong to, and were closed.
     pub fn stray_fds(&self) -> u64 {
         self.stray_fds
     }
 
-    /// Read from `sock` until a whole message is in (`Ok(Some)`), or the socket has nothing more
-    /// for now (`Ok(None)`, only on a non-blocking socket or one with a receive timeout).
+    /// Hand out the next whole message already read, or read from `sock` until one is in
+    /// (`Ok(Some)`) or the socket has nothing more for now (`Ok(None)`, only on a non-blocking
+    /// socket or one with a receive timeout). Messages already read are handed out without
+    /// touching the socket, so a caller drains the receiver until `Ok(None)` before it waits
+    /// for the socket to be readable again.
     pub fn receive(&mut self, sock: BorrowedFd<'_>) -> Result<Option<Message>, TransportError> {
         loop {
-            match &mut self.phase {
-                Phase::Header { buf, have } => {
-                    let got = read_some(sock, &mut buf[*have..], &mut self.fds)?;
-                    let n = match got {
-                        Got::WouldBlock => return Ok(None),
-                        Got::Bytes(0) => return Err(TransportError::Closed { mid_message: *have > 0 }),
-                        Got::Bytes(n) => n,
-                    };
-                    *have += n;
-                    if *have < HEADER_SIZE {
-                        continue;
-                    }
-                    let header = Header::read_from_bytes(&buf[..]).expect("16 bytes make a header");
-                    self.check(&header)?;
-                    let body = vec![0; header.message_size as usize - HEADER_SIZE];
-                    self.phase = Phase::Body { header, body, have: 0 };
-                }
-                Phase::Body { header, body, have } => {
-                    if *have < body.len() {
-                        let mut stray = Vec::new();
-                        let got = read_some(sock, &mut body[*have..], &mut stray)?;
-                        self.stray_fds += stray.len() as u64;
-                        match got {
-                            Got::WouldBlock => return Ok(None),
-                            Got::Bytes(0) => return Err(TransportError::Closed { mid_message: true }),
-                            Got::Bytes(n) => *have += n,
-                        }
-                        continue;
-                    }
-                    let message =
-                        Message { header: *header, body: std::mem::take(body), fds: std::mem::take(&mut self.fds) };
-                    self.phase = Phase::Header { buf: [0; HEADER_SIZE], have: 0 };
-                    return Ok(Some(message));
+            if let Some(message) = self.take_message()? {
+                return Ok(Some(message));
+            }
+            let read_from = self.make_room();
+            let mut fds = Vec::new();
+            match read_some(sock, &mut self.buf[read_from..], &mut fds)? {
+                Got::WouldBlock => return Ok(None),
+                Got::Bytes(0) => return Err(TransportError::Closed { mid_message: self.mid_message() }),
+                Got::Bytes(n) => {
+                    self.end += n;
+                    self.place_fds(read_from, fds);
                 }
             }
         }
     }
 
-    fn check(&mut self, header: &Header) -> Result<(), TransportError> {
+    /// The next message if all of it has been read; an error if its header is bad.
+    fn take_message(&mut self) -> Result<Option<Message>, TransportError> {
+        let Some(header) = self.header_at(self.start) else { return Ok(None) };
+        self.check(&header)?;
+        let size = header.message_size as usize;
+        if self.end - self.start < size {
+            return Ok(None);
+        }
+        let at = self.base + self.start as u64;
+        let body = self.buf[self.start + HEADER_SIZE..self.start + size].to_vec();
+        self.start += size;
+        Ok(Some(Message { header, body, fds: self.fds_of(at) }))
+    }
+
+    /// The header of the message starting at `buf[at]`, if all 16 bytes of it have been read.
+    fn header_at(&self, at: usize) -> Option<Header> {
+        let bytes = self.buf.get(at..self.end)?.get(..HEADER_SIZE)?;
+        Some(Header::read_from_bytes(bytes).expect("16 bytes make a header"))
+    }
+
+    /// Room to read into after `end`: a chunk, and at least the rest of the message being read
+    /// (its size trusted only within the limit). Returns where the read goes.
+    fn make_room(&mut self) -> usize {
+        let pending = self.end - self.start;
+        let message = self
+            .header_at(self.start)
+            .map(|h| h.message_size as usize)
+            .filter(|&size| size <= self.max_size)
+            .unwrap_or(0);
+        let need = pending.max(message) + READ_CHUNK;
+        if self.start > 0 && self.start + need > self.buf.len() {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.base += self.start as u64;
+            (self.start, self.end) = (0, pending);
+        }
+        if need > self.buf.len() {
+            self.buf.resize(need, 0);
+        }
+        self.end
+    }
+
+    /// Place the descriptors a read of the bytes from `buf[read_from]` to `end` brought. The
+    /// kernel hands a UNIX stream socket's descriptors out with the first of the bytes sent
+    /// with them and ends that read with those bytes (Linux net/unix/af_unix.c,
+    /// `unix_stream_read_generic`), and a sender passes a message's descriptors with its first
+    /// byte: so they belong to the last message that starts in what this read gave. When no
+    /// message starts there, they belong to none and are closed.
+    fn place_fds(&mut self, read_from: usize, fds: Vec<OwnedFd>) {
+        if fds.is_empty() {
+            return;
+        }
+        let mut last = None;
+        let mut at = self.start;
+        while at < self.end {
+            if at >= read_from {
+                last = Some(at);
+            }
+            match self.header_at(at) {
+                Some(h) if h.message_size as usize >= HEADER_SIZE => at += h.message_size as usize,
+                _ => break,
+            }
+        }
+        match last {
+            Some(at) => self.fds.push_back((self.base + at as u64, fds)),
+            None => self.stray_fds += fds.len() as u64,
+        }
+    }
+
+    /// The descriptors of the message that starts at stream offset `at` (none when none came);
+    /// any waiting for an earlier message, which cannot now be handed out, are closed.
+    fn fds_of(&mut self, at: u64) -> Vec<OwnedFd> {
+        while let Some((offset, fds)) = self.fds.pop_front() {
+            if offset == at {
+                return fds;
+            }
+            if offset > at {
+                self.fds.push_front((offset, fds));
+                break;
+            }
+            self.stray_fds += fds.len() as u64;
+        }
+        Vec::new()
+    }
+
+    fn check(&self, header: &Header) -> Result<(), TransportError> {
         let command = || command_label(header.command);
         let size = header.message_size;
         if (size as usize) < HEADER_SIZE {
@@ -269,6 +342,63 @@ mod tests {
         assert_eq!(msg.body.len(), 20);
         assert_eq!(msg.fds.len(), 1);
         assert!(!rx.mid_message());
+    }
+
+    #[test]
+    fn many_small_messages_are_taken_in_one_read_each_with_its_own_descriptors() {
+        let (a, b) = UnixStream::pair().unwrap();
+        b.set_nonblocking(true).unwrap();
+        let store = |id: u16| command(id, 8, 0, &RegionAccess { offset: 0, region: 1, count: 8 }, &[id as u8; 8]);
+        for id in 0..100 {
+            send_message(a.as_fd(), &store(id), &[], Duration::from_secs(1)).unwrap();
+        }
+        // A message with a descriptor after the run: the kernel ends a read with it.
+        let (extra, _keep) = UnixStream::pair().unwrap();
+        send_message(a.as_fd(), &store(100), &[extra.as_fd()], Duration::from_secs(1)).unwrap();
+        send_message(a.as_fd(), &store(101), &[], Duration::from_secs(1)).unwrap();
+        let mut rx = Receiver::new(1 << 20);
+        for id in 0..102u16 {
+            let msg = rx.receive(b.as_fd()).unwrap().unwrap();
+            assert_eq!(msg.header.message_id, id);
+            assert_eq!(msg.body[16..], [id as u8; 8]);
+            assert_eq!(msg.fds.len(), usize::from(id == 100), "message {id}");
+        }
+        assert!(rx.receive(b.as_fd()).unwrap().is_none());
+        assert!(!rx.mid_message());
+        assert_eq!(rx.stray_fds(), 0);
+    }
+
+    #[test]
+    fn descriptors_sent_in_the_middle_of_a_body_are_closed_and_counted() {
+        let (a, b) = UnixStream::pair().unwrap();
+        b.set_nonblocking(true).unwrap();
+        let bytes = command(3, 8, 0, &RegionAccess { offset: 0, region: 1, count: 64 }, &[7; 64]);
+        let mut rx = Receiver::new(1 << 20);
+        (&a).write_all(&bytes[..40]).unwrap();
+        assert!(rx.receive(b.as_fd()).unwrap().is_none());
+        let (extra, _keep) = UnixStream::pair().unwrap();
+        send_message(a.as_fd(), &bytes[40..], &[extra.as_fd()], Duration::from_secs(1)).unwrap();
+        let msg = rx.receive(b.as_fd()).unwrap().unwrap();
+        assert!(msg.fds.is_empty());
+        assert_eq!(rx.stray_fds(), 1);
+    }
+
+    #[test]
+    fn a_message_larger_than_a_chunk_arrives_whole() {
+        let (a, b) = UnixStream::pair().unwrap();
+        b.set_nonblocking(true).unwrap();
+        let data: Vec<u8> = (0..300_000u32).map(|i| i as u8).collect();
+        let bytes = command(9, 8, 0, &RegionAccess { offset: 0, region: 1, count: data.len() as u32 }, &data);
+        let mut rx = Receiver::new(1 << 20);
+        let writer = std::thread::spawn(move || (&a).write_all(&bytes).unwrap());
+        let msg = loop {
+            if let Some(msg) = rx.receive(b.as_fd()).unwrap() {
+                break msg;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        writer.join().unwrap();
+        assert_eq!(msg.body[16..], data[..]);
     }
 
     #[rstest::rstest]

@@ -54,6 +54,8 @@ impl Half {
             return Some(c);
         }
         let core = self.core.clone();
+        // The doorbells rung so far reach the device before its completions are looked for.
+        core.roce.function().flush_posted();
         {
             let guard = side_mem(&core, self.side);
             if let Some(mem) = guard.as_ref() {

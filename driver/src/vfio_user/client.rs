@@ -12,11 +12,18 @@
 //! a later command (a read of any region) cannot pass them (QEMU's client does the same for BAR
 //! stores: hw/vfio-user/device.c `vfio_user_device_io_region_write`, `VFIO_USER_NO_REPLY`). A
 //! posted write the server refuses is only logged there.
+//!
+//! Posted writes are also combined ([`posted`]): held back in the connection and sent together,
+//! in order, in one socket write, as a CPU's write-combining buffer holds stores until a fence.
+//! They all go out, on every connection of the process, before any command that waits for a
+//! reply, before a wait on the function's clock, when the driver is about to read what the
+//! device writes ([`bnxt_pci::PciFunction::flush_posted`]), and when 64 KiB are held. So a
+//! driver posting 256 receives rings 256 doorbells in one message train, not 256 socket writes.
 
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bnxt_vfio_user::Message;
@@ -80,18 +87,24 @@ pub enum ClientError {
     Broken(String),
 }
 
+pub mod posted;
+
 struct Conn {
     stream: UnixStream,
     rx: Receiver,
     next_id: u16,
     broken: bool,
     timeout: Duration,
+    /// The socket, for messages.
+    path: PathBuf,
+    /// Posted writes not sent yet: whole messages, in order.
+    posted: Vec<u8>,
 }
 
 /// A connection to one vfio-user server.
 pub struct Client {
     path: PathBuf,
-    conn: Mutex<Conn>,
+    conn: Arc<Mutex<Conn>>,
     regions: Vec<RegionInfo>,
     info: DeviceInfo,
 }
@@ -117,13 +130,18 @@ impl Client {
             .set_read_timeout(Some(timeout))
             .and_then(|()| stream.set_write_timeout(Some(timeout)))
             .map_err(|source| ClientError::Connect { path: path.to_path_buf(), source })?;
-        let conn = Conn { stream, rx: Receiver::new(MAX_DATA_XFER + 4096), next_id: 0, broken: false, timeout };
-        let mut client = Client {
+        let conn = Conn {
+            stream,
+            rx: Receiver::new(MAX_DATA_XFER + 4096),
+            next_id: 0,
+            broken: false,
+            timeout,
             path: path.to_path_buf(),
-            conn: Mutex::new(conn),
-            regions: Vec::new(),
-            info: DeviceInfo::default(),
+            posted: Vec::new(),
         };
+        let conn = Arc::new(Mutex::new(conn));
+        posted::register(&conn);
+        let mut client = Client { path: path.to_path_buf(), conn, regions: Vec::new(), info: DeviceInfo::default() };
         client.negotiate()?;
         let reply =
             client.call(Command::DeviceGetInfo, &[DeviceInfo { argsz: 16, ..Default::default() }.as_bytes()], &[])?;
@@ -190,7 +208,11 @@ impl Client {
     /// As [`Client::call`], for any command number (tests send ones the server does not know).
     pub fn call_number(&self, command: u16, parts: &[&[u8]], fds: &[BorrowedFd<'_>]) -> Result<Message, ClientError> {
         let label = command_label(command);
+        // Every posted write of the process goes before a command that waits (the reply may
+        // depend on a store to another device, as a read on a bus follows earlier writes).
+        posted::send_all();
         let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        conn.send_posted();
         if conn.broken {
             return Err(ClientError::Broken(self.path.display().to_string()));
         }
@@ -231,21 +253,32 @@ impl Client {
     }
 
     /// Write `data` to region `region` at `offset` without waiting for the server: a posted
-    /// write (see the module documentation).
+    /// write, held back with the others until the next flush (see the module documentation).
+    /// A failure to send it is logged when the held writes are sent, and breaks the connection.
     pub fn region_write_posted(&self, region: u32, offset: u64, data: &[u8]) -> Result<(), ClientError> {
-        let command = Command::RegionWrite;
         let req = RegionAccess { offset, region, count: data.len() as u32 };
-        let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        if conn.broken {
-            return Err(ClientError::Broken(self.path.display().to_string()));
+        {
+            let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+            if conn.broken {
+                return Err(ClientError::Broken(self.path.display().to_string()));
+            }
+            let id = conn.next_id;
+            conn.next_id = conn.next_id.wrapping_add(1);
+            let bytes =
+                encode(id, Command::RegionWrite as u16, TYPE_COMMAND | FLAG_NO_REPLY, 0, &[req.as_bytes(), data]);
+            conn.posted.extend_from_slice(&bytes);
+            if conn.posted.len() >= posted::HOLD_AT_MOST {
+                conn.send_posted();
+            }
         }
-        let id = conn.next_id;
-        conn.next_id = conn.next_id.wrapping_add(1);
-        let bytes = encode(id, command as u16, TYPE_COMMAND | FLAG_NO_REPLY, 0, &[req.as_bytes(), data]);
-        send_message(conn.stream.as_fd(), &bytes, &[], conn.timeout).map_err(|source| {
-            conn.broken = true;
-            ClientError::Transport { command: command.name().to_string(), source }
-        })
+        // Told after the connection's lock is let go: see `posted::send_all`.
+        posted::held();
+        Ok(())
+    }
+
+    /// Send this connection's held posted writes now.
+    pub fn flush_posted(&self) {
+        self.conn.lock().unwrap_or_else(|e| e.into_inner()).send_posted();
     }
 
     /// Lend `size` bytes of the file `fd` from `offset` at DMA address `iova`, readable and

@@ -2,8 +2,8 @@
 //! region 7, BAR n is region n, reset is `VFIO_USER_DEVICE_RESET`, DMA memory is memfds lent with
 //! `VFIO_USER_DMA_MAP`, and the clock is the real one.
 //!
-//! BAR stores are posted (sent without waiting for the server, as a PCIe memory write is posted;
-//! [`Client::region_write_posted`]); config-space writes wait for the server, as PCIe
+//! BAR stores are posted (sent without waiting for the server, as a PCIe memory write is posted,
+//! and held back to go out together at the next flush: [`Client::region_write_posted`]); config-space writes wait for the server, as PCIe
 //! configuration writes are non-posted. BAR accesses cannot fail on the seam (as on hardware). When the socket fails, a load reads
 //! all-ones and a store is dropped, as for a device that fell off the bus; the failure is
 //! logged, and every later access fails fast (the connection is marked broken).
@@ -12,24 +12,25 @@ use std::sync::Arc;
 
 use bnxt_vfio_user::linux::PCI_CONFIG_REGION_INDEX;
 
-use super::client::Client;
+use super::client::{Client, posted};
+use super::machine::PostedFlushClock;
 use super::memory::allocate;
 use crate::held::HoldGuard;
 use bnxt_pci::IovaAllocator;
 use bnxt_pci::dma::DmaBuffer;
-use bnxt_pci::{Clock, PciError, PciFunction, RealClock, check_config_access};
+use bnxt_pci::{Clock, PciError, PciFunction, check_config_access};
 
 /// A function reached through a vfio-user client.
 pub struct VfioUserFunction {
     client: Arc<Client>,
     bus: String,
     iovas: Arc<IovaAllocator>,
-    clock: RealClock,
+    clock: PostedFlushClock,
     _held: HoldGuard,
 }
 
 impl VfioUserFunction {
-    pub(super) fn new(client: Arc<Client>, bus: String, clock: RealClock, held: HoldGuard) -> VfioUserFunction {
+    pub(super) fn new(client: Arc<Client>, bus: String, clock: PostedFlushClock, held: HoldGuard) -> VfioUserFunction {
         VfioUserFunction { client, bus, iovas: Arc::default(), clock, _held: held }
     }
 
@@ -95,5 +96,9 @@ impl PciFunction for VfioUserFunction {
 
     fn clock(&self) -> &dyn Clock {
         &self.clock
+    }
+
+    fn flush_posted(&self) {
+        posted::send_all();
     }
 }

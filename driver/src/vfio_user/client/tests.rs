@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use bnxt_vfio_user::Message;
-use bnxt_vfio_user::header::Command;
+use bnxt_vfio_user::header::{Command, FLAG_NO_REPLY};
 use bnxt_vfio_user::linux::{DEVICE_FLAGS_PCI, DEVICE_FLAGS_RESET, errno};
 use bnxt_vfio_user::message::{error_reply, reply};
 use bnxt_vfio_user::payload::{DeviceInfo, DmaMap, DmaUnmap, RegionAccess, RegionInfo, Version};
@@ -71,12 +71,87 @@ fn server(flags: u32, script: impl Fn(&Message) -> Act + Send + 'static) -> (Uni
     (client_end, seen, thread)
 }
 
+/// Connect over `stream`, as the only test of this module running: a posted-store flush sends
+/// every connection's held stores, so a test that looks at what is held must not share the
+/// process's connections with another test running beside it (`cargo test` runs them in threads).
 fn connect(stream: UnixStream, timeout: Duration) -> Result<Client, ClientError> {
     Client::over(stream, Path::new("test.sock"), timeout)
 }
 
+/// Taken for the whole of each test (see [`connect`]).
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Wait up to a second for the server to have seen `n` messages.
+fn until_seen(seen: &Seen, n: usize) -> Vec<(u16, Vec<u8>, usize)> {
+    for _ in 0..1000 {
+        let got = seen.lock().unwrap().clone();
+        if got.len() >= n {
+            return got;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    seen.lock().unwrap().clone()
+}
+
+#[test]
+fn posted_stores_are_held_then_sent_in_order_before_any_command_of_any_connection() {
+    let _alone = alone();
+    let answer = |msg: &Message| {
+        if msg.header.flags & FLAG_NO_REPLY != 0 {
+            Act::Silent
+        } else {
+            Act::Reply(reply(&msg.header, &[RegionAccess::default().as_bytes()]))
+        }
+    };
+    let (sa, seen_a, ta) = server(DEVICE_FLAGS_PCI, answer);
+    let (sb, seen_b, tb) = server(DEVICE_FLAGS_PCI, answer);
+    let a = connect(sa, Duration::from_secs(5)).unwrap();
+    let b = connect(sb, Duration::from_secs(5)).unwrap();
+    for v in 0..3u64 {
+        a.region_write_posted(4, 8 * v, &v.to_le_bytes()).unwrap();
+    }
+    b.region_write_posted(4, 0, &9u64.to_le_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(seen_a.lock().unwrap().is_empty(), "stores are held until a flush");
+    assert!(seen_b.lock().unwrap().is_empty(), "stores are held until a flush");
+
+    // A command on one connection: every connection's held stores go first.
+    a.region_write(7, 0, &[1, 2, 3, 4]).unwrap();
+    let got = until_seen(&seen_a, 4);
+    let offsets: Vec<(u16, u64)> =
+        got.iter().map(|(c, body, _)| (*c, RegionAccess::read_from_prefix(body).unwrap().0.offset)).collect();
+    let write = Command::RegionWrite as u16;
+    assert_eq!(offsets, [(write, 0), (write, 8), (write, 16), (write, 0)]);
+    assert_eq!(got[3].1.len(), 16 + 4, "the command came last");
+    assert_eq!(until_seen(&seen_b, 1).len(), 1, "the other connection's store went too");
+
+    // An explicit flush, as the driver makes before it reads a completion queue.
+    b.region_write_posted(4, 8, &10u64.to_le_bytes()).unwrap();
+    b.flush_posted();
+    assert_eq!(until_seen(&seen_b, 2).len(), 2);
+    drop((a, b));
+    ta.join().unwrap();
+    tb.join().unwrap();
+}
+
+#[test]
+fn stores_held_when_the_connection_closes_still_reach_the_server() {
+    let _alone = alone();
+    let (stream, seen, thread) = server(DEVICE_FLAGS_PCI, |_| Act::Silent);
+    let client = connect(stream, Duration::from_secs(5)).unwrap();
+    client.region_write_posted(4, 0, &1u64.to_le_bytes()).unwrap();
+    drop(client);
+    thread.join().unwrap();
+    assert_eq!(seen.lock().unwrap().len(), 1);
+}
+
 #[test]
 fn discovery_reads_every_region_and_refusals_leave_the_connection_usable() {
+    let _alone = alone();
     let (stream, seen, thread) = server(DEVICE_FLAGS_PCI | DEVICE_FLAGS_RESET, |msg| {
         let (req, _) = msg.payload::<RegionAccess>("access").unwrap();
         if req.region == 1 {
@@ -103,6 +178,7 @@ fn discovery_reads_every_region_and_refusals_leave_the_connection_usable() {
 
 #[test]
 fn a_reply_to_the_wrong_message_breaks_the_connection_and_later_calls_say_so() {
+    let _alone = alone();
     let (stream, _, thread) = server(DEVICE_FLAGS_PCI, |msg| {
         let mut h = msg.header;
         h.message_id = h.message_id.wrapping_add(7);
@@ -119,6 +195,7 @@ fn a_reply_to_the_wrong_message_breaks_the_connection_and_later_calls_say_so() {
 
 #[test]
 fn a_silent_server_times_out_and_a_non_pci_device_is_refused() {
+    let _alone = alone();
     let (stream, _, thread) = server(DEVICE_FLAGS_PCI, |_| Act::Silent);
     let client = connect(stream, Duration::from_millis(100)).unwrap();
     let err = client.reset().unwrap_err();
@@ -134,6 +211,7 @@ fn a_silent_server_times_out_and_a_non_pci_device_is_refused() {
 
 #[test]
 fn dma_memory_is_a_sealed_memfd_lent_with_dma_map_and_taken_back_on_drop() {
+    let _alone = alone();
     let (stream, seen, thread) = server(DEVICE_FLAGS_PCI, |msg| {
         if msg.header.command == Command::DmaUnmap as u16 {
             let (req, _) = msg.payload::<DmaUnmap>("unmap").unwrap();
