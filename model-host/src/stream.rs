@@ -40,12 +40,17 @@ pub enum FrameError {
     },
 }
 
+/// Bytes a read into a [`FrameDecoder`] offers the stream at least.
+pub const READ_CHUNK: usize = 1 << 16;
+
 /// Reassembles frames from stream bytes.
 #[derive(Debug, Default)]
 pub struct FrameDecoder {
+    /// The bytes held are `buf[start..end]`; `buf` is kept initialised, so a read goes straight
+    /// into it without clearing it first.
     buf: Vec<u8>,
-    /// Where the bytes not yet taken start in `buf`.
     start: usize,
+    end: usize,
     consumed: u64,
 }
 
@@ -57,18 +62,48 @@ impl FrameDecoder {
 
     /// Add bytes read from the stream.
     pub fn push(&mut self, bytes: &[u8]) {
-        compact(&mut self.buf, &mut self.start);
-        self.buf.extend_from_slice(bytes);
+        let at = self.room(bytes.len());
+        self.buf[at..at + bytes.len()].copy_from_slice(bytes);
+        self.end += bytes.len();
+    }
+
+    /// One read of `source` straight into the decoder, offering it at least [`READ_CHUNK`]
+    /// bytes; how many it gave (0: the stream ended).
+    pub fn read_from(&mut self, mut source: impl std::io::Read) -> std::io::Result<usize> {
+        let at = self.room(READ_CHUNK);
+        let n = source.read(&mut self.buf[at..])?;
+        self.end += n;
+        Ok(n)
+    }
+
+    /// Make `n` bytes of room after the held bytes (moving them to the front first when that
+    /// makes it); where the room starts.
+    fn room(&mut self, n: usize) -> usize {
+        if self.buf.len() - self.end < n && self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.buf.len() - self.end < n {
+            self.buf.resize(self.end + n, 0);
+        }
+        self.end
     }
 
     /// Bytes held that do not yet make a whole frame.
     pub fn pending(&self) -> usize {
-        self.buf.len() - self.start
+        self.end - self.start
     }
 
     /// The next whole frame, if one has arrived.
     pub fn next_frame(&mut self) -> Result<Option<Vec<u8>>, FrameError> {
-        let held = &self.buf[self.start..];
+        self.next_frame_with(Vec::new)
+    }
+
+    /// The next whole frame, if one has arrived, in a buffer from `buffer` (a recycled one,
+    /// whose old bytes are replaced), which is asked for only when a frame is there.
+    pub fn next_frame_with(&mut self, buffer: impl FnOnce() -> Vec<u8>) -> Result<Option<Vec<u8>>, FrameError> {
+        let held = &self.buf[self.start..self.end];
         let Some(prefix) = held.first_chunk::<PREFIX>() else { return Ok(None) };
         let len = u32::from_be_bytes(*prefix);
         let offset = self.consumed;
@@ -82,12 +117,13 @@ impl FrameDecoder {
         if held.len() < end {
             return Ok(None);
         }
-        let frame = held[PREFIX..end].to_vec();
+        let mut frame = buffer();
+        frame.clear();
+        frame.extend_from_slice(&held[PREFIX..end]);
         self.start += end;
         self.consumed += end as u64;
-        if self.start == self.buf.len() {
-            self.buf.clear();
-            self.start = 0;
+        if self.start == self.end {
+            (self.start, self.end) = (0, 0);
         }
         Ok(Some(frame))
     }
@@ -189,6 +225,23 @@ mod tests {
             assert_eq!(got, frames, "cut every {cut} bytes");
             assert_eq!(d.pending(), 0);
         }
+    }
+
+    #[test]
+    fn frames_read_straight_from_a_stream_come_out_whole_in_the_buffers_given() {
+        // The second frame is longer than a read's chunk: it arrives over two reads.
+        let frames = [vec![1u8; 60], vec![2; 69_000], vec![3; 14]];
+        let stream: Vec<u8> = frames.iter().flat_map(|f| encode_frame(f)).collect();
+        let mut d = FrameDecoder::new();
+        let mut source = &stream[..];
+        let mut got = Vec::new();
+        while d.read_from(&mut source).unwrap() > 0 {
+            while let Some(f) = d.next_frame_with(|| vec![0xee; 100_000]).unwrap() {
+                got.push(f);
+            }
+        }
+        assert_eq!(got, frames, "the recycled buffers' old bytes are replaced");
+        assert_eq!(d.pending(), 0);
     }
 
     /// Takes at most `room` bytes per call, then would block.

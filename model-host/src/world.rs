@@ -400,6 +400,17 @@ impl World {
         sent
     }
 
+    /// A frame buffer from the NICs' pool, for a frame coming from outside (old bytes in it,
+    /// to be replaced).
+    pub fn frame_buffer(&mut self) -> Vec<u8> {
+        self.pool.take()
+    }
+
+    /// Give the pool back the buffer of a frame that left through an external port.
+    pub fn recycle_frame(&mut self, frame: Vec<u8>) {
+        self.pool.give(frame);
+    }
+
     /// The frames delivered to external port `port` since the last call, in order.
     pub fn take_external_frames(&mut self, port: PortId) -> Vec<Vec<u8>> {
         self.external.get_mut(&port).map(std::mem::take).unwrap_or_default()

@@ -433,8 +433,6 @@ struct SegmentLink {
     decoder: FrameDecoder,
     tap: Option<PcapTap>,
     outbox: Outbox,
-    /// Where the hub's bytes are read into.
-    buf: Vec<u8>,
 }
 
 impl SegmentLink {
@@ -444,13 +442,7 @@ impl SegmentLink {
         stream.set_nonblocking(true).map_err(err)?;
         let tap = pcap.map(PcapTap::create).transpose().map_err(|e| ServeError::Pcap(e.to_string()))?;
         tracing::info!(segment = %path.display(), "joined the segment");
-        Ok(SegmentLink {
-            stream,
-            decoder: FrameDecoder::new(),
-            tap,
-            outbox: Outbox::new(super::segment::MAX_BACKLOG),
-            buf: vec![0u8; super::segment::READ_CHUNK],
-        })
+        Ok(SegmentLink { stream, decoder: FrameDecoder::new(), tap, outbox: Outbox::new(super::segment::MAX_BACKLOG) })
     }
 
     /// Take what the hub sent into the NIC's segment at executor time `at` (the pcap records
@@ -463,15 +455,15 @@ impl SegmentLink {
         summary: &mut ServeSummary,
     ) -> Result<(), String> {
         loop {
-            match std::io::Read::read(&mut self.stream, &mut self.buf) {
+            match self.decoder.read_from(&self.stream) {
                 Ok(0) => return Err("the hub closed the connection".into()),
-                Ok(n) => self.decoder.push(&self.buf[..n]),
+                Ok(_) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e.to_string()),
             }
         }
-        while let Some(frame) = self.decoder.next_frame().map_err(|e| e.to_string())? {
+        while let Some(frame) = self.decoder.next_frame_with(|| nic.frame_buffer()).map_err(|e| e.to_string())? {
             summary.segment_frames_in += 1;
             if let Some(tap) = &mut self.tap {
                 tap.record(wall, &frame);
@@ -489,12 +481,14 @@ impl SegmentLink {
         for frame in nic.take_outgoing(ahead) {
             if !self.outbox.push(&frame) {
                 summary.segment_frames_dropped += 1;
+                nic.recycle_frame(frame);
                 continue;
             }
             if let Some(tap) = &mut self.tap {
                 tap.record(now, &frame);
             }
             summary.segment_frames_out += 1;
+            nic.recycle_frame(frame);
         }
         // A hub that is gone is found when its socket is next read.
         let _ = self.flush();

@@ -280,6 +280,18 @@ impl ServedNic {
         }
     }
 
+    /// A buffer to copy a frame from the segment outside into: one the NIC's world recycles
+    /// (see [`bnxt_model::net::pool`]), holding old bytes to be replaced.
+    pub fn frame_buffer(&mut self) -> Vec<u8> {
+        self.world.frame_buffer()
+    }
+
+    /// Give back the buffer of a frame [`ServedNic::take_outgoing`] gave, once it is written
+    /// out: the NIC builds a later frame in it.
+    pub fn recycle_frame(&mut self, frame: Vec<u8>) {
+        self.world.recycle_frame(frame);
+    }
+
     /// A frame from the segment outside arrived at `now`.
     pub fn incoming(&mut self, now: Duration, frame: Vec<u8>) {
         if self.removed {

@@ -22,7 +22,7 @@
 mod control;
 
 use std::collections::BTreeMap;
-use std::io::{ErrorKind, Read};
+use std::io::ErrorKind;
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
@@ -41,13 +41,11 @@ use super::socket::Listener;
 use crate::pcap::PcapTap;
 use crate::stream::{FrameDecoder, Outbox};
 use bnxt_model::faults::WirePlan;
-use bnxt_model::net::switch::{LinkTiming, PortId, Switch};
+use bnxt_model::net::pool::FramePool;
+use bnxt_model::net::switch::{Delivery, LinkTiming, PortId, Switch};
 
 /// Most bytes kept waiting for a peer that does not read; frames beyond are dropped.
 pub const MAX_BACKLOG: usize = 256 << 20;
-
-/// Bytes read from a peer's socket at a time.
-pub const READ_CHUNK: usize = 1 << 16;
 
 /// What the hub does.
 #[derive(Debug, Clone)]
@@ -111,6 +109,10 @@ struct HubCore {
     wire: Option<(WirePlan, u64)>,
     /// The hub's time (the executor clock, run ahead: `super::clock::RUN_AHEAD`).
     clock: ExecClock,
+    /// Buffers of frames written to their peers, which frames read next are copied into.
+    pool: FramePool,
+    /// The deliveries of one turn (kept for its capacity).
+    deliveries: Vec<Delivery>,
 }
 
 impl Hub {
@@ -136,6 +138,8 @@ impl Hub {
             summary: SegmentSummary::default(),
             wire: None,
             clock: ExecClock::new(),
+            pool: FramePool::new(),
+            deliveries: Vec::new(),
         };
         Ok(Hub { listener, control, signals, state })
     }
@@ -152,7 +156,6 @@ impl Hub {
         // A frame is due at the other port 1 µs after it came in: wake then, not 50 µs later.
         bnxt_pci::precise_timers();
         state.clock = ExecClock::new();
-        let mut buf = vec![0u8; READ_CHUNK];
         loop {
             super::log_limit::report_suppressed();
             let ready = wait(&listener, &signals, &state, control.as_ref())?;
@@ -163,7 +166,7 @@ impl Hub {
                 state.accept(&listener);
             }
             for id in ready.peers {
-                state.read(id, &mut buf);
+                state.read(id);
             }
             if let Some(ctl) = control.as_mut()
                 && ready.control.iter().any(|&r| r)
@@ -244,10 +247,10 @@ impl HubCore {
 
     /// Read what peer `id` sent, and write what waits for it; forget it when it is gone or sent
     /// garbage.
-    fn read(&mut self, id: PortId, buf: &mut [u8]) {
+    fn read(&mut self, id: PortId) {
         let now = self.now();
         let Some(peer) = self.peers.get_mut(&id) else { return };
-        match read_peer(id, peer, &mut self.switch, now, &mut self.summary, buf) {
+        match read_peer(id, peer, &mut self.switch, now, &mut self.summary, &mut self.pool) {
             Ok(()) => flush(peer),
             Err(why) => {
                 tracing::info!(port = %id, "peer left the segment: {why}");
@@ -261,14 +264,18 @@ impl HubCore {
     fn deliver(&mut self) {
         // Every frame due goes into its peer's backlog, then each backlog is written at once.
         let mut written = Vec::new();
-        for d in self.switch.poll(self.now()) {
+        let mut deliveries = std::mem::take(&mut self.deliveries);
+        self.switch.poll_into(self.now(), &mut deliveries);
+        for d in deliveries.drain(..) {
             let Some(peer) = self.peers.get_mut(&d.port) else { continue };
             if !peer.port.link_up {
                 peer.port.dropped_link_down += 1;
                 self.summary.dropped_link_down += 1;
                 continue;
             }
-            if !peer.outbox.push(&d.frame) {
+            let queued = peer.outbox.push(&d.frame);
+            self.pool.give(d.frame);
+            if !queued {
                 peer.port.dropped_backlog += 1;
                 self.summary.dropped += 1;
                 continue;
@@ -279,6 +286,7 @@ impl HubCore {
                 written.push(d.port);
             }
         }
+        self.deliveries = deliveries;
         for port in written {
             if let Some(peer) = self.peers.get_mut(&port) {
                 flush(peer);
@@ -314,19 +322,19 @@ fn read_peer(
     switch: &mut Switch,
     now: Duration,
     summary: &mut SegmentSummary,
-    buf: &mut [u8],
+    pool: &mut FramePool,
 ) -> Result<(), String> {
     loop {
-        match peer.stream.read(buf) {
+        match peer.decoder.read_from(&peer.stream) {
             Ok(0) => return Err("disconnected".into()),
-            Ok(n) => peer.decoder.push(&buf[..n]),
+            Ok(_) => {}
             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) => return Err(e.to_string()),
         }
     }
     loop {
-        match peer.decoder.next_frame() {
+        match peer.decoder.next_frame_with(|| pool.take()) {
             Ok(Some(frame)) => {
                 summary.frames_in += 1;
                 peer.port.frames_in += 1;
