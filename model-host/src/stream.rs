@@ -12,7 +12,8 @@
 //! only once the consumed part is the larger: taking a frame, or writing part of a backlog,
 //! costs no copy of the rest (a backlog of megabytes is written in pieces of a socket buffer).
 
-use std::io::{ErrorKind, Write};
+use std::collections::VecDeque;
+use std::io::{ErrorKind, IoSlice, Write};
 
 /// Largest frame accepted: QEMU's `NET_BUFSIZE` (4096 + 65536, include/net/net.h), which covers
 /// any frame a guest NIC can send with offloads off.
@@ -129,69 +130,100 @@ impl FrameDecoder {
     }
 }
 
-/// Drop the consumed front of `buf` (the bytes before `start`) once it is the larger part.
-fn compact(buf: &mut Vec<u8>, start: &mut usize) {
-    if *start > 0 && *start >= buf.len() - *start {
-        buf.drain(..*start);
-        *start = 0;
-    }
-}
+/// Frames one vectored write offers at most (two slices each: prefix and frame).
+const FRAMES_A_WRITE: usize = 64;
 
-/// Frames waiting to be written to a peer, encoded, with a limit on the bytes kept for a peer
-/// that does not read.
+/// Frames waiting to be written to a peer, each in its own buffer, written with their length
+/// prefixes by vectored writes (nothing is copied into a backlog), with a limit on the bytes kept
+/// for a peer that does not read.
 #[derive(Debug)]
 pub struct Outbox {
-    buf: Vec<u8>,
-    /// Where the bytes not yet written start in `buf`.
-    start: usize,
+    frames: VecDeque<([u8; PREFIX], Vec<u8>)>,
+    /// Bytes of the front frame, prefix included, already written.
+    written: usize,
+    /// Bytes waiting, prefixes included.
+    bytes: usize,
     limit: usize,
 }
 
 impl Outbox {
     /// An empty outbox keeping at most `limit` bytes.
     pub fn new(limit: usize) -> Outbox {
-        Outbox { buf: Vec::new(), start: 0, limit }
+        Outbox { frames: VecDeque::new(), written: 0, bytes: 0, limit }
     }
 
-    /// Queue `frame`; `false` (and nothing queued) when it would take the backlog past the limit.
-    pub fn push(&mut self, frame: &[u8]) -> bool {
-        if self.len() + PREFIX + frame.len() > self.limit {
-            return false;
+    /// Queue `frame`; given back (and nothing queued) when it would take the backlog past the
+    /// limit.
+    pub fn push(&mut self, frame: Vec<u8>) -> Result<(), Vec<u8>> {
+        if self.bytes + PREFIX + frame.len() > self.limit {
+            return Err(frame);
         }
-        compact(&mut self.buf, &mut self.start);
         let len = u32::try_from(frame.len()).expect("frames are far below 4 GiB");
-        self.buf.extend_from_slice(&len.to_be_bytes());
-        self.buf.extend_from_slice(frame);
-        true
+        self.bytes += PREFIX + frame.len();
+        self.frames.push_back((len.to_be_bytes(), frame));
+        Ok(())
+    }
+
+    /// The frame queued last, if any waits.
+    pub fn last(&self) -> Option<&[u8]> {
+        self.frames.back().map(|(_, frame)| frame.as_slice())
     }
 
     /// Bytes waiting.
     pub fn len(&self) -> usize {
-        self.buf.len() - self.start
+        self.bytes
     }
 
     /// Whether nothing waits.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.bytes == 0
     }
 
-    /// Write as much as `out` takes now (a non-blocking stream: until it would block). `Err`
-    /// for any other failure (the peer is gone).
-    pub fn write_to(&mut self, mut out: impl Write) -> std::io::Result<()> {
-        while self.start < self.buf.len() {
-            match out.write(&self.buf[self.start..]) {
+    /// Write as much as `out` takes now (a non-blocking stream: until it would block), handing
+    /// each frame written whole to `sent` (whose buffer may be used again). `Err` for any other
+    /// failure (the peer is gone).
+    pub fn write_to(&mut self, mut out: impl Write, mut sent: impl FnMut(Vec<u8>)) -> std::io::Result<()> {
+        while !self.frames.is_empty() {
+            let mut slices = [IoSlice::new(&[]); 2 * FRAMES_A_WRITE];
+            let mut n = 0;
+            for (i, (prefix, frame)) in self.frames.iter().take(FRAMES_A_WRITE).enumerate() {
+                let skip = if i == 0 { self.written } else { 0 };
+                if skip < PREFIX {
+                    slices[n] = IoSlice::new(&prefix[skip..]);
+                    slices[n + 1] = IoSlice::new(frame);
+                    n += 2;
+                } else {
+                    slices[n] = IoSlice::new(&frame[skip - PREFIX..]);
+                    n += 1;
+                }
+            }
+            match out.write_vectored(&slices[..n]) {
                 Ok(0) => return Err(ErrorKind::WriteZero.into()),
-                Ok(n) => self.start += n,
+                Ok(k) => self.written_out(k, &mut sent),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(e) => return Err(e),
             }
         }
-        if self.start == self.buf.len() {
-            self.buf.clear();
-            self.start = 0;
-        }
         Ok(())
+    }
+
+    /// `k` more bytes were written: drop the frames they finish.
+    fn written_out(&mut self, mut k: usize, sent: &mut impl FnMut(Vec<u8>)) {
+        self.bytes -= k;
+        while k > 0 {
+            let Some((_, frame)) = self.frames.front() else { break };
+            let left = PREFIX + frame.len() - self.written;
+            if k < left {
+                self.written += k;
+                return;
+            }
+            k -= left;
+            self.written = 0;
+            if let Some((_, frame)) = self.frames.pop_front() {
+                sent(frame);
+            }
+        }
     }
 }
 
@@ -268,22 +300,25 @@ mod tests {
     #[test]
     fn an_outbox_writes_what_the_peer_takes_keeps_the_rest_and_refuses_past_its_limit() {
         let mut out = Outbox::new(200);
-        assert!(out.push(&[1; 60]) && out.push(&[2; 100]));
-        assert!(!out.push(&[3; 40]), "4 + 40 more would pass 200");
+        assert!(out.push(vec![1; 60]).is_ok() && out.push(vec![2; 100]).is_ok());
+        assert_eq!(out.push(vec![3; 40]), Err(vec![3; 40]), "4 + 40 more would pass 200");
         assert_eq!(out.len(), 168);
         let mut peer = Slow { got: Vec::new(), room: 50 };
-        out.write_to(&mut peer).unwrap();
+        let mut sent = Vec::new();
+        out.write_to(&mut peer, |f| sent.push(f.len())).unwrap();
         assert_eq!(out.len(), 118);
-        assert!(out.push(&[3; 40]), "room again");
+        assert!(sent.is_empty(), "the first frame is not written whole yet");
+        assert!(out.push(vec![3; 40]).is_ok(), "room again");
         peer.room = usize::MAX;
-        out.write_to(&mut peer).unwrap();
+        out.write_to(&mut peer, |f| sent.push(f.len())).unwrap();
         assert!(out.is_empty());
+        assert_eq!(sent, [60, 100, 40], "each buffer is handed back once its frame is written");
         let mut d = FrameDecoder::new();
         d.push(&peer.got);
         let frames: Vec<Vec<u8>> = std::iter::from_fn(|| d.next_frame().unwrap()).collect();
         assert_eq!(frames, vec![vec![1; 60], vec![2; 100], vec![3; 40]]);
         let mut broken = Outbox::new(100);
-        broken.push(&[1; 10]);
+        broken.push(vec![1; 10]).unwrap();
         struct Gone;
         impl Write for Gone {
             fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
@@ -293,7 +328,7 @@ mod tests {
                 Ok(())
             }
         }
-        assert!(broken.write_to(Gone).is_err());
+        assert!(broken.write_to(Gone, drop).is_err());
     }
 
     #[test]

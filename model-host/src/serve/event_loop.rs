@@ -231,7 +231,7 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
         // before the frame, as on a machine where the store reaches the device first.
         if segment_ready
             && let Some(link) = segment.as_mut()
-            && let Err(why) = link.drain(clock.wall(), at, &mut nic, &mut summary).and_then(|()| link.flush())
+            && let Err(why) = link.drain(clock.wall(), at, &mut nic, &mut summary).and_then(|()| link.flush(&mut nic))
         {
             tracing::warn!("left the segment: {why}");
             segment = None;
@@ -479,24 +479,26 @@ impl SegmentLink {
     /// time, `now` the real one the pcap records.
     fn send(&mut self, now: Duration, ahead: Duration, nic: &mut ServedNic, summary: &mut ServeSummary) {
         for frame in nic.take_outgoing(ahead) {
-            if !self.outbox.push(&frame) {
+            if let Err(frame) = self.outbox.push(frame) {
                 summary.segment_frames_dropped += 1;
                 nic.recycle_frame(frame);
                 continue;
             }
-            if let Some(tap) = &mut self.tap {
-                tap.record(now, &frame);
+            if let (Some(tap), Some(frame)) = (&mut self.tap, self.outbox.last()) {
+                tap.record(now, frame);
             }
             summary.segment_frames_out += 1;
-            nic.recycle_frame(frame);
         }
         // A hub that is gone is found when its socket is next read.
-        let _ = self.flush();
+        let _ = self.flush(nic);
     }
 
-    /// Write what waits for the hub, as much as it takes now.
-    fn flush(&mut self) -> Result<(), String> {
-        self.outbox.write_to(&self.stream).map_err(|e| format!("cannot write to the hub: {e}"))
+    /// Write what waits for the hub, as much as it takes now; the buffers of the frames
+    /// written go back to the NIC.
+    fn flush(&mut self, nic: &mut ServedNic) -> Result<(), String> {
+        self.outbox
+            .write_to(&self.stream, |frame| nic.recycle_frame(frame))
+            .map_err(|e| format!("cannot write to the hub: {e}"))
     }
 
     /// Close the pcap, if any.

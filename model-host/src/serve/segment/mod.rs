@@ -251,7 +251,7 @@ impl HubCore {
         let now = self.now();
         let Some(peer) = self.peers.get_mut(&id) else { return };
         match read_peer(id, peer, &mut self.switch, now, &mut self.summary, &mut self.pool) {
-            Ok(()) => flush(peer),
+            Ok(()) => flush(peer, &mut self.pool),
             Err(why) => {
                 tracing::info!(port = %id, "peer left the segment: {why}");
                 self.peers.remove(&id);
@@ -273,9 +273,8 @@ impl HubCore {
                 self.summary.dropped_link_down += 1;
                 continue;
             }
-            let queued = peer.outbox.push(&d.frame);
-            self.pool.give(d.frame);
-            if !queued {
+            if let Err(frame) = peer.outbox.push(d.frame) {
+                self.pool.give(frame);
                 peer.port.dropped_backlog += 1;
                 self.summary.dropped += 1;
                 continue;
@@ -289,7 +288,7 @@ impl HubCore {
         self.deliveries = deliveries;
         for port in written {
             if let Some(peer) = self.peers.get_mut(&port) {
-                flush(peer);
+                flush(peer, &mut self.pool);
             }
         }
         for event in self.switch.drain_fault_events() {
@@ -356,8 +355,8 @@ fn read_peer(
     }
 }
 
-/// Write as much of the peer's backlog as it takes now (a peer whose socket fails is found gone
-/// when it is next read).
-fn flush(peer: &mut Peer) {
-    let _ = peer.outbox.write_to(&peer.stream);
+/// Write as much of the peer's backlog as it takes now, the buffers of the frames written going
+/// back to `pool` (a peer whose socket fails is found gone when it is next read).
+fn flush(peer: &mut Peer, pool: &mut FramePool) {
+    let _ = peer.outbox.write_to(&peer.stream, |frame| pool.give(frame));
 }
