@@ -425,6 +425,10 @@ fn log_events(nic: &mut ServedNic, hwrm: &mut Option<HwrmLog>, options: &ServeOp
     Ok(())
 }
 
+/// Reads of the hub's socket in one turn, at most (of [`crate::stream::READ_CHUNK`] bytes or
+/// more each).
+const READS_A_TURN: usize = 16;
+
 /// The server's connection to a segment hub: frames from the hub enter the NIC's segment at its
 /// external port (through the switch, as any frame), frames the segment forwards out go to the
 /// hub; the pcap, if any, records both as they cross the link.
@@ -454,21 +458,23 @@ impl SegmentLink {
         nic: &mut ServedNic,
         summary: &mut ServeSummary,
     ) -> Result<(), String> {
-        loop {
+        // A bounded number of reads a turn, each followed by taking its frames (as the hub
+        // does): a hub that never stops sending does not hold the server's loop here.
+        for _ in 0..READS_A_TURN {
             match self.decoder.read_from(&self.stream) {
                 Ok(0) => return Err("the hub closed the connection".into()),
                 Ok(_) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e.to_string()),
             }
-        }
-        while let Some(frame) = self.decoder.next_frame_with(|| nic.frame_buffer()).map_err(|e| e.to_string())? {
-            summary.segment_frames_in += 1;
-            if let Some(tap) = &mut self.tap {
-                tap.record(wall, &frame);
+            while let Some(frame) = self.decoder.next_frame_with(|| nic.frame_buffer()).map_err(|e| e.to_string())? {
+                summary.segment_frames_in += 1;
+                if let Some(tap) = &mut self.tap {
+                    tap.record(wall, &frame);
+                }
+                nic.incoming(at, frame);
             }
-            nic.incoming(at, frame);
         }
         Ok(())
     }

@@ -323,15 +323,35 @@ fn read_peer(
     summary: &mut SegmentSummary,
     pool: &mut FramePool,
 ) -> Result<(), String> {
-    loop {
+    // A bounded number of reads a turn, each followed by taking its frames: a peer that never
+    // stops sending neither holds the hub in this loop nor piles up bytes in its decoder; what
+    // it sent beyond is read next turn (the socket stays readable).
+    for _ in 0..READS_A_TURN {
         match peer.decoder.read_from(&peer.stream) {
             Ok(0) => return Err("disconnected".into()),
-            Ok(_) => {}
+            Ok(_) => take_frames(id, peer, switch, now, summary, pool)?,
             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) => return Err(e.to_string()),
         }
     }
+    Ok(())
+}
+
+/// Reads of a peer's socket in one turn of the hub, at most (of [`crate::stream::READ_CHUNK`]
+/// bytes or more each).
+const READS_A_TURN: usize = 16;
+
+/// Send every whole frame `peer`'s decoder holds into the switch; `Err(why)` when the stream is
+/// not frames.
+fn take_frames(
+    id: PortId,
+    peer: &mut Peer,
+    switch: &mut Switch,
+    now: Duration,
+    summary: &mut SegmentSummary,
+    pool: &mut FramePool,
+) -> Result<(), String> {
     loop {
         match peer.decoder.next_frame_with(|| pool.take()) {
             Ok(Some(frame)) => {
