@@ -7,7 +7,7 @@
 //! cannot be taken, [`crate::sysfs`]); VFIO's type1 IOMMU in its v2 form (what
 //! [`crate::vfio::Container`] asks for); vfio-pci loaded; every BCM57608 function to be opened bound
 //! to vfio-pci with every function of its device and IOMMU group off kernel drivers
-//! ([`crate::binding`]); enough locked memory for what the opens pin ([`memlock`]); and the right
+//! ([`crate::binding`]); enough locked memory for what the opens pin (`memlock`); and the right
 //! to write the sysfs files `detach` and `attach` write.
 
 mod memlock;

@@ -52,7 +52,7 @@ impl std::fmt::Debug for PcapTap {
 }
 
 impl PcapTap {
-    /// A tap writing to a new file at `path` (replacing what is there, see [`crate::output`]).
+    /// A tap writing to a new file at `path` (replacing what is there, see [`bnxt_output::create`]).
     pub fn create(path: &Path) -> Result<PcapTap, PcapTapError> {
         let file =
             bnxt_output::create(path).map_err(|source| PcapTapError::Create { path: path.to_owned(), source })?;

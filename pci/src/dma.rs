@@ -203,7 +203,7 @@ impl DmaWatch {
 /// kernel gives zeroed on first touch: a NIC's context memory (tens of MB, most of it never read
 /// by the device) then costs nothing until used. A single page (a queue's page table, a QP's
 /// ORRQ or IRRQ: six of them for every queue pair) is one of a pool carved out of larger
-/// mappings ([`page_pool`]): from the heap, a page-aligned page costs about two pages of memory
+/// mappings (`page_pool`): from the heap, a page-aligned page costs about two pages of memory
 /// in padding, and a NIC may hold 65,536 queue pairs. Other sizes come from the heap.
 ///
 /// A caller fills it (through [`HostPages::as_mut_slice`] while it holds it alone) and hands it

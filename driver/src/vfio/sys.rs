@@ -116,7 +116,7 @@ pub fn device_reset(device: BorrowedFd<'_>) -> std::io::Result<()> {
 }
 
 /// `VFIO_IOMMU_GET_INFO`: the container's IOMMU information with its capability chain, as the
-/// bytes the kernel wrote (read with [`super::iommu_info::parse`]).
+/// bytes the kernel wrote (read with `iommu_info::parse`).
 pub fn iommu_info(container: BorrowedFd<'_>) -> std::io::Result<Vec<u8>> {
     use super::iommu_info::Type1Info;
     use zerocopy::{FromBytes, IntoBytes};

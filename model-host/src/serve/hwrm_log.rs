@@ -33,7 +33,7 @@ pub struct HwrmLog {
 }
 
 impl HwrmLog {
-    /// Create the log at `path` (a new file replacing what is there, see [`crate::output`]).
+    /// Create the log at `path` (a new file replacing what is there, see [`bnxt_output::create`]).
     pub fn create(path: &Path) -> std::io::Result<HwrmLog> {
         Ok(HwrmLog { out: BufWriter::new(bnxt_output::create(path)?), last_request: HashMap::new(), lines: 0 })
     }

@@ -1,7 +1,7 @@
 //! Posted writes held back and sent together: what every connection of the process holds, and
 //! the flush that sends it all.
 //!
-//! A posted write is appended to its connection's buffer; [`held`] then raises one flag for the
+//! A posted write is appended to its connection's buffer; `held` then raises one flag for the
 //! process. [`send_all`] lowers the flag and sends every connection's buffer, each in one socket
 //! write. A connection whose lock is taken at that moment is skipped: whoever holds it is either
 //! appending (and raises the flag again after letting go) or making a call, which sends the

@@ -6,7 +6,7 @@
 //! records every frame that enters the switch.
 //!
 //! With `--control SOCKET` the hub takes requests on a control channel of its own
-//! ([`crate::serve::ctl::hub`], handled in [`control`]): a wire plan every frame entering the
+//! ([`crate::serve::ctl::hub`], handled in `control`): a wire plan every frame entering the
 //! hub passes through (the model's fault stage, between the ports and the switch, as in the
 //! in-process world), a port's cable pulled and plugged back, its state.
 //!
