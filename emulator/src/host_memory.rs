@@ -177,7 +177,7 @@ const HINTS: usize = 4;
 /// ring, a region, a completion queue), so the address space remembers the last few it found
 /// and tries them before searching: each hint points at a mapping in the tree, which is checked
 /// to hold the access before it is used. The tree changes only through `&mut self`
-/// ([`Iommu::maps_mut`]), which forgets every hint first, so a hint never outlives the node it
+/// (`Iommu::maps_mut`), which forgets every hint first, so a hint never outlives the node it
 /// points into.
 #[derive(Default)]
 pub struct Iommu {

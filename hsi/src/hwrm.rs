@@ -2,7 +2,7 @@
 //!
 //! Request and response layouts are in [`layouts`] (generated, one struct per message, field
 //! offsets asserted at compile time); [`Request`] pairs each request with its response and
-//! `req_type`. Protocol constants come from bnxt_hsi.h and bnxt_hwrm.[ch] (hardware-map §2).
+//! `req_type`. Protocol constants come from bnxt_hsi.h and `bnxt_hwrm.[ch]` (hardware-map §2).
 
 #[allow(missing_docs)]
 #[path = "gen/hwrm_layouts.rs"]

@@ -10,7 +10,7 @@
 //! the public source of each fact next to it.
 //!
 //! Sources (see `docs/sources.md`): Linux `drivers/net/ethernet/broadcom/bnxt/` (bnxt_hsi.h,
-//! bnxt.h, bnxt_hwrm.[ch]), `drivers/infiniband/hw/bnxt_re/` (roce_hsi.h, qplib_*), and Broadcom's
+//! bnxt.h, `bnxt_hwrm.[ch]`), `drivers/infiniband/hw/bnxt_re/` (roce_hsi.h, qplib_*), and Broadcom's
 //! newer out-of-tree bundle (github.com/lykeioner/driver), which uses the same names.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]

@@ -1,6 +1,6 @@
 //! `bnxt-interpose`: firmware faults on any BCM57608 function, injected at the driver's PCI seam.
 //!
-//! [`Interposed`] wraps a [`Machine`]: each function it hands out for a NIC that a fault plan
+//! [`Interposed`] wraps a [`bnxt_pci::Machine`]: each function it hands out for a NIC that a fault plan
 //! names is a layer between the driver and the real function (a card through VFIO, a model
 //! behind a vfio-user socket, the in-process model). The layer recognises the driver's HWRM
 //! requests (the BAR0 request window and its trigger, or the short-command form pointing into
@@ -28,7 +28,7 @@
 //! (the layer's clock runs the hand-over before and after each sleep), so nothing runs beside
 //! the driver. The layer only ever reads what the driver wrote and writes where the driver
 //! waits; it never needs to know what a request means, except RING_ALLOC of the CREQ (whose ring
-//! it replaces, [`rcfw`]) and FUNC_RESET (after which the firmware has no rings).
+//! it replaces, `rcfw`) and FUNC_RESET (after which the firmware has no rings).
 //!
 //! What the layer did goes to `tracing` (target [`TARGET`]) and to its log
 //! ([`Interposed::take_log`]), which the runner puts in transcripts.

@@ -14,7 +14,7 @@
 //! would put a regular file where the system's device was. `/dev`'s own links (`/dev/stdout`
 //! to `/proc/self/fd/1`) are followed to theirs; a link elsewhere is replaced as above.
 //!
-//! [`write`] renames once the whole content is written (readers see the old file or the new
+//! [`write()`] renames once the whole content is written (readers see the old file or the new
 //! one, never half of one); [`create`] renames at once and hands back the file, for outputs
 //! written as they go (logs, pcaps), which can then be read while they grow.
 #![deny(missing_docs)]

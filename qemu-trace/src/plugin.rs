@@ -2,7 +2,7 @@
 //! filter by guest-physical address, and the traced functions' decoders behind one lock.
 //!
 //! Every load and store the guest's kernel makes (or, with `code=all`, any code) reaches
-//! [`on_mem`]; it looks its guest-physical address up
+//! `on_mem`; it looks its guest-physical address up
 //! in a table of ranges kept in atomics (the BARs, the responses being awaited, the ECAM window)
 //! and returns at once when none holds it, so the lock is taken only for the accesses that
 //! matter. `out dx, al|ax|eax` instructions get a callback that reads the port and value

@@ -1,5 +1,5 @@
 //! The RoCE firmware channel (RCFW): the command queue (CMDQ) the driver writes commands into
-//! and the completion ring (CREQ) the firmware answers on (bnxt_re qplib_rcfw.[ch]; roce_hsi.h
+//! and the completion ring (CREQ) the firmware answers on (bnxt_re `qplib_rcfw.[ch]`; roce_hsi.h
 //! `cmdq_init`, `cmdq_base`, `creq_base`, `creq_qp_event`; hardware-map §4).
 
 use super::layouts::{CmdqBase as B, CreqQpEvent as E};

@@ -641,7 +641,7 @@ impl Action {
     }
 
     /// What only some targets can do that this step needs, where the scenario runs on without
-    /// it on the others: `inspect` (a look inside the NIC) needs [`Capability::Inspect`]. Every
+    /// it on the others: `inspect` (a look inside the NIC) needs [`super::Capability::Inspect`]. Every
     /// model-only step is named here; the runner skips it where the target lacks it and reports
     /// it as a skipped step.
     pub fn step_needs(&self) -> Option<super::Capability> {
