@@ -40,7 +40,7 @@ while [ $# -gt 0 ]; do
     *) targets+=("$1"); shift ;;
   esac
 done
-all=(hwrm roce_cmdq roce_wqe roce_rx vfio_user scenario_check scenario_run readers qemu_trace)
+all=(hwrm roce_cmdq roce_wqe roce_rx vfio_user streams scenario_check scenario_run readers qemu_trace)
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 
 if ! cargo fuzz --version > /dev/null 2>&1; then
