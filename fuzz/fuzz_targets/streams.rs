@@ -24,9 +24,11 @@ use zerocopy::FromBytes;
 
 /// The receiver's limit on a message (small, so that the limit is met).
 const MAX_MESSAGE: usize = 4096;
-/// Bytes an input may write to the socket: well inside its buffer, so a write never waits for
-/// a read the input did not ask for.
-const MAX_WRITTEN: usize = 48 * 1024;
+/// Bytes an input may write to the socket, and writes it may make: well inside the socket's
+/// buffer, which the kernel charges for each write's own overhead too (about a kilobyte), so a
+/// write never waits for a read the input did not ask for.
+const MAX_WRITTEN: usize = 32 * 1024;
+const MAX_WRITES: usize = 64;
 
 #[derive(Debug, Arbitrary)]
 enum Op {
@@ -74,6 +76,9 @@ fn reference_messages(bytes: &[u8]) -> (Vec<(usize, Header, Vec<u8>)>, End) {
 fn vfio_user(ops: Vec<Op>) {
     let (a, b) = UnixStream::pair().expect("a socket pair");
     b.set_nonblocking(true).expect("non-blocking");
+    // Were the bounds above wrong, a write fails (and the input is reported) instead of hanging.
+    a.set_write_timeout(Some(Duration::from_secs(2))).expect("a write timeout");
+    let mut writes = 0;
     let mut rx = Receiver::new(MAX_MESSAGE);
     let mut written = Vec::new();
     // Where each send with descriptors put its bytes, and how many it sent.
@@ -98,8 +103,13 @@ fn vfio_user(ops: Vec<Op>) {
     };
     for op in ops {
         match op {
-            Op::Write(bytes) | Op::SendWithFds(bytes, _) if written.len() + bytes.len() > MAX_WRITTEN => break,
+            Op::Write(bytes) | Op::SendWithFds(bytes, _)
+                if written.len() + bytes.len() > MAX_WRITTEN || writes == MAX_WRITES =>
+            {
+                break;
+            }
             Op::Write(bytes) => {
+                writes += 1;
                 (&a).write_all(&bytes).expect("room in the socket");
                 written.extend_from_slice(&bytes);
             }
@@ -107,6 +117,7 @@ fn vfio_user(ops: Vec<Op>) {
                 if bytes.is_empty() {
                     continue;
                 }
+                writes += 1;
                 let n = 1 + usize::from(n % 3);
                 let fds: Vec<OwnedFd> =
                     (0..n).map(|_| rustix::io::dup(std::io::stderr().as_fd()).expect("a descriptor")).collect();
