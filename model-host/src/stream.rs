@@ -44,6 +44,11 @@ pub enum FrameError {
 /// Bytes a read into a [`FrameDecoder`] offers the stream at least.
 pub const READ_CHUNK: usize = 1 << 16;
 
+/// Reads of a peer's stream one turn of a loop makes at most (the hub's, a serve process's),
+/// each followed by taking its frames: a peer that never stops sending neither holds the loop
+/// nor piles bytes up in the decoder; the rest is read next turn.
+pub const READS_A_TURN: usize = 16;
+
 /// Reassembles frames from stream bytes.
 #[derive(Debug, Default)]
 pub struct FrameDecoder {

@@ -276,11 +276,6 @@ impl Client {
         Ok(())
     }
 
-    /// Send this connection's held posted writes now.
-    pub fn flush_posted(&self) {
-        self.conn.lock().unwrap_or_else(|e| e.into_inner()).send_posted();
-    }
-
     /// Lend `size` bytes of the file `fd` from `offset` at DMA address `iova`, readable and
     /// writable by the device.
     pub fn dma_map(&self, iova: u64, size: u64, offset: u64, fd: BorrowedFd<'_>) -> Result<(), ClientError> {

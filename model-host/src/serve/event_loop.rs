@@ -17,7 +17,7 @@ use super::hwrm_log::HwrmLog;
 use super::signals::StopSignals;
 use super::socket::{Listener, SocketError};
 use crate::pcap::PcapTap;
-use crate::stream::{FrameDecoder, Outbox};
+use crate::stream::{FrameDecoder, Outbox, READS_A_TURN};
 use crate::vfio_user::nic::ServedNic;
 use crate::vfio_user::protocol::{MAX_MESSAGE, Protocol};
 
@@ -425,10 +425,6 @@ fn log_events(nic: &mut ServedNic, hwrm: &mut Option<HwrmLog>, options: &ServeOp
     Ok(())
 }
 
-/// Reads of the hub's socket in one turn, at most (of [`crate::stream::READ_CHUNK`] bytes or
-/// more each).
-const READS_A_TURN: usize = 16;
-
 /// The server's connection to a segment hub: frames from the hub enter the NIC's segment at its
 /// external port (through the switch, as any frame), frames the segment forwards out go to the
 /// hub; the pcap, if any, records both as they cross the link.
@@ -458,8 +454,7 @@ impl SegmentLink {
         nic: &mut ServedNic,
         summary: &mut ServeSummary,
     ) -> Result<(), String> {
-        // A bounded number of reads a turn, each followed by taking its frames (as the hub
-        // does): a hub that never stops sending does not hold the server's loop here.
+        // Bounded (see READS_A_TURN): what the hub sent beyond is read next turn.
         for _ in 0..READS_A_TURN {
             match self.decoder.read_from(&self.stream) {
                 Ok(0) => return Err("the hub closed the connection".into()),

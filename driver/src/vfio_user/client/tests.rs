@@ -129,9 +129,9 @@ fn posted_stores_are_held_then_sent_in_order_before_any_command_of_any_connectio
     assert_eq!(got[3].1.len(), 16 + 4, "the command came last");
     assert_eq!(until_seen(&seen_b, 1).len(), 1, "the other connection's store went too");
 
-    // An explicit flush, as the driver makes before it reads a completion queue.
+    // The flush the function makes before the driver reads a completion queue.
     b.region_write_posted(4, 8, &10u64.to_le_bytes()).unwrap();
-    b.flush_posted();
+    super::posted::send_all();
     assert_eq!(until_seen(&seen_b, 2).len(), 2);
     drop((a, b));
     ta.join().unwrap();

@@ -39,7 +39,7 @@ use super::ctl::server::ControlServer;
 use super::signals::{StopSignals, Stopper};
 use super::socket::Listener;
 use crate::pcap::PcapTap;
-use crate::stream::{FrameDecoder, Outbox};
+use crate::stream::{FrameDecoder, Outbox, READS_A_TURN};
 use bnxt_model::faults::WirePlan;
 use bnxt_model::net::pool::FramePool;
 use bnxt_model::net::switch::{Delivery, LinkTiming, PortId, Switch};
@@ -323,56 +323,37 @@ fn read_peer(
     summary: &mut SegmentSummary,
     pool: &mut FramePool,
 ) -> Result<(), String> {
-    // A bounded number of reads a turn, each followed by taking its frames: a peer that never
-    // stops sending neither holds the hub in this loop nor piles up bytes in its decoder; what
-    // it sent beyond is read next turn (the socket stays readable).
+    // Bounded (see READS_A_TURN): what the peer sent beyond is read next turn.
     for _ in 0..READS_A_TURN {
         match peer.decoder.read_from(&peer.stream) {
             Ok(0) => return Err("disconnected".into()),
-            Ok(_) => take_frames(id, peer, switch, now, summary, pool)?,
+            Ok(_) => {}
             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) => return Err(e.to_string()),
+        }
+        loop {
+            let frame = match peer.decoder.next_frame_with(|| pool.take()) {
+                Ok(Some(frame)) => frame,
+                Ok(None) => break,
+                Err(e) => {
+                    summary.garbage_peers += 1;
+                    tracing::error!(port = %id, "not a frame stream, disconnecting: {e}");
+                    return Err(e.to_string());
+                }
+            };
+            summary.frames_in += 1;
+            peer.port.frames_in += 1;
+            if !peer.port.link_up {
+                peer.port.dropped_link_down += 1;
+                summary.dropped_link_down += 1;
+            } else if let Err(e) = switch.send(now, id, frame) {
+                summary.dropped += 1;
+                tracing::warn!("frame dropped: {e}");
+            }
         }
     }
     Ok(())
-}
-
-/// Reads of a peer's socket in one turn of the hub, at most (of [`crate::stream::READ_CHUNK`]
-/// bytes or more each).
-const READS_A_TURN: usize = 16;
-
-/// Send every whole frame `peer`'s decoder holds into the switch; `Err(why)` when the stream is
-/// not frames.
-fn take_frames(
-    id: PortId,
-    peer: &mut Peer,
-    switch: &mut Switch,
-    now: Duration,
-    summary: &mut SegmentSummary,
-    pool: &mut FramePool,
-) -> Result<(), String> {
-    loop {
-        match peer.decoder.next_frame_with(|| pool.take()) {
-            Ok(Some(frame)) => {
-                summary.frames_in += 1;
-                peer.port.frames_in += 1;
-                if !peer.port.link_up {
-                    peer.port.dropped_link_down += 1;
-                    summary.dropped_link_down += 1;
-                } else if let Err(e) = switch.send(now, id, frame) {
-                    summary.dropped += 1;
-                    tracing::warn!("frame dropped: {e}");
-                }
-            }
-            Ok(None) => return Ok(()),
-            Err(e) => {
-                summary.garbage_peers += 1;
-                tracing::error!(port = %id, "not a frame stream, disconnecting: {e}");
-                return Err(e.to_string());
-            }
-        }
-    }
 }
 
 /// Write as much of the peer's backlog as it takes now, the buffers of the frames written going
