@@ -10,6 +10,7 @@
 //! otherwise ALLOCATE_MRW first. Deregistering frees the key with DEALLOCATE_KEY, as
 //! `bnxt_re_dereg_mr` does (`bnxt_qplib_free_mrw`).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard};
 
 use bnxt_hsi::roce::layouts::{CmdqAllocateMrw, CmdqDeallocateKey, CmdqRegisterMr};
@@ -51,6 +52,13 @@ pub(crate) struct RegionCore {
     id: u64,
     roce: Arc<Roce>,
     len: usize,
+    /// The bus address of the first byte and the key, as registered: what a work request names,
+    /// read without the state's lock (they do not change while the region is registered).
+    va: u64,
+    key: u32,
+    /// Whether the state still holds the registered memory (cleared, under the state's write
+    /// lock, when deregistering or closing takes it).
+    live: AtomicBool,
     state: RwLock<Option<Live>>,
     deregistered: OnceLock<Result<(), Error>>,
 }
@@ -191,6 +199,9 @@ impl Region {
             id,
             roce: roce.clone(),
             len,
+            va: live.buf.iova_at(0),
+            key,
+            live: AtomicBool::new(true),
             state: RwLock::new(Some(Live { key, ..live })),
             deregistered: OnceLock::new(),
         });
@@ -215,7 +226,8 @@ impl Region {
     ///
     /// As [`Region::write`].
     pub fn key(&self) -> u32 {
-        self.with_live("key", |live| live.key)
+        self.check_live("key");
+        self.core.key
     }
 
     /// Copy `bytes` into the region at offset `at`.
@@ -263,6 +275,16 @@ impl Region {
         self.core.deregister()
     }
 
+    /// Panic (as [`Region::with_live`]) unless the NIC is open and the region registered: for
+    /// what needs only the region's address and key, which it reads without the state's lock
+    /// (once per work request posted).
+    fn check_live(&self, what: &str) {
+        self.core.roce.check_open();
+        if !self.core.live.load(Ordering::Acquire) {
+            panic!("{}: {what} on a deregistered region", self.core.roce.name);
+        }
+    }
+
     fn with_live<T>(&self, what: &str, f: impl FnOnce(&Live) -> T) -> T {
         self.core.roce.check_open();
         let guard: RwLockReadGuard<'_, Option<Live>> = self.core.state.read().unwrap_or_else(|e| e.into_inner());
@@ -291,7 +313,8 @@ impl Region {
             panic!("{}: {what} names a region of {}", roce.name, self.core.roce.name);
         }
         self.check_range(what, at, len);
-        self.with_live(what, |live| Sge { va: live.buf.iova_at(0) + at as u64, key: live.key, len: len as u32 })
+        self.check_live(what);
+        Sge { va: self.core.va + at as u64, key: self.core.key, len: len as u32 }
     }
 }
 
@@ -348,6 +371,7 @@ impl RegionCore {
         let Some(live) = state.take() else {
             return self.deregistered.get().cloned().expect("a region's state is taken only by deregistering");
         };
+        self.live.store(false, Ordering::Release);
         let r = dealloc_key(&self.roce, live.key, false);
         match &r {
             Ok(()) => drop(live),
@@ -367,6 +391,7 @@ impl Object for RegionCore {
     fn teardown(&self, roce: &Roce) -> Vec<Memory> {
         let mut state = self.state.write().unwrap_or_else(|e| e.into_inner());
         let Some(live) = state.take() else { return Vec::new() };
+        self.live.store(false, Ordering::Release);
         if !roce.is_wedged()
             && let Err(e) = dealloc_key(roce, live.key, true)
         {

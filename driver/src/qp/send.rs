@@ -104,37 +104,41 @@ impl SendQueue {
             // (bnxt_qplib_post_send: `queue_err`).
             return;
         }
-        let core = self.core.clone();
+        // The fields borrowed apart: the memory's guard borrows the core while the producer,
+        // PSN and MSN change.
+        let SendQueue { half, core, psn, msn } = self;
         let guard = core.send_mem();
         let mem = guard.as_ref().expect("a usable queue pair has its memory");
-        let slot = self.half.prod.index;
+        let slot = half.prod.index;
         mem.queue.data().write(mem.queue.offset(slot), &build());
-        let start = self.psn;
-        self.psn = (self.psn + packets(len as u64, PATH_MTU)) & PSN_MASK;
-        self.table_entry(mem, wqe_type, slot, start);
-        let prod = &mut self.half.prod;
+        let start = *psn;
+        *psn = (start + packets(len as u64, PATH_MTU)) & PSN_MASK;
+        table_entry(core, mem, msn, wqe_type, slot, start, *psn);
+        let prod = &mut half.prod;
         prod.advance(SQ_WQE_SLOTS, mem.queue.shape.depth);
         let db = Doorbell::roce(DbType::Sq, core.qpn, prod.index / SQ_WQE_SLOTS, prod.epoch, 0);
         core.roce.db.ring(db);
     }
+}
 
-    /// The MSN entry at the running MSN (P7 host MSN table), or the PSN entry at the WQE's index.
-    fn table_entry(&mut self, mem: &SideMem, wqe_type: u8, slot: u32, start: u32) {
-        let aux = mem.queue.shape.aux_offset();
-        if self.core.msn_entries > 0 {
-            let e = MsnEntry { start_slot: slot as u16, next_psn: self.psn, start_psn: start };
-            mem.queue.data().write_u64(aux + self.msn as usize * size_of::<u64>(), e.encode());
-            self.msn = (self.msn + 1) % self.core.msn_entries;
-        } else {
-            let e = SqPsnSearchExt {
-                opcode_start_psn: ((start & SqPsnSearchExt::START_PSN_MASK) | (u32::from(wqe_type) << 24)).into(),
-                flags_next_psn: (self.psn & SqPsnSearchExt::NEXT_PSN_MASK).into(),
-                start_slot_idx: (slot as u16).into(),
-                ..zerocopy::FromZeros::new_zeroed()
-            };
-            let index = (slot / SQ_WQE_SLOTS) as usize;
-            mem.queue.data().write(aux + index * size_of::<SqPsnSearchExt>(), e.as_bytes());
-        }
+/// Write the MSN entry at the running MSN `msn` (P7 host MSN table, then the MSN moves on), or
+/// the PSN entry at the WQE's index, for a WQE at `slot` whose PSNs run from `start` to before
+/// `next`.
+fn table_entry(core: &QpCore, mem: &SideMem, msn: &mut u32, wqe_type: u8, slot: u32, start: u32, next: u32) {
+    let aux = mem.queue.shape.aux_offset();
+    if core.msn_entries > 0 {
+        let e = MsnEntry { start_slot: slot as u16, next_psn: next, start_psn: start };
+        mem.queue.data().write_u64(aux + *msn as usize * size_of::<u64>(), e.encode());
+        *msn = (*msn + 1) % core.msn_entries;
+    } else {
+        let e = SqPsnSearchExt {
+            opcode_start_psn: ((start & SqPsnSearchExt::START_PSN_MASK) | (u32::from(wqe_type) << 24)).into(),
+            flags_next_psn: (next & SqPsnSearchExt::NEXT_PSN_MASK).into(),
+            start_slot_idx: (slot as u16).into(),
+            ..zerocopy::FromZeros::new_zeroed()
+        };
+        let index = (slot / SQ_WQE_SLOTS) as usize;
+        mem.queue.data().write(aux + index * size_of::<SqPsnSearchExt>(), e.as_bytes());
     }
 }
 

@@ -100,14 +100,43 @@ fn a_refused_deregistration_is_returned_again_and_its_memory_kept_until_close() 
     assert_eq!(m.f(0).dma_live(), 0);
 }
 
-#[test]
-#[should_panic(expected = "BNXT: write on a deregistered region")]
-fn a_deregistered_region_cannot_be_written() {
+/// What a deregistered region refuses: its bytes, its key, and an SGE for a work request (which
+/// reads the address and key without the state's lock).
+#[rstest::rstest]
+#[case::write(|_: &Nic, r: &Region| r.write(0, b"x"))]
+#[case::key(|_: &Nic, r: &Region| { r.key(); })]
+#[case::sge(|nic: &Nic, r: &Region| { r.sge(nic.roce(), "send", 0, 1); })]
+#[should_panic(expected = "on a deregistered region")]
+fn a_deregistered_region_is_refused(#[case] touch: fn(&Nic, &Region)) {
     let m = FakeMachine::new(1);
     let (nic, _) = open(&m);
     let r = Region::host(&nic, 4096).unwrap();
     r.deregister().unwrap();
-    r.write(0, b"x");
+    touch(&nic, &r);
+}
+
+#[test]
+#[should_panic(expected = "BNXT: send on a deregistered region")]
+fn a_region_whose_deregistration_was_refused_gives_no_more_sges() {
+    let m = FakeMachine::new(1);
+    let (nic, _) = open(&m);
+    let r = Region::host(&nic, 4096).unwrap();
+    let mut fw = standard();
+    m.f(0).set_roce_firmware(move |c| {
+        if c.opcode == DEALLOCATE_KEY { RoceReply::Answer { status: 5, xid: 0, side: vec![] } } else { fw(c) }
+    });
+    r.deregister().unwrap_err();
+    r.sge(nic.roce(), "send", 0, 1);
+}
+
+#[test]
+fn an_sge_names_the_registered_address_and_key() {
+    let m = FakeMachine::new(1);
+    let (nic, _) = open(&m);
+    let r = Region::host(&nic, 4096).unwrap();
+    let base = r.with_live("test", |live| live.buf.iova_at(0));
+    let sge = r.sge(nic.roce(), "send", 100, 64);
+    assert_eq!(sge, Sge { va: base + 100, key: r.key(), len: 64 });
 }
 
 #[test]
