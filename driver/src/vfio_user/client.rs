@@ -101,6 +101,18 @@ struct Conn {
     posted: Vec<u8>,
 }
 
+impl Conn {
+    /// Mark the connection broken and shut its socket: a failed or timed-out exchange may have
+    /// left part of a message in it, or a reply still to come, so nothing more goes over it and
+    /// the server sees the connection end instead of waiting for the rest of a message.
+    fn break_off(&mut self) {
+        self.broken = true;
+        if let Err(e) = self.stream.shutdown(std::net::Shutdown::Both) {
+            tracing::debug!(socket = %self.path.display(), error = %e, "shutting a broken connection down failed");
+        }
+    }
+}
+
 /// A connection to one vfio-user server.
 pub struct Client {
     path: PathBuf,
@@ -224,7 +236,7 @@ impl Client {
             result,
             Err(ClientError::Transport { .. } | ClientError::Timeout { .. } | ClientError::BadReply { .. })
         ) {
-            conn.broken = true;
+            conn.break_off();
         }
         result
     }

@@ -193,6 +193,63 @@ fn a_reply_to_the_wrong_message_breaks_the_connection_and_later_calls_say_so() {
     thread.join().unwrap();
 }
 
+/// Whether `thread` ends within five seconds.
+fn finishes(thread: &JoinHandle<()>) -> bool {
+    for _ in 0..5000 {
+        if thread.is_finished() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    false
+}
+
+#[test]
+fn a_flush_that_finds_another_sending_waits_for_it_so_every_held_store_is_out_when_it_returns() {
+    use std::sync::mpsc;
+    let _alone = alone();
+    // Connection X's server stops reading at the first store until released; the client's end
+    // of X has the smallest send buffer, so a flush of X's held stores blocks in the write.
+    let (started_tx, started) = mpsc::channel::<()>();
+    let (release, gate) = mpsc::channel::<()>();
+    let (started_tx, gate) = (Mutex::new(started_tx), Mutex::new(gate));
+    let (sx, _, tx) = server(DEVICE_FLAGS_PCI, move |msg| {
+        if msg.header.flags & FLAG_NO_REPLY != 0 {
+            let _ = started_tx.lock().unwrap().send(());
+            let _ = gate.lock().unwrap().recv();
+            return Act::Silent;
+        }
+        Act::Reply(reply(&msg.header, &[RegionAccess::default().as_bytes()]))
+    });
+    rustix::net::sockopt::set_socket_send_buffer_size(&sx, 4096).unwrap();
+    let (sz, seen_z, tz) = server(DEVICE_FLAGS_PCI, |_| Act::Silent);
+    let x = connect(sx, Duration::from_secs(10)).unwrap();
+    let z = connect(sz, Duration::from_secs(10)).unwrap();
+    let block = [0x5au8; 4096];
+    for i in 0..14u64 {
+        x.region_write_posted(4, i * 4096, &block).unwrap();
+    }
+    z.region_write_posted(4, 0, &1u64.to_le_bytes()).unwrap();
+
+    // Another thread's flush takes every held store and blocks sending X's (X comes first).
+    let other = std::thread::spawn(super::posted::send_all);
+    started.recv_timeout(Duration::from_secs(5)).expect("the other thread's flush reached X's server");
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        let _ = release.send(());
+    });
+    // This thread's flush: it must not return while Z's store, which the other flush took, is
+    // still held.
+    super::posted::send_all();
+    assert!(z.conn.lock().unwrap().posted.is_empty(), "Z's store was sent before send_all returned");
+    other.join().unwrap();
+    releaser.join().unwrap();
+    assert_eq!(until_seen(&seen_z, 1).len(), 1);
+    drop((x, z));
+    tx.join().unwrap();
+    tz.join().unwrap();
+}
+
 #[test]
 fn a_silent_server_times_out_and_a_non_pci_device_is_refused() {
     let _alone = alone();
@@ -200,6 +257,10 @@ fn a_silent_server_times_out_and_a_non_pci_device_is_refused() {
     let client = connect(stream, Duration::from_millis(100)).unwrap();
     let err = client.reset().unwrap_err();
     assert!(matches!(err, ClientError::Timeout { .. }), "{err}");
+    // The broken connection is shut, not left open: the server sees it end while the client
+    // still exists (and would not get a half-sent message's rest, or anything else, on it).
+    assert!(finishes(&thread), "the server saw the connection end after the timeout");
+    assert!(matches!(client.reset().unwrap_err(), ClientError::Broken(_)));
     drop(client);
     thread.join().unwrap();
 
