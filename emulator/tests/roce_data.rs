@@ -50,7 +50,7 @@ fn pair_with(faults: FaultPlan, variable: bool, cq_size: u32) -> Pair {
         let n = nq_ring(&mut rig, i, &mut fi.pages, 256, 1);
         let c = fi.create_cq(&mut rig, cq_size, n.id);
         let sq = if variable { 1024 } else { 64 };
-        qp.push(fi.create_qp(&mut rig, variable, sq, 64, &c, &c));
+        qp.push(fi.create_qp(&mut rig, Rings { variable, sq, rq: 64 }, &c));
         let access = LW | CmdqRegisterMr::ACCESS_REMOTE_WRITE | CmdqRegisterMr::ACCESS_REMOTE_READ;
         mr.push(fi.region(&mut rig, 256 << 10, access));
         nq.push(n);
@@ -491,8 +491,8 @@ fn qps_of_one_nic_talk_through_its_internal_loopback_not_the_wire() {
     let sgid = f.add_own_gid(&mut rig);
     let nq = nq_ring(&mut rig, 0, &mut f.pages, 256, 1);
     let mut cq = f.create_cq(&mut rig, 64, nq.id);
-    let mut a = f.create_qp(&mut rig, false, 16, 16, &cq, &cq);
-    let mut b = f.create_qp(&mut rig, false, 16, 16, &cq, &cq);
+    let mut a = f.create_qp(&mut rig, Rings::fixed(16, 16), &cq);
+    let mut b = f.create_qp(&mut rig, Rings::fixed(16, 16), &cq);
     let (gid, mac) = (f.gid(), f.mac);
     let (ida, idb) = (a.id, b.id);
     f.connect(&mut rig, &mut a, sgid, (&gid, mac, idb), 7);
@@ -547,8 +547,8 @@ fn a_new_pair_of_qps_still_works(p: &mut Pair) {
     let sgid = [p.f[0].add_own_gid(&mut p.rig), p.f[1].add_own_gid(&mut p.rig)];
     let mut c0 = p.f[0].create_cq(&mut p.rig, 64, p.nq[0].id);
     let mut c1 = p.f[1].create_cq(&mut p.rig, 64, p.nq[1].id);
-    let mut q0 = p.f[0].create_qp(&mut p.rig, false, 64, 64, &c0, &c0);
-    let mut q1 = p.f[1].create_qp(&mut p.rig, false, 64, 64, &c1, &c1);
+    let mut q0 = p.f[0].create_qp(&mut p.rig, Rings::fixed(64, 64), &c0);
+    let mut q1 = p.f[1].create_qp(&mut p.rig, Rings::fixed(64, 64), &c1);
     let (gid0, mac0, gid1, mac1) = (p.f[0].gid(), p.f[0].mac, p.f[1].gid(), p.f[1].mac);
     p.f[0].connect(&mut p.rig, &mut q0, sgid[0], (&gid1, mac1, q1.id), 0x9000);
     p.f[1].connect(&mut p.rig, &mut q1, sgid[1], (&gid0, mac0, q0.id), 0x9000);

@@ -46,13 +46,13 @@ fn modify(qp: u32, state: u8, mask: u32) -> M {
 fn the_gsi_qp_is_qp1_and_walks_the_ud_state_machine_ib_mad_asks_for() {
     let mut rig = Rig::new(1);
     let (mut f, cq) = up(&mut rig, 0);
-    let (req, _) = f.gsi_request(&rig, false, 128, 512, &cq, &cq);
+    let (req, _) = f.gsi_request(&rig, Rings::fixed(128, 512), &cq);
     let qp = f.ok(&mut rig, req).xid;
     assert_eq!(qp, 1, "the firmware names the GSI QP QP1");
     assert_eq!(f.call(&mut rig, req).status, RESOURCES, "one GSI QP per function");
     assert!(last_refusal(&mut rig).unwrap().contains("already"));
     // RC QPs keep their own numbers and limits beside it.
-    let rc = f.create_qp(&mut rig, false, 16, 16, &cq, &cq);
+    let rc = f.create_qp(&mut rig, Rings::fixed(16, 16), &cq);
     assert!(rc.id >= 20);
     // RESET→INIT needs PKEY and QKEY (no ACCESS, unlike RC).
     assert_eq!(f.call(&mut rig, modify(qp, M::NEW_STATE_INIT, M::MODIFY_MASK_PKEY)).status, INVALID_PARAMETER);
@@ -92,7 +92,7 @@ fn the_gsi_qp_is_qp1_and_walks_the_ud_state_machine_ib_mad_asks_for() {
     d.qp_cid = qp.into();
     f.ok(&mut rig, d);
     assert_eq!(f.call(&mut rig, d).status, INVALID_PARAMETER, "destroyed twice");
-    let (req, _) = f.gsi_request(&rig, true, 256, 64, &cq, &cq);
+    let (req, _) = f.gsi_request(&rig, Rings::variable(256, 64), &cq);
     assert_eq!(f.ok(&mut rig, req).xid, 1, "QP1 again once the first is gone (variable WQE mode too)");
 }
 
@@ -101,7 +101,7 @@ fn create_checks_the_gsi_qps_rings_as_an_rc_qps_and_takes_no_msn_table_or_read_q
     let mut rig = Rig::new(1);
     let (mut f, cq) = up(&mut rig, 0);
     // 32 static WQEs: the ring fills its one page.
-    let (good, _) = f.gsi_request(&rig, false, 32, 16, &cq, &cq);
+    let (good, _) = f.gsi_request(&rig, Rings::fixed(32, 16), &cq);
     let bad = |edit: &dyn Fn(&mut CmdqCreateQp)| {
         let mut c = good;
         edit(&mut c);
@@ -140,7 +140,7 @@ struct Nic {
 fn nic(rig: &mut Rig, n: usize) -> Nic {
     let (mut f, cq) = up(rig, n);
     let sgid = f.add_own_gid(rig);
-    let (req, mut qp1) = f.gsi_request(rig, false, 16, 16, &cq, &cq);
+    let (req, mut qp1) = f.gsi_request(rig, Rings::fixed(16, 16), &cq);
     qp1.id = f.ok(rig, req).xid;
     assert_eq!(qp1.id, 1);
     f.gsi_to_rts(rig, &qp1, QP1_QKEY, 0);

@@ -34,7 +34,7 @@ fn one() -> One {
     let sgid = f.add_own_gid(&mut rig);
     let nq = nq_ring(&mut rig, 0, &mut f.pages, 256, 1);
     let cq = f.create_cq(&mut rig, 64, nq.id);
-    let mut qp = f.create_qp(&mut rig, false, 64, 64, &cq, &cq);
+    let mut qp = f.create_qp(&mut rig, Rings::fixed(64, 64), &cq);
     let mr = f.region(&mut rig, 64 << 10, CmdqRegisterMr::ACCESS_LOCAL_WRITE);
     let peer_gid = bnxt_hsi::roce::gid::ipv4_mapped_gid(bnxt_model::net::ipv4_of_mac(MacAddr(PEER_MAC)).octets());
     f.connect(&mut rig, &mut qp, sgid, (&peer_gid, PEER_MAC, PEER_QP), PSN);

@@ -193,10 +193,10 @@ fn qps_check_their_rings_cqs_and_buffers_and_stop_at_the_context_limit() {
     let (mut rig, mut f) = up();
     let nq = nq_ring(&mut rig, 0, &mut f.pages, 64, 1);
     let cq = f.create_cq(&mut rig, 64, nq.id);
-    let q = f.create_qp(&mut rig, false, 64, 64, &cq, &cq);
+    let q = f.create_qp(&mut rig, Rings::fixed(64, 64), &cq);
     assert!(q.id >= 20, "QP numbers start past the L2 and QP1 entries");
-    f.create_qp(&mut rig, true, 512, 64, &cq, &cq);
-    let (good, _) = f.qp_request(&rig, false, 16, 16, &cq, &cq);
+    f.create_qp(&mut rig, Rings::variable(512, 64), &cq);
+    let (good, _) = f.qp_request(&rig, Rings::fixed(16, 16), &cq);
     let bad = |edit: &dyn Fn(&mut CmdqCreateQp)| {
         let mut c = good;
         edit(&mut c);
@@ -221,7 +221,7 @@ fn qps_check_their_rings_cqs_and_buffers_and_stop_at_the_context_limit() {
     }
     // An SQ page table that covers the ring but not the MSN table after it.
     let (table, _) = pbl(&rig, 0, &mut f.pages, 32 * 128);
-    let (mut short, _) = f.qp_request(&rig, false, 32, 16, &cq, &cq);
+    let (mut short, _) = f.qp_request(&rig, Rings::fixed(32, 16), &cq);
     short.sq_pbl = table.into();
     assert_eq!(f.call(&mut rig, short).status, INVALID_PARAMETER);
     assert!(last_refusal(&mut rig).unwrap().contains("MSN"));
@@ -246,7 +246,7 @@ fn modify_qp_walks_the_rc_state_machine_with_the_attributes_each_step_needs() {
     let sgid = f.add_own_gid(&mut rig);
     let nq = nq_ring(&mut rig, 0, &mut f.pages, 64, 1);
     let cq = f.create_cq(&mut rig, 64, nq.id);
-    let q = f.create_qp(&mut rig, false, 16, 16, &cq, &cq);
+    let q = f.create_qp(&mut rig, Rings::fixed(16, 16), &cq);
     let modify = |state: u8, mask: u32| {
         let mut m = M::new_zeroed();
         m.qp_cid = q.id.into();
@@ -368,7 +368,7 @@ fn a_raw_ethernet_qp_is_kept_without_frames_its_doorbells_unimplemented() {
     let nq = nq_ring(&mut rig, 0, &mut f.pages, 64, 1);
     let cq = f.create_cq(&mut rig, 64, nq.id);
     // As 7.x bnxt_re sends a user-space raw packet QP: CREATE_QP type 6, no ORRQ/IRRQ.
-    let (mut c, mut qp) = f.gsi_request(&rig, false, 16, 16, &cq, &cq);
+    let (mut c, mut qp) = f.gsi_request(&rig, Rings::fixed(16, 16), &cq);
     c.type_ = CmdqCreateQp::TYPE_RAW_ETHERTYPE;
     let unsourced = |rig: &mut common::Rig| rig.world.nic_state(0).roce.accepted_without_source;
     let before = unsourced(&mut rig);

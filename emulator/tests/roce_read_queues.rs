@@ -30,7 +30,7 @@ fn a_qp_without_an_orrq_cannot_read_and_one_without_an_irrq_cannot_be_read() {
         // NIC 0: QP A without an ORRQ, QP C whole; NIC 1: QP B whole, QP D without an IRRQ.
         let mut pair = Vec::new();
         for k in 0..2 {
-            let (mut req, mut q) = fi.qp_request(&rig, false, 16, 16, &c, &c);
+            let (mut req, mut q) = fi.qp_request(&rig, Rings::fixed(16, 16), &c);
             match (i, k) {
                 (0, 0) => req.orrq_addr = 0.into(),
                 (1, 1) => req.irrq_addr = 0.into(),

@@ -43,7 +43,7 @@ fn rtr_pair(faults: FaultPlan) -> Rtr {
         sgid.push(fi.add_own_gid(&mut rig));
         let nq = nq_ring(&mut rig, i, &mut fi.pages, 256, 1);
         let c = fi.create_cq(&mut rig, 64, nq.id);
-        qp.push(fi.create_qp(&mut rig, false, 64, 64, &c, &c));
+        qp.push(fi.create_qp(&mut rig, Rings::fixed(64, 64), &c));
         let access = CmdqRegisterMr::ACCESS_LOCAL_WRITE
             | CmdqRegisterMr::ACCESS_REMOTE_WRITE
             | CmdqRegisterMr::ACCESS_REMOTE_READ;

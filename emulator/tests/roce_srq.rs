@@ -77,7 +77,7 @@ fn post_srq_recv(f: &Func, rig: &mut Rig, s: &mut TSrq, wr_id: u32, sge: (u64, u
 
 /// A CREATE_QP request on SRQ `srq` as bnxt_re sends it: RQ fields zero, `SRQ_USED`, `srq_cid`.
 fn qp_on_srq(f: &mut Func, rig: &Rig, srq: u32, cq: &TCq) -> (CmdqCreateQp, TQp) {
-    let (mut c, qp) = f.qp_request(rig, false, 64, 1, cq, cq);
+    let (mut c, qp) = f.qp_request(rig, Rings::fixed(64, 1), cq);
     c.qp_flags = (c.qp_flags.get() | CmdqCreateQp::QP_FLAGS_SRQ_USED).into();
     c.srq_cid = srq.into();
     c.rq_size = 0.into();
@@ -206,7 +206,7 @@ fn shared() -> Shared {
         mr.push(fi.region(&mut rig, 64 << 10, access));
         nqs.push(n);
     }
-    let tx: Vec<TQp> = (0..2).map(|_| f[0].create_qp(&mut rig, false, 64, 16, &cqs[0], &cqs[0])).collect();
+    let tx: Vec<TQp> = (0..2).map(|_| f[0].create_qp(&mut rig, Rings::fixed(64, 16), &cqs[0])).collect();
     let srq = create_srq(&mut f[1], &mut rig, 16, nqs[1].id);
     let rx: Vec<TQp> = (0..2)
         .map(|_| {

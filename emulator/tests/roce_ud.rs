@@ -33,7 +33,7 @@ fn side(rig: &mut Rig, nic: usize) -> Side {
     let nq = nq_ring(rig, nic, &mut f.pages, 64, 1);
     let cq = f.create_cq(rig, 64, nq.id);
     let sgid = f.add_own_gid(rig);
-    let (mut c, mut qp) = f.gsi_request(rig, false, 16, 16, &cq, &cq);
+    let (mut c, mut qp) = f.gsi_request(rig, Rings::fixed(16, 16), &cq);
     c.type_ = CmdqCreateQp::TYPE_UD;
     qp.id = f.ok(rig, c).xid;
     f.gsi_to_rts(rig, &qp, QKEY, 0x100);
@@ -134,7 +134,7 @@ fn sends_to_an_unknown_av_or_beyond_the_mtu_fail_into_sqe_and_the_qp_flushes_aft
     assert_eq!(cqe_status(&c), CqReq::STATUS_WORK_REQUEST_FLUSHED_ERR);
     assert_eq!(rig.world.nic_state(0).roce.frames_sent, 0, "nothing went on the wire");
     // Another QP, path MTU 1024 (gsi_to_rts sets it at RTR): 2000 bytes are too many.
-    let (mut c2, mut qp2) = a.f.gsi_request(&rig, false, 16, 16, &a.cq, &a.cq);
+    let (mut c2, mut qp2) = a.f.gsi_request(&rig, Rings::fixed(16, 16), &a.cq);
     c2.type_ = CmdqCreateQp::TYPE_UD;
     qp2.id = a.f.ok(&mut rig, c2).xid;
     a.f.gsi_to_rts(&mut rig, &qp2, QKEY, 0);

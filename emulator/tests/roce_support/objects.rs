@@ -8,6 +8,27 @@ use bnxt_hsi::roce::layouts::*;
 use bnxt_hsi::roce::msn::table_entries;
 use zerocopy::{FromZeros, IntoBytes};
 
+/// The send and receive rings of a QP the tests make: their sizes, and whether the SQ takes
+/// variable-size WQEs (counted in 16-byte slots) or fixed ones.
+#[derive(Debug, Clone, Copy)]
+pub struct Rings {
+    pub variable: bool,
+    pub sq: u32,
+    pub rq: u32,
+}
+
+impl Rings {
+    /// Fixed-size WQEs, `sq` and `rq` entries.
+    pub fn fixed(sq: u32, rq: u32) -> Rings {
+        Rings { variable: false, sq, rq }
+    }
+
+    /// Variable-size WQEs, `sq` and `rq` entries.
+    pub fn variable(sq: u32, rq: u32) -> Rings {
+        Rings { variable: true, sq, rq }
+    }
+}
+
 impl Func {
     /// CREATE_CQ of `size` entries notifying NQ `nq`; the CQ, armed for enabling (CQ_ARMENA).
     pub fn create_cq(&mut self, rig: &mut Rig, size: u32, nq: u16) -> TCq {
@@ -43,15 +64,9 @@ impl Func {
 
     /// A CREATE_QP request for an RC QP (PD 1) with fresh SQ/RQ memory; the request and the QP
     /// as the driver keeps it.
-    pub fn qp_request(
-        &mut self,
-        rig: &Rig,
-        variable: bool,
-        sq_size: u32,
-        rq_size: u32,
-        scq: &TCq,
-        rcq: &TCq,
-    ) -> (CmdqCreateQp, TQp) {
+    pub fn qp_request(&mut self, rig: &Rig, rings: Rings, cq: &TCq) -> (CmdqCreateQp, TQp) {
+        let Rings { variable, sq: sq_size, rq: rq_size } = rings;
+        let (scq, rcq) = (cq, cq);
         let depth = if variable { sq_size } else { sq_size * 8 };
         let msn_entries = table_entries(sq_size, variable);
         let (sq_table, sq_base) =
@@ -110,16 +125,8 @@ impl Func {
     }
 
     /// CREATE_QP; the QP.
-    pub fn create_qp(
-        &mut self,
-        rig: &mut Rig,
-        variable: bool,
-        sq_size: u32,
-        rq_size: u32,
-        scq: &TCq,
-        rcq: &TCq,
-    ) -> TQp {
-        let (c, mut qp) = self.qp_request(rig, variable, sq_size, rq_size, scq, rcq);
+    pub fn create_qp(&mut self, rig: &mut Rig, rings: Rings, cq: &TCq) -> TQp {
+        let (c, mut qp) = self.qp_request(rig, rings, cq);
         qp.id = self.ok(rig, c).xid;
         qp
     }
@@ -127,16 +134,8 @@ impl Func {
     /// A CREATE_QP request for the GSI QP (QP1) as bnxt_re sends it on P5/P7 (qplib_fp.c
     /// `bnxt_qplib_create_qp` with type GSI): SQ memory for the ring alone (no MSN table), no
     /// ORRQ/IRRQ; the request and the QP as the driver keeps it.
-    pub fn gsi_request(
-        &mut self,
-        rig: &Rig,
-        variable: bool,
-        sq_size: u32,
-        rq_size: u32,
-        scq: &TCq,
-        rcq: &TCq,
-    ) -> (CmdqCreateQp, TQp) {
-        let (mut c, mut qp) = self.qp_request(rig, variable, sq_size, rq_size, scq, rcq);
+    pub fn gsi_request(&mut self, rig: &Rig, rings: Rings, cq: &TCq) -> (CmdqCreateQp, TQp) {
+        let (mut c, mut qp) = self.qp_request(rig, rings, cq);
         let (sq_table, sq_base) = pbl(rig, self.nic, &mut self.pages, u64::from(qp.depth) * 16);
         c.type_ = CmdqCreateQp::TYPE_GSI;
         c.sq_pbl = sq_table.into();
