@@ -169,7 +169,7 @@ pub struct Pair {
 /// A pair as [`Pair`] says, its memory from `memory`.
 pub fn pair(memory: &mut Memories) -> Pair {
     use bnxt_hsi::roce::layouts::CmdqRegisterMr as Mr;
-    use roce_support::{Func, nq_ring};
+    use roce_support::{Func, Rings, nq_ring};
     let mut rig = rig(memory, 2, 11);
     let canary = [Canary::lend(&mut rig, 0), Canary::lend(&mut rig, 1)];
     let mut f = [Func::bring_up(&mut rig, 0, 1024, 256), Func::bring_up(&mut rig, 1, 1024, 256)];
@@ -179,7 +179,7 @@ pub fn pair(memory: &mut Memories) -> Pair {
         sgid.push(fi.add_own_gid(&mut rig));
         let n = nq_ring(&mut rig, i, &mut fi.pages, 256, 1);
         let c = fi.create_cq(&mut rig, 64, n.id);
-        qp.push(fi.create_qp(&mut rig, false, 64, 64, &c, &c));
+        qp.push(fi.create_qp(&mut rig, Rings::fixed(64, 64), &c));
         mr.push(fi.region(
             &mut rig,
             256 << 10,
@@ -216,14 +216,14 @@ impl Pair {
     /// 4-KiB SEND, both completions ok and the bytes landed; and neither canary was written.
     pub fn still_moves_data(&mut self) {
         use bnxt_hsi::roce::layouts::{SqBase, SqSendHdr};
-        use roce_support::cqe_status;
+        use roce_support::{Rings, cqe_status};
         const MS: std::time::Duration = std::time::Duration::from_millis(1);
         let p = self;
         let sgid = [p.f[0].add_own_gid(&mut p.rig), p.f[1].add_own_gid(&mut p.rig)];
         let mut c0 = p.f[0].create_cq(&mut p.rig, 64, p.nq[0].id);
         let mut c1 = p.f[1].create_cq(&mut p.rig, 64, p.nq[1].id);
-        let mut q0 = p.f[0].create_qp(&mut p.rig, false, 64, 64, &c0, &c0);
-        let mut q1 = p.f[1].create_qp(&mut p.rig, false, 64, 64, &c1, &c1);
+        let mut q0 = p.f[0].create_qp(&mut p.rig, Rings::fixed(64, 64), &c0);
+        let mut q1 = p.f[1].create_qp(&mut p.rig, Rings::fixed(64, 64), &c1);
         let (gid0, mac0, gid1, mac1) = (p.f[0].gid(), p.f[0].mac, p.f[1].gid(), p.f[1].mac);
         p.f[0].connect(&mut p.rig, &mut q0, sgid[0], (&gid1, mac1, q1.id), 0x9000);
         p.f[1].connect(&mut p.rig, &mut q1, sgid[1], (&gid0, mac0, q0.id), 0x9000);
