@@ -264,11 +264,14 @@ def check_rss(ph, text, dump, macs, fr):
         # Each queue must hold what the redirection table gives the packets' hashes: both queues
         # when the hashes spread, one when they do not (the PMD draws its RSS key at random, and
         # txonly's flows differ only in a few bits of the source port's high byte, so a few keys
-        # in a hundred send every flow of a port to one queue).
+        # in a hundred send every flow of a port to one queue). Beside them, up to STRAY frames
+        # the guest's virtio-net NIC sent on its own (printed without a hash, so on a queue this
+        # cannot tell).
         by_table = collections.Counter(retas[port][h % 64] for h, _ in got)
-        if len(qrx) != 2 or {q: n for q, n in qrx.items() if n} != dict(by_table):
+        extra = {q: qrx.get(q, 0) - by_table.get(q, 0) for q in (0, 1)}
+        if len(qrx) != 2 or any(n < 0 for n in extra.values()) or sum(extra.values()) > STRAY:
             fails.append(f'rss: port {port} received {qrx} per queue; the redirection table puts the '
-                         f'packets it printed on {dict(by_table)}')
+                         f'packets it printed on {dict(by_table)} (and at most {STRAY} strays beside them)')
         if len(got) != ph.tx.get(1 - port):
             fails.append(f'rss: port {port}: {len(got)} packets from port {1 - port} printed with a hash, '
                          f'{ph.tx.get(1 - port)} sent')
