@@ -281,8 +281,13 @@ impl Region {
     fn check_live(&self, what: &str) {
         self.core.roce.check_open();
         if !self.core.live.load(Ordering::Acquire) {
-            panic!("{}: {what} on a deregistered region", self.core.roce.name);
+            self.deregistered(what);
         }
+    }
+
+    /// The contract's refusal of `what` on a deregistered region.
+    fn deregistered(&self, what: &str) -> ! {
+        panic!("{}: {what} on a deregistered region", self.core.roce.name);
     }
 
     fn with_live<T>(&self, what: &str, f: impl FnOnce(&Live) -> T) -> T {
@@ -290,7 +295,7 @@ impl Region {
         let guard: RwLockReadGuard<'_, Option<Live>> = self.core.state.read().unwrap_or_else(|e| e.into_inner());
         match guard.as_ref() {
             Some(live) => f(live),
-            None => panic!("{}: {what} on a deregistered region", self.core.roce.name),
+            None => self.deregistered(what),
         }
     }
 
