@@ -1,7 +1,9 @@
 //! Running the scenarios of a suite: each on a thread of its own (so that one that hangs where
 //! no clock is watched can be given up), up to `jobs` at once where the target allows it (on the
 //! model each scenario has its own world) and as the memory budget allows (`super::budget`),
-//! their outcomes handed on in suite order.
+//! their outcomes handed on in suite order. On a target whose scenarios run one at a time (a
+//! shared machine: vfio-user, a real card), a scenario given up with its thread still running
+//! still holds that machine, so the scenarios after it are not started: each fails, naming it.
 
 use std::collections::BTreeMap;
 use std::sync::mpsc;
@@ -36,10 +38,25 @@ pub fn run_all(
     options: &RunOptions,
     jobs: usize,
     budget: u64,
+    done: impl FnMut(usize, ScenarioOutcome),
+) {
+    run_with_grace(scenarios, target, options, jobs, budget, GRACE, done);
+}
+
+/// [`run_all`], a scenario's thread waited for `grace` past its wall-time limit.
+fn run_with_grace(
+    scenarios: &[Scenario],
+    target: &SharedTarget,
+    options: &RunOptions,
+    jobs: usize,
+    budget: u64,
+    grace: Duration,
     mut done: impl FnMut(usize, ScenarioOutcome),
 ) {
     let jobs = if target.parallel() { jobs.max(1) } else { 1 };
-    let hard_limit = options.wall_limit.saturating_add(GRACE);
+    let hard_limit = options.wall_limit.saturating_add(grace);
+    // The scenario given up whose thread still runs on the shared machine, if any.
+    let mut held: Option<String> = None;
     let (tx, rx) = mpsc::channel::<(usize, ScenarioOutcome)>();
     let mut running: BTreeMap<usize, Running> = BTreeMap::new();
     let need: Vec<u64> = scenarios.iter().map(Scenario::region_bytes).collect();
@@ -51,6 +68,11 @@ pub fn run_all(
             && running.len() < jobs
             && admits(in_flight(&running), need[next], budget, running.len())
         {
+            if let Some(by) = &held {
+                finished.insert(next, not_run(&scenarios[next], target, options, by));
+                next += 1;
+                continue;
+            }
             let (scenario, shared, opts, tx) = (scenarios[next].clone(), target.clone(), options.clone(), tx.clone());
             let i = next;
             let spawned = std::thread::Builder::new()
@@ -126,8 +148,11 @@ pub fn run_all(
                     } else {
                         o.notes.push(format!(
                             "the scenario reached no clock for {} past its wall-time limit; its thread was left running",
-                            crate::scenario::values::format_duration(GRACE)
+                            crate::scenario::values::format_duration(grace)
                         ));
+                        if !target.parallel() {
+                            held = Some(scenarios[i].name.clone());
+                        }
                         Verdict::Timeout(TimedOut {
                             whose: "wall-limit".into(),
                             limit: options.wall_limit,
@@ -143,5 +168,100 @@ pub fn run_all(
             done(reported, outcome);
             reported += 1;
         }
+    }
+}
+
+/// The outcome of a scenario not started because `by`, given up, still holds the shared target.
+fn not_run(scenario: &Scenario, target: &SharedTarget, options: &RunOptions, by: &str) -> ScenarioOutcome {
+    let mut o = blank_outcome(scenario, &**target, options);
+    o.verdict = Verdict::Fail(super::outcome::Failure {
+        step: None,
+        expected: "the target to itself (scenarios run on it one at a time)".into(),
+        got: format!(
+            "not run: scenario `{by}` was given up past its wall-time limit and its thread still holds the target"
+        ),
+    });
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use rstest::rstest;
+
+    use super::*;
+    use crate::scenario::load::load_str;
+    use crate::target::{Capabilities, MachinePlan, Session, Target, TargetError};
+
+    /// A target whose first machine never comes (its `start` blocks, reaching no clock, until
+    /// the test lets it go) and whose later ones cannot be built.
+    struct Stuck {
+        parallel: bool,
+        starts: AtomicUsize,
+        release: Mutex<mpsc::Receiver<()>>,
+    }
+
+    impl Target for Stuck {
+        fn name(&self) -> String {
+            "stuck".into()
+        }
+        fn kind(&self) -> &'static str {
+            "model"
+        }
+        fn capabilities(&self) -> Capabilities {
+            Capabilities { faults: false, inspect: false, max_nics: 2, virtual_time: false }
+        }
+        fn start(&self, _: &MachinePlan<'_>) -> Result<Box<dyn Session>, TargetError> {
+            if self.starts.fetch_add(1, Ordering::SeqCst) == 0 {
+                let _ = self.release.lock().unwrap().recv();
+            }
+            Err(TargetError::Cannot { target: "stuck".into(), what: "build a machine".into() })
+        }
+        fn parallel(&self) -> bool {
+            self.parallel
+        }
+    }
+
+    fn scenario(name: &str) -> Scenario {
+        let text = format!("name: {name}\nabout: t\nnics: 1\nsteps:\n  - open: {{nic: 0, as: a}}\n  - close: a\n");
+        load_str(Path::new("t.yaml"), &text).unwrap().remove(0)
+    }
+
+    #[rstest]
+    #[case::one_at_a_time(false)]
+    #[case::side_by_side(true)]
+    fn a_scenario_given_up_on_a_shared_target_holds_it_from_those_after(#[case] parallel: bool) {
+        let (let_go, release) = mpsc::channel();
+        let stuck = Arc::new(Stuck { parallel, starts: AtomicUsize::new(0), release: Mutex::new(release) });
+        let target: SharedTarget = stuck.clone();
+        let scenarios = [scenario("hangs"), scenario("second"), scenario("third")];
+        let options = RunOptions { wall_limit: Duration::from_millis(50), ..RunOptions::default() };
+        let mut outcomes = Vec::new();
+        // One job: on the target that runs scenarios side by side too, the second waits its turn.
+        run_with_grace(&scenarios, &target, &options, 1, u64::MAX, Duration::from_millis(50), |i, o| {
+            outcomes.push((i, o))
+        });
+        let _ = let_go.send(());
+
+        assert_eq!(outcomes.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [0, 1, 2], "every one, in order");
+        let Verdict::Timeout(t) = &outcomes[0].1.verdict else { panic!("{:?}", outcomes[0].1.verdict) };
+        assert_eq!(t.clock, TimeoutClock::Wall);
+        assert!(outcomes[0].1.notes.iter().any(|n| n.contains("its thread was left running")));
+        for (_, o) in &outcomes[1..] {
+            let Verdict::Fail(f) = &o.verdict else { panic!("{}: {:?}", o.name, o.verdict) };
+            if parallel {
+                assert!(f.got.contains("cannot build a machine"), "started on a machine of its own: {}", f.got);
+            } else {
+                assert_eq!(
+                    f.got,
+                    "not run: scenario `hangs` was given up past its wall-time limit and its thread still holds the target"
+                );
+            }
+        }
+        let started = stuck.starts.load(Ordering::SeqCst);
+        assert_eq!(started, if parallel { 3 } else { 1 }, "machines asked for");
     }
 }
