@@ -110,6 +110,9 @@ struct Client {
     /// Messages received so far: a connection that closes before its first is not a client
     /// (a liveness probe, such as a second server's on the same path) and ends nothing.
     messages: u64,
+    /// Whether the last turn stopped at [`MESSAGES_A_TURN`]: messages may be waiting in the
+    /// receiver, which the socket's readiness does not show, so the loop does not sleep.
+    more: bool,
 }
 
 /// How a client's turn ended.
@@ -178,8 +181,11 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
         }
 
         let due = nic.next_deadline();
+        // Messages left in the receiver by a turn that stopped at its bound: look, do not sleep.
+        let more = client.as_ref().is_some_and(|c| c.more);
+        let timeout = if more { Some(Duration::ZERO) } else { clock.timeout(due) };
         let (listen_ready, signal_ready, client_ready, segment_ready, control_ready) =
-            wait(&listener, &signals, client.as_ref(), segment.as_ref(), control.as_ref(), clock.timeout(due))?;
+            wait(&listener, &signals, client.as_ref(), segment.as_ref(), control.as_ref(), timeout)?;
         let stall = clock.after_wait(due);
         if stall > Duration::ZERO {
             tracing::debug!(?stall, "the host did not run the server for a while; the NIC's clock skips it");
@@ -201,7 +207,9 @@ pub fn serve(options: &ServeOptions) -> Result<ServeSummary, ServeError> {
         }
         // The client's input first: a client that has just gone is gone before a new one is
         // accepted in its place.
-        if client_ready && let Some(c) = client.as_mut() {
+        if (client_ready || more)
+            && let Some(c) = client.as_mut()
+        {
             let turn = serve_messages(c, &mut nic, at, &mut hwrm, options)?;
             if let ClientTurn::Probe = turn {
                 tracing::info!(
@@ -370,8 +378,13 @@ fn accept(listener: &Listener, client: &mut Option<Client>, summary: &mut ServeS
                     continue;
                 }
                 tracing::info!(client = summary.clients + 1, "client connected");
-                *client =
-                    Some(Client { stream, rx: Receiver::new(MAX_MESSAGE), protocol: Protocol::new(), messages: 0 });
+                *client = Some(Client {
+                    stream,
+                    rx: Receiver::new(MAX_MESSAGE),
+                    protocol: Protocol::new(),
+                    messages: 0,
+                    more: false,
+                });
                 return;
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
@@ -384,7 +397,13 @@ fn accept(listener: &Listener, client: &mut Option<Client>, summary: &mut ServeS
     }
 }
 
-/// Handle every whole message the client has sent, at executor time `at`.
+/// Messages of the client one turn of the loop handles at most: a client that never stops
+/// sending (posted stores from a tight loop) does not hold the loop, so the NIC's timers, the
+/// segment and the control socket still get their turns; the rest is handled next turn.
+const MESSAGES_A_TURN: usize = 1024;
+
+/// Handle the whole messages the client has sent (at most [`MESSAGES_A_TURN`]), at executor
+/// time `at`.
 fn serve_messages(
     c: &mut Client,
     nic: &mut ServedNic,
@@ -392,10 +411,14 @@ fn serve_messages(
     hwrm: &mut Option<HwrmLog>,
     options: &ServeOptions,
 ) -> Result<ClientTurn, ServeError> {
-    loop {
+    c.more = true;
+    for _ in 0..MESSAGES_A_TURN {
         let msg = match c.rx.receive(c.stream.as_fd()) {
             Ok(Some(msg)) => msg,
-            Ok(None) => return Ok(ClientTurn::Open),
+            Ok(None) => {
+                c.more = false;
+                return Ok(ClientTurn::Open);
+            }
             Err(TransportError::Closed { mid_message: false }) if c.messages == 0 => return Ok(ClientTurn::Probe),
             Err(TransportError::Closed { mid_message: false }) => {
                 return Ok(ClientTurn::Gone("disconnected".into(), false));
@@ -412,6 +435,8 @@ fn serve_messages(
             return Ok(ClientTurn::Gone(format!("cannot send a reply: {e}"), false));
         }
     }
+    tracing::debug!(messages = MESSAGES_A_TURN, "a turn took its bound of client messages; the rest wait for the next");
+    Ok(ClientTurn::Open)
 }
 
 fn log_events(nic: &mut ServedNic, hwrm: &mut Option<HwrmLog>, options: &ServeOptions) -> Result<(), ServeError> {
@@ -509,5 +534,70 @@ impl SegmentLink {
             tracing::info!(frames, "pcap written");
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bnxt_model::faults::FaultPlan;
+    use bnxt_model::firmware::options::FirmwareOptions;
+    use bnxt_vfio_user::header::{Command, FLAG_NO_REPLY, TYPE_COMMAND};
+    use bnxt_vfio_user::message::encode;
+    use bnxt_vfio_user::payload::{RegionAccess, Version};
+    use zerocopy::IntoBytes;
+
+    use super::*;
+
+    fn options() -> ServeOptions {
+        ServeOptions {
+            socket: PathBuf::new(),
+            mac: [0x02, 0x57, 0x60, 0x80, 0x00, 0x01],
+            seed: 1,
+            faults: FaultPlan::default(),
+            firmware: FirmwareOptions::default(),
+            armed: Vec::new(),
+            control: None,
+            hwrm_log: None,
+            persist: false,
+            segment: None,
+            pcap: None,
+            catch_signals: false,
+        }
+    }
+
+    #[test]
+    fn a_turn_takes_at_most_its_bound_of_messages_and_the_next_takes_the_rest() {
+        let (client, server) = UnixStream::pair().unwrap();
+        server.set_nonblocking(true).unwrap();
+        let caps = b"{\"capabilities\":{\"max_msg_fds\":8}}\0";
+        let mut bytes = encode(0, Command::Version as u16, TYPE_COMMAND, 0, &[Version::default().as_bytes(), caps]);
+        // Posted stores into the HWRM request window, more than one turn takes.
+        let stores = MESSAGES_A_TURN + 500;
+        let req = RegionAccess { offset: 0x40, region: 0, count: 4 };
+        for id in 1..=stores {
+            let flags = TYPE_COMMAND | FLAG_NO_REPLY;
+            bytes.extend(encode(id as u16, Command::RegionWrite as u16, flags, 0, &[req.as_bytes(), &[0u8; 4]]));
+        }
+        send_message(client.as_fd(), &bytes, &[], Duration::from_secs(5)).unwrap();
+
+        let options = options();
+        let mut nic =
+            ServedNic::with_firmware(options.mac, options.seed, FaultPlan::default(), FirmwareOptions::default())
+                .unwrap();
+        let mut c = Client {
+            stream: server,
+            rx: Receiver::new(MAX_MESSAGE),
+            protocol: Protocol::new(),
+            messages: 0,
+            more: false,
+        };
+        let turn = serve_messages(&mut c, &mut nic, Duration::ZERO, &mut None, &options).unwrap();
+        assert!(matches!(turn, ClientTurn::Open));
+        assert_eq!(c.messages, MESSAGES_A_TURN as u64, "one turn takes its bound");
+        assert!(c.more, "and says more may be waiting");
+        let turn = serve_messages(&mut c, &mut nic, Duration::ZERO, &mut None, &options).unwrap();
+        assert!(matches!(turn, ClientTurn::Open));
+        assert_eq!(c.messages, 1 + stores as u64, "the next takes the rest");
+        assert!(!c.more, "and finds the socket empty");
     }
 }
