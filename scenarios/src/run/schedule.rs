@@ -238,10 +238,11 @@ mod tests {
         let stuck = Arc::new(Stuck { parallel, starts: AtomicUsize::new(0), release: Mutex::new(release) });
         let target: SharedTarget = stuck.clone();
         let scenarios = [scenario("hangs"), scenario("second"), scenario("third")];
-        let options = RunOptions { wall_limit: Duration::from_millis(50), ..RunOptions::default() };
+        let options = RunOptions { wall_limit: Duration::from_millis(100), ..RunOptions::default() };
         let mut outcomes = Vec::new();
         // One job: on the target that runs scenarios side by side too, the second waits its turn.
-        run_with_grace(&scenarios, &target, &options, 1, u64::MAX, Duration::from_millis(50), |i, o| {
+        // The limits leave a scenario that ends at once (the others) 0.4 s on a loaded machine.
+        run_with_grace(&scenarios, &target, &options, 1, u64::MAX, Duration::from_millis(300), |i, o| {
             outcomes.push((i, o))
         });
         let _ = let_go.send(());
