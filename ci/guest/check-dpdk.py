@@ -441,8 +441,9 @@ def check(summary, log, a):
         if r.get('rc') != '0':
             fails.append(f'testpmd did not start, run a command to its prompt or exit 0: {r}')
     for r in recs.get('stuck', []):
-        fails.append(f'{r.get("run")}: testpmd gave no prompt after `{r.get("after", "").replace("+", " ")}` within '
-                     f'120 s ({r.get("prompts")} prompts in its output); the run\'s later commands were not sent')
+        how = 'within 120 s' if r.get('alive') == '1' else 'before it exited'
+        fails.append(f'{r.get("run")}: testpmd gave no prompt after `{r.get("after", "").replace("+", " ")}` {how} '
+                     f'({r.get("prompts")} prompts in its output); the run\'s later commands were not sent')
     # The commands init-dpdk gave testpmd (its records' last word, '+' for spaces).
     commands = {c.replace('+', ' ') for c in CMD.findall(log)}
     phases, texts, nics_stats = [], {}, {}

@@ -352,8 +352,9 @@ fn the_roce_and_two_nic_firmware_fault_scenarios_pass_with_their_faults_at_the_s
     }
 }
 
-/// Every variant of every fault file (159 s on a shared 2-core host): `cargo nextest run -p
-/// bnxt-rig --run-ignored only -E 'test(every_firmware_fault)'`.
+/// Every variant of every fault file (159 s on a shared 2-core host): `cargo nextest run
+/// --workspace --run-ignored only -E 'test(every_firmware_fault)'` (`--workspace`, not `-p
+/// bnxt-rig`, so a workspace test build is reused rather than crates rebuilt).
 #[test]
 #[ignore = "every variant: minutes on the real clock"]
 fn every_firmware_fault_scenario_passes_with_its_faults_at_the_seam() {

@@ -124,10 +124,13 @@ fn run_with_grace(
                     }
                 }
                 // Give up on scenarios past the hard limit, and on threads that ended without a word.
-                let stuck: Vec<usize> = running
+                // Whether each had ended is read once, here: a thread that ended had sent its word
+                // before, so the look below finds it; one that ends after this look is a thread
+                // given up (its word, if it comes, is too late).
+                let stuck: Vec<(usize, bool)> = running
                     .iter()
-                    .filter(|(_, r)| r.started.elapsed() >= hard_limit || r.thread.is_finished())
-                    .map(|(i, _)| *i)
+                    .map(|(i, r)| (*i, r.thread.is_finished()))
+                    .filter(|&(i, ended)| ended || running[&i].started.elapsed() >= hard_limit)
                     .collect();
                 // A thread that finished sent its word before it did: take what came meanwhile.
                 while let Ok((i, outcome)) = rx.try_recv() {
@@ -135,11 +138,11 @@ fn run_with_grace(
                         finished.insert(i, outcome);
                     }
                 }
-                for i in stuck {
+                for (i, ended) in stuck {
                     let Some(r) = running.remove(&i) else { continue };
                     let mut o = blank_outcome(&scenarios[i], &**target, options);
                     o.wall_time = r.started.elapsed();
-                    o.verdict = if r.thread.is_finished() {
+                    o.verdict = if ended {
                         Verdict::Fail(super::outcome::Failure {
                             step: None,
                             expected: "the scenario's thread reports its outcome".into(),
@@ -150,7 +153,8 @@ fn run_with_grace(
                             "the scenario reached no clock for {} past its wall-time limit; its thread was left running",
                             crate::scenario::values::format_duration(grace)
                         ));
-                        if !target.parallel() {
+                        // A thread that has ended since holds nothing.
+                        if !target.parallel() && !r.thread.is_finished() {
                             held = Some(scenarios[i].name.clone());
                         }
                         Verdict::Timeout(TimedOut {
@@ -171,9 +175,15 @@ fn run_with_grace(
     }
 }
 
-/// The outcome of a scenario not started because `by`, given up, still holds the shared target.
+/// The outcome of a scenario not started because `by`, given up, still holds the shared target:
+/// SKIP where the scenario would have been skipped anyway (it never touches the machine), FAIL
+/// otherwise.
 fn not_run(scenario: &Scenario, target: &SharedTarget, options: &RunOptions, by: &str) -> ScenarioOutcome {
     let mut o = blank_outcome(scenario, &**target, options);
+    if let Some(reason) = super::skip_reason(scenario, &**target) {
+        o.verdict = Verdict::Skip(reason);
+        return o;
+    }
     o.verdict = Verdict::Fail(super::outcome::Failure {
         step: None,
         expected: "the target to itself (scenarios run on it one at a time)".into(),
@@ -225,8 +235,8 @@ mod tests {
         }
     }
 
-    fn scenario(name: &str) -> Scenario {
-        let text = format!("name: {name}\nabout: t\nnics: 1\nsteps:\n  - open: {{nic: 0, as: a}}\n  - close: a\n");
+    fn scenario(name: &str, nics: usize) -> Scenario {
+        let text = format!("name: {name}\nabout: t\nnics: {nics}\nsteps:\n  - open: {{nic: 0, as: a}}\n  - close: a\n");
         load_str(Path::new("t.yaml"), &text).unwrap().remove(0)
     }
 
@@ -237,7 +247,8 @@ mod tests {
         let (let_go, release) = mpsc::channel();
         let stuck = Arc::new(Stuck { parallel, starts: AtomicUsize::new(0), release: Mutex::new(release) });
         let target: SharedTarget = stuck.clone();
-        let scenarios = [scenario("hangs"), scenario("second"), scenario("third")];
+        // "wide" asks for more NICs than the target has: skipped wherever it comes.
+        let scenarios = [scenario("hangs", 1), scenario("second", 1), scenario("wide", 3), scenario("third", 1)];
         let options = RunOptions { wall_limit: Duration::from_millis(100), ..RunOptions::default() };
         let mut outcomes = Vec::new();
         // One job: on the target that runs scenarios side by side too, the second waits its turn.
@@ -247,11 +258,12 @@ mod tests {
         });
         let _ = let_go.send(());
 
-        assert_eq!(outcomes.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [0, 1, 2], "every one, in order");
+        assert_eq!(outcomes.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [0, 1, 2, 3], "every one, in order");
         let Verdict::Timeout(t) = &outcomes[0].1.verdict else { panic!("{:?}", outcomes[0].1.verdict) };
         assert_eq!(t.clock, TimeoutClock::Wall);
         assert!(outcomes[0].1.notes.iter().any(|n| n.contains("its thread was left running")));
-        for (_, o) in &outcomes[1..] {
+        assert_eq!(outcomes[2].1.verdict, Verdict::Skip("needs 3 NICs; the stuck target has 2".into()));
+        for (_, o) in [&outcomes[1], &outcomes[3]] {
             let Verdict::Fail(f) = &o.verdict else { panic!("{}: {:?}", o.name, o.verdict) };
             if parallel {
                 assert!(f.got.contains("cannot build a machine"), "started on a machine of its own: {}", f.got);
