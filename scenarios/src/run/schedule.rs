@@ -129,8 +129,10 @@ fn run_with_grace(
                 // given up (its word, if it comes, is too late).
                 let stuck: Vec<(usize, bool)> = running
                     .iter()
-                    .map(|(i, r)| (*i, r.thread.is_finished()))
-                    .filter(|&(i, ended)| ended || running[&i].started.elapsed() >= hard_limit)
+                    .filter_map(|(i, r)| {
+                        let ended = r.thread.is_finished();
+                        (ended || r.started.elapsed() >= hard_limit).then_some((*i, ended))
+                    })
                     .collect();
                 // A thread that finished sent its word before it did: take what came meanwhile.
                 while let Ok((i, outcome)) = rx.try_recv() {
