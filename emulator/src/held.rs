@@ -39,9 +39,9 @@ impl Held {
         Held {
             rings: fw.rings.len(),
             stat_ctxs: fw.stat_ctxs.len(),
-            vnics: fw.l2.vnics.len(),
+            vnics: fw.l2.vnics().len(),
             rss_ctxs: fw.l2.rss_ctxs.len(),
-            l2_filters: fw.l2.filters.len(),
+            l2_filters: fw.l2.filters().len(),
             gids: roce.gids.len(),
             cqs: roce.cqs.len(),
             qps: roce.qps.len(),

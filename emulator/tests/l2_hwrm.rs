@@ -121,7 +121,7 @@ fn vnics_take_their_rings_rss_tables_and_masks_and_refuse_bad_ones() {
     vc.default_rx_ring_id = rx.into();
     vc.mru = 1518.into(); // as bnxt_en: no ENABLES_MRU on P5/P7, the value taken anyway
     rig.ok(0, vc);
-    let cfg = &rig.world.device(0).firmware().state().l2.vnics[&(vnic as u16)];
+    let cfg = &rig.world.device(0).firmware().state().l2.vnics()[&(vnic as u16)];
     assert_eq!((cfg.default_rx_ring, cfg.default_cmpl_ring, cfg.mru), (Some(rx), Some(cq), 1518));
     vc.enables = V::ENABLES_DFLT_RING_GRP.into();
     assert_eq!(rig.call(0, vc).code, INVALID_PARAMS, "ring groups are not a P7 thing");
@@ -150,7 +150,7 @@ fn vnics_take_their_rings_rss_tables_and_masks_and_refuse_bad_ones() {
     let mut off: HwrmVnicRssCfgInput = req();
     off.vnic_id = (vnic as u16).into();
     rig.ok(0, off);
-    assert!(rig.world.device(0).firmware().state().l2.vnics[&(vnic as u16)].rss.is_empty());
+    assert!(rig.world.device(0).firmware().state().l2.vnics()[&(vnic as u16)].rss.is_empty());
     let mut cf: HwrmVnicRssCosLbCtxFreeInput = req();
     cf.rss_cos_lb_ctx_id = ctx.into();
     rig.ok(0, cf);
@@ -191,7 +191,7 @@ fn l2_filters_and_receive_masks() {
     rig.poke(0, tbl, &[0x33, 0x33, 0, 0, 0, 1, 0x01, 0x00, 0x5e, 0, 0, 1]);
     m.mc_tbl_addr = tbl.into();
     rig.ok(0, m);
-    assert_eq!(rig.world.device(0).firmware().state().l2.vnics[&vnic].mcast.len(), 2);
+    assert_eq!(rig.world.device(0).firmware().state().l2.vnics()[&vnic].mcast.len(), 2);
     rig.poke(0, tbl, &[0x02, 0x33, 0, 0, 0, 1]);
     assert_eq!(rig.call(0, m).code, INVALID_PARAMS, "a unicast address in the multicast list");
     let mut vlan_only = m;

@@ -7,6 +7,7 @@
 //! [`super::state::FwState::l2`]; only the HWRM handlers change it.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Resources the driver reserved with FUNC_CFG (bnxt.c `__bnxt_hwrm_reserve_pf_rings`) and
 /// FUNC_QCFG echoes in its `alloc_*` fields (`bnxt_hwrm_get_rings`).
@@ -326,12 +327,14 @@ pub struct L2Config {
     /// FUNC_CFG `STD_TX_RING_MODE_ENABLE` (true) / `_DISABLE` (false) last asked for; off until
     /// asked (FUNC_QCAPS does not offer `STD_TX_RING_MODE_SUPPORTED`).
     pub std_tx_ring_mode: bool,
-    /// VNICs by id.
-    pub vnics: BTreeMap<u16, Vnic>,
+    /// VNICs by id ([`L2Config::vnics`]; changed only through [`L2Config::vnics_mut`]).
+    vnics: BTreeMap<u16, Vnic>,
     /// RSS/COS/LB contexts by id, with the VNIC they were configured for (if any).
     pub rss_ctxs: BTreeMap<u16, Option<u16>>,
-    /// L2 filters by id.
-    pub filters: BTreeMap<u64, L2Filter>,
+    /// L2 filters by id ([`L2Config::filters`]; changed only through [`L2Config::filters_mut`]).
+    filters: BTreeMap<u64, L2Filter>,
+    /// Which state of `vnics` and `filters` this is.
+    steering: Generation,
     /// Coalescing by ring id.
     pub coalescing: BTreeMap<u16, Coalescing>,
     /// PHY settings.
@@ -382,11 +385,82 @@ impl L2Config {
         self.filters.values().find(|f| f.matches(dst, vlan)).map(|f| f.dst_vnic)
     }
 
+    /// The VNICs, by id.
+    pub fn vnics(&self) -> &BTreeMap<u16, Vnic> {
+        &self.vnics
+    }
+
+    /// The VNICs, to change: the steering generation moves on.
+    pub fn vnics_mut(&mut self) -> &mut BTreeMap<u16, Vnic> {
+        self.steering = Generation::fresh();
+        &mut self.vnics
+    }
+
+    /// The L2 filters, by id.
+    pub fn filters(&self) -> &BTreeMap<u64, L2Filter> {
+        &self.filters
+    }
+
+    /// The L2 filters, to change: the steering generation moves on.
+    pub fn filters_mut(&mut self) -> &mut BTreeMap<u64, L2Filter> {
+        self.steering = Generation::fresh();
+        &mut self.filters
+    }
+
+    /// Which state of the VNICs and L2 filters this is: a configuration whose VNICs and filters
+    /// may have changed since (or another configuration) has another, so a decision made from
+    /// them can be kept under this value.
+    pub fn steering(&self) -> Generation {
+        self.steering
+    }
+
     /// The default VNIC, if one is allocated.
     pub fn default_vnic(&self) -> Option<u16> {
         self.vnics.iter().find(|(_, v)| v.default).map(|(&id, _)| id)
     }
 }
+
+/// One state of a configuration's VNICs and L2 filters ([`L2Config::steering`]). Every new
+/// configuration and every change draws a value no configuration of the process has had, so
+/// equal generations mean the same VNICs and filters.
+///
+/// Generations take no part in comparing or describing configurations: two with the same VNICs
+/// and filters are equal, and read the same, whatever their histories.
+#[derive(Clone, Copy)]
+pub struct Generation(u64);
+
+impl Generation {
+    /// A value not drawn before.
+    fn fresh() -> Generation {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        Generation(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Whether this is the same state as `other`.
+    pub fn is(self, other: Generation) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl Default for Generation {
+    fn default() -> Generation {
+        Generation::fresh()
+    }
+}
+
+impl std::fmt::Debug for Generation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Generation")
+    }
+}
+
+impl PartialEq for Generation {
+    fn eq(&self, _: &Generation) -> bool {
+        true
+    }
+}
+
+impl Eq for Generation {}
 
 /// The lowest id not among `used` (ascending), below `limit`.
 pub fn lowest_free_u16(used: impl Iterator<Item = u16>, limit: u16) -> Option<u16> {
@@ -430,7 +504,7 @@ mod tests {
         assert!(none.matches(&[2, 0, 0, 0, 0, 1], None));
         assert!(!none.matches(&[2, 0, 0, 0, 0, 1], Some(7)));
         let mut cfg = L2Config::default();
-        cfg.filters.insert(9, f);
+        cfg.filters_mut().insert(9, f);
         assert_eq!(cfg.filter_vnic(&[2, 0, 0, 0, 0, 1], None), Some(3));
         assert_eq!(cfg.filter_vnic(&[2, 0, 0, 0, 0, 9], None), None);
     }
@@ -438,10 +512,10 @@ mod tests {
     #[test]
     fn free_resources_keeps_serials_and_counts() {
         let mut cfg = L2Config { next_filter_serial: 5, unimplemented: 2, ..L2Config::default() };
-        cfg.vnics.insert(0, Vnic::default());
+        cfg.vnics_mut().insert(0, Vnic::default());
         cfg.reservation.tx_rings = 4;
         cfg.free_resources();
-        assert!(cfg.vnics.is_empty());
+        assert!(cfg.vnics().is_empty());
         assert_eq!(cfg.reservation, Reservation::default());
         assert_eq!((cfg.next_filter_serial, cfg.unimplemented), (5, 2));
         assert_eq!(lowest_free_u16([0, 1, 3].into_iter(), 10), Some(2));

@@ -53,7 +53,7 @@ pub fn filter_alloc(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
         return Err(Reject::invalid(format!("enables 0x{enables:x} lack L2_ADDR, L2_ADDR_MASK or DST_ID")));
     }
     let vnic = req.dst_id.get();
-    if !ctx.state.l2.vnics.contains_key(&vnic) {
+    if !ctx.state.l2.vnics().contains_key(&vnic) {
         return Err(Reject::invalid(format!("dst_id {vnic} is not an allocated VNIC")));
     }
     let vlan = (enables & A::ENABLES_L2_IVLAN != 0).then(|| {
@@ -66,13 +66,13 @@ pub fn filter_alloc(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
         return Err(Reject::invalid(format!("num_vlans {n}: frames with more than one VLAN tag are not modelled")));
     }
     let l2 = &mut ctx.state.l2;
-    if l2.filters.len() >= usize::from(MAX_L2_CTXS) {
+    if l2.filters().len() >= usize::from(MAX_L2_CTXS) {
         return Err(Reject::new(ErrorCode::ResourceAllocError, format!("all {MAX_L2_CTXS} L2 filters are in use")));
     }
     let id = FILTER_ID_BASE | l2.next_filter_serial;
     l2.next_filter_serial += 1;
     let filter = L2Filter { addr: req.l2_addr, mask: req.l2_addr_mask, vlan, num_vlans, dst_vnic: vnic, flags };
-    l2.filters.insert(id, filter);
+    l2.filters_mut().insert(id, filter);
     reply::<HwrmCfaL2FilterAllocOutput>(|o| {
         o.l2_filter_id = id.into();
         o.flow_id = u32::MAX.into();
@@ -83,7 +83,7 @@ pub fn filter_alloc(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
 pub fn filter_free(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     let req: HwrmCfaL2FilterFreeInput = parse(bytes);
     let id = req.l2_filter_id.get();
-    if ctx.state.l2.filters.remove(&id).is_none() {
+    if ctx.state.l2.filters_mut().remove(&id).is_none() {
         return Err(Reject::invalid(format!("L2 filter 0x{id:x} is not allocated")));
     }
     reply::<HwrmCfaL2FilterFreeOutput>(|_| {})
@@ -103,7 +103,7 @@ pub fn set_rx_mask(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
         )));
     }
     let vnic_id = req.vnic_id.get();
-    let Some(vnic) = u16::try_from(vnic_id).ok().filter(|v| ctx.state.l2.vnics.contains_key(v)) else {
+    let Some(vnic) = u16::try_from(vnic_id).ok().filter(|v| ctx.state.l2.vnics().contains_key(v)) else {
         return Err(Reject::invalid(format!("vnic_id {vnic_id} is not an allocated VNIC")));
     };
     let mut mcast = Vec::new();
@@ -127,7 +127,7 @@ pub fn set_rx_mask(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
             mcast.push(mac);
         }
     }
-    let v = ctx.state.l2.vnics.get_mut(&vnic).expect("checked");
+    let v = ctx.state.l2.vnics_mut().get_mut(&vnic).expect("checked");
     v.rx_mask = mask;
     v.mcast = mcast;
     reply::<HwrmCfaL2SetRxMaskOutput>(|_| {})

@@ -84,7 +84,7 @@ pub fn plcmodes_cfg(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
             );
         }
     }
-    let Some(vnic) = u16::try_from(req.vnic_id.get()).ok().and_then(|id| ctx.state.l2.vnics.get_mut(&id)) else {
+    let Some(vnic) = u16::try_from(req.vnic_id.get()).ok().and_then(|id| ctx.state.l2.vnics_mut().get_mut(&id)) else {
         return Err(Reject::invalid(format!("VNIC {} is not allocated", req.vnic_id.get())));
     };
     let p = &mut vnic.placement;
@@ -102,7 +102,7 @@ pub fn plcmodes_cfg(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
 /// VNIC_PLCMODES_QCFG: the VNIC's placement modes as VNIC_PLCMODES_CFG left them.
 pub fn plcmodes_qcfg(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     let req: HwrmVnicPlcmodesQcfgInput = parse(bytes);
-    let Some(vnic) = u16::try_from(req.vnic_id.get()).ok().and_then(|id| ctx.state.l2.vnics.get(&id)) else {
+    let Some(vnic) = u16::try_from(req.vnic_id.get()).ok().and_then(|id| ctx.state.l2.vnics().get(&id)) else {
         return Err(Reject::invalid(format!("VNIC {} is not allocated", req.vnic_id.get())));
     };
     let p = vnic.placement;

@@ -55,7 +55,7 @@ pub fn vnic_qcaps(bytes: &[u8]) -> Outcome {
 fn vnic_mut<'a>(ctx: &'a mut Ctx<'_>, id: u32) -> Result<&'a mut Vnic, Reject> {
     u16::try_from(id)
         .ok()
-        .and_then(|id| ctx.state.l2.vnics.get_mut(&id))
+        .and_then(|id| ctx.state.l2.vnics_mut().get_mut(&id))
         .ok_or_else(|| Reject::invalid(format!("VNIC {id} is not allocated")))
 }
 
@@ -73,10 +73,10 @@ pub fn vnic_alloc(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     if default && l2.default_vnic().is_some() {
         return Err(Reject::invalid("the function already has a default VNIC"));
     }
-    reservation::check(&l2.reservation, Reserved::Vnics, l2.vnics.len())?;
-    let id = lowest_free_u16(l2.vnics.keys().copied(), MAX_VNICS)
+    reservation::check(&l2.reservation, Reserved::Vnics, l2.vnics().len())?;
+    let id = lowest_free_u16(l2.vnics().keys().copied(), MAX_VNICS)
         .ok_or_else(|| Reject::new(ErrorCode::ResourceAllocError, format!("all {MAX_VNICS} VNICs are in use")))?;
-    l2.vnics.insert(id, Vnic { default, ..Vnic::default() });
+    l2.vnics_mut().insert(id, Vnic { default, ..Vnic::default() });
     reply::<HwrmVnicAllocOutput>(|o| o.vnic_id = u32::from(id).into())
 }
 
@@ -88,8 +88,8 @@ pub fn vnic_free(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     vnic_mut(ctx, raw)?;
     let id = raw as u16;
     let l2 = &mut ctx.state.l2;
-    l2.vnics.remove(&id);
-    l2.filters.retain(|_, f| f.dst_vnic != id);
+    l2.vnics_mut().remove(&id);
+    l2.filters_mut().retain(|_, f| f.dst_vnic != id);
     for owner in l2.rss_ctxs.values_mut() {
         if *owner == Some(id) {
             *owner = None;
@@ -166,7 +166,7 @@ pub fn rss_ctx_free(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     let Some(owner) = l2.rss_ctxs.remove(&id) else {
         return Err(Reject::invalid(format!("RSS/COS/LB context {id} is not allocated")));
     };
-    if let Some(v) = owner.and_then(|v| l2.vnics.get_mut(&v)) {
+    if let Some(v) = owner.and_then(|v| l2.vnics_mut().get_mut(&v)) {
         v.rss.remove(&id);
     }
     reply::<HwrmVnicRssCosLbCtxFreeOutput>(|_| {})
@@ -183,11 +183,11 @@ pub fn rss_cfg(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     if hash_type == 0 && tbl == 0 && key_addr == 0 {
         // RSS off for the VNIC (bnxt.c `bnxt_hwrm_vnic_set_rss_p5` with `set_rss` false).
         let l2 = &mut ctx.state.l2;
-        let ids: Vec<u16> = l2.vnics[&vnic_id].rss.keys().copied().collect();
+        let ids: Vec<u16> = l2.vnics()[&vnic_id].rss.keys().copied().collect();
         for id in ids {
             l2.rss_ctxs.insert(id, None);
         }
-        l2.vnics.get_mut(&vnic_id).expect("checked").rss.clear();
+        l2.vnics_mut().get_mut(&vnic_id).expect("checked").rss.clear();
         return reply::<HwrmVnicRssCfgOutput>(|_| {});
     }
     let flags = req.flags;
@@ -241,7 +241,7 @@ pub fn rss_cfg(bytes: &[u8], ctx: &mut Ctx<'_>) -> Outcome {
     let l2 = &mut ctx.state.l2;
     l2.rss_ctxs.insert(ctx_id, Some(vnic_id));
     let table = RssTable { hash_type, key, pairs, pair_index: req.ring_table_pair_index };
-    l2.vnics.get_mut(&vnic_id).expect("checked").rss.insert(ctx_id, table);
+    l2.vnics_mut().get_mut(&vnic_id).expect("checked").rss.insert(ctx_id, table);
     reply::<HwrmVnicRssCfgOutput>(|_| {})
 }
 

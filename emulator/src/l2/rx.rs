@@ -71,14 +71,14 @@ impl L2Engine {
         let vlan_id = p.vlan.map(|(_, tci)| tci & 0xfff);
         let vnic_id = l2.filter_vnic(&p.dst, vlan_id).or_else(|| {
             let mut order: Vec<u16> = l2.default_vnic().into_iter().collect();
-            order.extend(l2.vnics.keys().copied().filter(|v| Some(*v) != l2.default_vnic()));
-            order.into_iter().find(|v| mask_takes(&l2.vnics[v], &p.dst))
+            order.extend(l2.vnics().keys().copied().filter(|v| Some(*v) != l2.default_vnic()));
+            order.into_iter().find(|v| mask_takes(&l2.vnics()[v], &p.dst))
         });
         let Some(vnic_id) = vnic_id else {
             self.drop_frame(now, f, "no L2 filter or receive mask takes it", None, env);
             return;
         };
-        let Some(vnic) = l2.vnics.get(&vnic_id) else {
+        let Some(vnic) = l2.vnics().get(&vnic_id) else {
             self.drop_frame(now, f, "its filter names a VNIC that is gone", None, env);
             return;
         };

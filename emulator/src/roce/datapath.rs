@@ -90,6 +90,8 @@ pub(super) struct DataPath {
     /// QP error notifications to post once the completions before them are written:
     /// (QP, requester reason, responder reason).
     pending_qp_error: Vec<(u32, u8, u8)>,
+    /// The L2 filters' gate, with its last decision.
+    gate: l2_gate::Gate,
 }
 
 impl DataPath {
@@ -103,6 +105,7 @@ impl DataPath {
             loopback: VecDeque::new(),
             done: Vec::new(),
             pending_qp_error: Vec::new(),
+            gate: l2_gate::Gate::default(),
         }
     }
 
@@ -383,7 +386,7 @@ impl DataPath {
             }
         };
         let dst_mac = parsed.eth.dst.0;
-        match l2_gate::admit(&env.fw.l2, &dst_mac, len) {
+        match self.gate.admit(&env.fw.l2, &dst_mac, len) {
             Admission::Admitted { unsourced: Some(why), .. } => sh.report.warn_once(why),
             Admission::Admitted { unsourced: None, .. } => {}
             Admission::Dropped(why) => {

@@ -19,10 +19,14 @@
 //!
 //! A frame longer than the VNIC's MRU (VNIC_CFG `mru`) goes on too, with a warning: no public
 //! source says whether the MRU bounds RoCE frames as it bounds L2 ones.
+//!
+//! Every received RoCE frame passes the gate, and the filters and VNICs change only by HWRM
+//! request, so [`Gate`] keeps its last quiet admission for as long as the function's steering
+//! generation ([`L2Config::steering`]) stays the same.
 
 use bnxt_hsi::hwrm::layouts::{HwrmCfaL2FilterAllocInput as F, HwrmVnicCfgInput as V};
 
-use crate::firmware::l2_config::L2Config;
+use crate::firmware::l2_config::{Generation, L2Config};
 
 /// VNIC modes that let RoCE traffic through beside the L2 rings.
 const ROCE_VNIC_MODES: u32 =
@@ -42,16 +46,62 @@ pub(crate) enum Admission {
     Dropped(&'static str),
 }
 
+/// The gate with its last decision kept: a destination MAC admitted without a warning, under
+/// which steering generation, and the longest frame the same decision holds for (the VNIC's MRU,
+/// past which the decision carries a warning).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Gate {
+    kept: Option<Kept>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Kept {
+    steering: Generation,
+    dst: [u8; 6],
+    vnic: u16,
+    max_len: usize,
+}
+
+impl Gate {
+    /// [`admit`], answered from the kept decision when it holds.
+    #[inline]
+    pub(crate) fn admit(&mut self, l2: &L2Config, dst: &[u8; 6], len: usize) -> Admission {
+        if let Some(k) = self.kept
+            && k.dst == *dst
+            && len <= k.max_len
+            && k.steering.is(l2.steering())
+        {
+            return Admission::Admitted { vnic: k.vnic, unsourced: None };
+        }
+        self.decide(l2, dst, len)
+    }
+
+    /// [`admit`], keeping a quiet admission.
+    #[inline(never)]
+    fn decide(&mut self, l2: &L2Config, dst: &[u8; 6], len: usize) -> Admission {
+        let admission = admit(l2, dst, len);
+        self.kept = match admission {
+            Admission::Admitted { vnic, unsourced: None } => {
+                let mru = l2.vnics().get(&vnic).map_or(0, |v| v.mru);
+                let max_len = if mru == 0 { usize::MAX } else { usize::from(mru) };
+                Some(Kept { steering: l2.steering(), dst: *dst, vnic, max_len })
+            }
+            _ => None,
+        };
+        admission
+    }
+}
+
 /// Whether a RoCE frame of `len` bytes to `dst` (untagged) reaches the RoCE engine.
 pub(crate) fn admit(l2: &L2Config, dst: &[u8; 6], len: usize) -> Admission {
     let mut matched = false;
-    for f in l2.filters.values().filter(|f| f.matches(dst, None)) {
+    for f in l2.filters().values().filter(|f| f.matches(dst, None)) {
         matched = true;
         let traffic = f.flags & F::FLAGS_TRAFFIC_MASK;
         if traffic == F::FLAGS_TRAFFIC_L2 {
             continue;
         }
-        let Some(vnic) = l2.vnics.get(&f.dst_vnic) else {
+        let Some(vnic) = l2.vnics().get(&f.dst_vnic) else {
             return Admission::Dropped("its L2 filter names a VNIC that is gone");
         };
         let mut unsourced = None;
@@ -84,9 +134,10 @@ mod tests {
 
     fn config(traffic: u32, vnic_flags: u32, mru: u16) -> L2Config {
         let mut l2 = L2Config::default();
-        l2.vnics.insert(0, Vnic { flags: vnic_flags, mru, ..Vnic::default() });
+        l2.vnics_mut().insert(0, Vnic { flags: vnic_flags, mru, ..Vnic::default() });
         let flags = F::FLAGS_PATH_RX | traffic;
-        l2.filters.insert(1, L2Filter { addr: MAC, mask: [0xff; 6], vlan: None, num_vlans: None, dst_vnic: 0, flags });
+        l2.filters_mut()
+            .insert(1, L2Filter { addr: MAC, mask: [0xff; 6], vlan: None, num_vlans: None, dst_vnic: 0, flags });
         l2
     }
 
@@ -116,5 +167,44 @@ mod tests {
         let l2 = config(F::FLAGS_TRAFFIC_ROCE, 0, 1518);
         let Admission::Admitted { unsourced: Some(why), .. } = admit(&l2, &MAC, 4200) else { panic!() };
         assert!(why.contains("longer than VNIC 0's MRU of 1518"), "{why}");
+    }
+
+    #[test]
+    fn a_kept_admission_gives_way_to_any_change_of_the_filters_or_vnics() {
+        let mut l2 = config(F::FLAGS_TRAFFIC_ROCE, 0, 1518);
+        let mut gate = Gate::default();
+        let quiet = Admission::Admitted { vnic: 0, unsourced: None };
+        assert_eq!(gate.admit(&l2, &MAC, 100), quiet);
+        assert_eq!(gate.admit(&l2, &MAC, 1518), quiet, "kept, up to the MRU");
+        let Admission::Admitted { unsourced: Some(why), .. } = gate.admit(&l2, &MAC, 1519) else { panic!() };
+        assert!(why.contains("MRU of 1518"), "{why}");
+        assert_eq!(gate.admit(&l2, &MAC, 100), quiet);
+
+        let filter = l2.filters_mut().remove(&1).expect("the filter");
+        assert_eq!(
+            gate.admit(&l2, &MAC, 100),
+            Admission::Dropped("no L2 filter of the function takes its destination MAC")
+        );
+        l2.filters_mut().insert(1, filter);
+        assert_eq!(gate.admit(&l2, &MAC, 100), quiet);
+        l2.filters_mut().get_mut(&1).expect("the filter").flags = F::FLAGS_PATH_RX | F::FLAGS_TRAFFIC_L2;
+        assert_eq!(gate.admit(&l2, &MAC, 100), Admission::Dropped("its L2 filters carry L2 traffic only (TRAFFIC_L2)"));
+        l2.filters_mut().get_mut(&1).expect("the filter").flags = F::FLAGS_PATH_RX | F::FLAGS_TRAFFIC_ROCE;
+        assert_eq!(gate.admit(&l2, &MAC, 1000), quiet);
+        l2.vnics_mut().get_mut(&0).expect("the VNIC").mru = 500;
+        let Admission::Admitted { unsourced: Some(why), .. } = gate.admit(&l2, &MAC, 1000) else { panic!() };
+        assert!(why.contains("MRU of 500"), "{why}");
+
+        assert_eq!(gate.admit(&l2, &MAC, 100), quiet);
+        l2.free_resources();
+        assert_eq!(
+            gate.admit(&l2, &MAC, 100),
+            Admission::Dropped("no L2 filter of the function takes its destination MAC")
+        );
+        let other = config(F::FLAGS_TRAFFIC_L2, 0, 0);
+        assert_eq!(
+            gate.admit(&other, &MAC, 100),
+            Admission::Dropped("its L2 filters carry L2 traffic only (TRAFFIC_L2)")
+        );
     }
 }
