@@ -1,5 +1,5 @@
-//! What the fuzz targets share: the model tests' small drivers (`emulator/tests/common`,
-//! `emulator/tests/roce_support`, used as they are), the machines the model targets run their
+//! What the fuzz targets share: the model tests' small drivers (`model-host/tests/common`,
+//! `model-host/tests/roce_support`, used as they are), the machines the model targets run their
 //! inputs on (brought up once, restored for every input: [`snapshot`]), addresses chosen by the
 //! input among the places that matter (inside the lent memory, inside a read-only canary, in the
 //! unmapped gap between, anywhere), and the canary itself: memory lent to the device read-only,
@@ -7,9 +7,9 @@
 
 #![allow(clippy::all)]
 
-#[path = "../../emulator/tests/common/mod.rs"]
+#[path = "../../model-host/tests/common/mod.rs"]
 pub mod common;
-#[path = "../../emulator/tests/roce_support/mod.rs"]
+#[path = "../../model-host/tests/roce_support/mod.rs"]
 pub mod roce_support;
 pub mod snapshot;
 

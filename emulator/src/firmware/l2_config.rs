@@ -410,7 +410,7 @@ impl L2Config {
     /// Which state of the VNICs and L2 filters this is: a configuration whose VNICs and filters
     /// may have changed since (or another configuration) has another, so a decision made from
     /// them can be kept under this value.
-    pub fn steering(&self) -> Generation {
+    pub(crate) fn steering(&self) -> Generation {
         self.steering
     }
 
@@ -421,13 +421,16 @@ impl L2Config {
 }
 
 /// One state of a configuration's VNICs and L2 filters ([`L2Config::steering`]). Every new
-/// configuration and every change draws a value no configuration of the process has had, so
-/// equal generations mean the same VNICs and filters.
+/// configuration and every change draws a value not drawn before in the process; a clone keeps
+/// its original's, with the same VNICs and filters, until either changes. So configurations of
+/// the same generation have the same VNICs and filters ([`Generation::is`]).
 ///
 /// Generations take no part in comparing or describing configurations: two with the same VNICs
-/// and filters are equal, and read the same, whatever their histories.
+/// and filters are equal (`==` on generations is always true; [`Generation::is`] compares
+/// them), and read the same, whatever their histories. Crate-private, so the `==` cannot be
+/// taken for `is` elsewhere.
 #[derive(Clone, Copy)]
-pub struct Generation(u64);
+pub(crate) struct Generation(u64);
 
 impl Generation {
     /// A value not drawn before.
@@ -437,7 +440,7 @@ impl Generation {
     }
 
     /// Whether this is the same state as `other`.
-    pub fn is(self, other: Generation) -> bool {
+    pub(crate) fn is(self, other: Generation) -> bool {
         self.0 == other.0
     }
 }

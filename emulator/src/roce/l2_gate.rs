@@ -201,6 +201,11 @@ mod tests {
             gate.admit(&l2, &MAC, 100),
             Admission::Dropped("no L2 filter of the function takes its destination MAC")
         );
+        let mut old_style = config(F::FLAGS_TRAFFIC_NO_ROCE_L2, V::FLAGS_ROCE_DUAL_VNIC_MODE, 0);
+        assert_eq!(gate.admit(&old_style, &MAC, 100), quiet);
+        old_style.vnics_mut().get_mut(&0).expect("the VNIC").flags = 0;
+        let Admission::Admitted { unsourced: Some(why), .. } = gate.admit(&old_style, &MAC, 100) else { panic!() };
+        assert!(why.contains("without a RoCE VNIC mode"), "{why}");
         let other = config(F::FLAGS_TRAFFIC_L2, 0, 0);
         assert_eq!(
             gate.admit(&other, &MAC, 100),

@@ -1,6 +1,7 @@
 //! Two NICs on one segment: RoCE frames through the switch, with faults, into a pcap that is read
 //! back and whose every ICRC is recomputed without the model's code.
 
+#[path = "../../emulator/tests/net_support/mod.rs"]
 mod net_support;
 
 use std::time::Duration;

@@ -5,6 +5,7 @@
 //! `cargo test -p bnxt-model --test net_tshark -- --ignored`. (Wireshark does not check the
 //! ICRC; it shows it, and this test compares what it shows.)
 
+#[path = "../../emulator/tests/net_support/mod.rs"]
 mod net_support;
 
 use std::process::Command;

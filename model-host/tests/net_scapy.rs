@@ -6,6 +6,7 @@
 //! `SCAPY_PYTHON=/path/to/venv/bin/python cargo test -p bnxt-model --test net_scapy -- --ignored`
 //! (`python3 -m venv v && v/bin/pip install scapy`; scapy is not a dependency of the project).
 
+#[path = "../../emulator/tests/net_support/mod.rs"]
 mod net_support;
 
 use std::process::Command;
