@@ -362,9 +362,9 @@ pub fn segment(frame: &[u8], hdr_len: usize, mss: usize) -> Result<Vec<Vec<u8>>,
         match p.l3 {
             L3::V4 { off, .. } => {
                 let total = (f.len() - off) as u16;
-                f[off + 2..off + 4].copy_from_slice(&total.to_be_bytes());
-                let id = u16::from_be_bytes([f[off + 4], f[off + 5]]).wrapping_add(i as u16);
-                f[off + 4..off + 6].copy_from_slice(&id.to_be_bytes());
+                let mut ip = Ipv4Packet::new_unchecked(&mut f[off..]);
+                ip.set_total_len(total);
+                ip.set_ident(ip.ident().wrapping_add(i as u16));
                 fill_ipv4_checksum(&mut f);
             }
             L3::V6 { off, .. } => {

@@ -457,11 +457,15 @@ fn at(e: WireError, offset: usize) -> WireError {
 /// destination port 4791, long enough), without any checks of checksums or lengths: for fault
 /// rules and logs. `None` for anything else.
 pub fn peek_bth(frame: &[u8]) -> Option<BthPacket<&[u8]>> {
-    if frame.len() < EXT_OFFSET
-        || frame[12..14] != ETHERTYPE_IPV4.to_be_bytes()
-        || frame[IPV4_OFFSET] != 0x45
-        || frame[IPV4_OFFSET + 9] != PROTOCOL_UDP
-        || frame[UDP_OFFSET + 2..UDP_OFFSET + 4] != ROCE_V2_UDP_DPORT.to_be_bytes()
+    if frame.len() < EXT_OFFSET {
+        return None;
+    }
+    let ip = Ipv4Packet::new_unchecked(&frame[IPV4_OFFSET..]);
+    if EthernetFrame::new_unchecked(frame).ethertype() != ETHERTYPE_IPV4
+        || ip.version() != 4
+        || ip.header_len() != ipv4::HEADER_LEN
+        || ip.protocol() != PROTOCOL_UDP
+        || UdpPacket::new_unchecked(&frame[UDP_OFFSET..]).dst_port() != ROCE_V2_UDP_DPORT
     {
         return None;
     }
