@@ -12,6 +12,7 @@
 //! ([`vfio_user`]) or a real card through the kernel's VFIO ([`vfio`]); docs/contract.md says
 //! what of the contract is implemented.
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 // Unsafe code only where memory-mapped I/O and DMA need it: the modules that allow it say so.
 #![deny(unsafe_code)]
 

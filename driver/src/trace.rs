@@ -114,19 +114,19 @@ pub enum TraceEvent {
 
 /// The `kind` field of each event.
 mod kind {
-    pub const HWRM_REQUEST: &str = "hwrm-request";
-    pub const HWRM_ANSWER: &str = "hwrm-answer";
-    pub const ROCE_COMMAND: &str = "roce-command";
-    pub const ROCE_ANSWER: &str = "roce-answer";
-    pub const DOORBELL: &str = "doorbell";
+    pub(super) const HWRM_REQUEST: &str = "hwrm-request";
+    pub(super) const HWRM_ANSWER: &str = "hwrm-answer";
+    pub(super) const ROCE_COMMAND: &str = "roce-command";
+    pub(super) const ROCE_ANSWER: &str = "roce-answer";
+    pub(super) const DOORBELL: &str = "doorbell";
 }
 
 /// The `outcome` field of an answer.
 mod outcome {
-    pub const OK: &str = "ok";
-    pub const REFUSED: &str = "refused";
-    pub const NO_ANSWER: &str = "no-answer";
-    pub const FAILED: &str = "failed";
+    pub(super) const OK: &str = "ok";
+    pub(super) const REFUSED: &str = "refused";
+    pub(super) const NO_ANSWER: &str = "no-answer";
+    pub(super) const FAILED: &str = "failed";
 }
 
 /// Record that HWRM request `request` (sequence number `seq_id`) goes to the NIC at `bus`.

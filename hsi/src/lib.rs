@@ -13,6 +13,7 @@
 //! bnxt.h, `bnxt_hwrm.[ch]`), `drivers/infiniband/hw/bnxt_re/` (roce_hsi.h, qplib_*), and Broadcom's
 //! newer out-of-tree bundle (github.com/lykeioner/driver), which uses the same names.
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 #![forbid(unsafe_code)]
 
 pub mod backing_store;

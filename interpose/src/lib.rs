@@ -33,6 +33,7 @@
 //! What the layer did goes to `tracing` (target [`TARGET`]) and to its log
 //! ([`Interposed::take_log`]), which the runner puts in transcripts.
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 // Unsafe code only where memory-mapped I/O and DMA need it: the modules that allow it say so.
 #![deny(unsafe_code)]
 

@@ -11,6 +11,7 @@
 //! - [`pcap`]: the model's captures written as pcap files (through `bnxt_output`, which writes
 //!   every output file without writing through a link placed at its path).
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 // Unsafe code only where memory-mapped I/O and DMA need it: the modules that allow it say so.
 #![deny(unsafe_code)]
 

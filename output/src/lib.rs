@@ -18,6 +18,7 @@
 //! one, never half of one); [`create`] renames at once and hands back the file, for outputs
 //! written as they go (logs, pcaps), which can then be read while they grow.
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 #![forbid(unsafe_code)]
 
 use std::fs::File;

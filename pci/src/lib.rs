@@ -7,6 +7,7 @@
 //! kernel's VFIO for a real card (both in the driver crate `bnxt`). The driver above them is the
 //! same code for all.
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 // Unsafe code only where memory-mapped I/O and DMA need it: the modules that allow it say so.
 #![deny(unsafe_code)]
 

@@ -133,10 +133,10 @@ pub(crate) mod tests {
 
     /// Guest memory as a map of bytes.
     #[derive(Default)]
-    pub struct Ram(pub BTreeMap<u64, u8>);
+    pub(crate) struct Ram(pub(crate) BTreeMap<u64, u8>);
 
     impl Ram {
-        pub fn put(&mut self, addr: u64, bytes: &[u8]) {
+        pub(crate) fn put(&mut self, addr: u64, bytes: &[u8]) {
             for (i, b) in bytes.iter().enumerate() {
                 self.0.insert(addr + i as u64, *b);
             }
@@ -150,7 +150,7 @@ pub(crate) mod tests {
     }
 
     /// A 16-byte request header.
-    pub fn header(req_type: u16, seq: u16, resp_addr: u64) -> [u8; 16] {
+    pub(crate) fn header(req_type: u16, seq: u16, resp_addr: u64) -> [u8; 16] {
         let mut h = [0u8; 16];
         h[0..2].copy_from_slice(&req_type.to_le_bytes());
         h[2..4].copy_from_slice(&0xffffu16.to_le_bytes());

@@ -12,6 +12,8 @@
 //! The binding to QEMU's plugin API is [`api`]; the decoding is I/O-free ([`nic`], [`hwrm`],
 //! [`pci`]) and tested without QEMU; [`plugin`] joins them in QEMU.
 
+#![warn(unreachable_pub)]
+
 pub mod api;
 pub mod args;
 pub mod events;

@@ -12,6 +12,7 @@
 //!
 //! docs/scenarios.md is the reference of the language.
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 #![forbid(unsafe_code)]
 
 pub mod cli;

@@ -7,6 +7,7 @@
 //! firmware hands out, PSNs, sequence numbers, addresses, durations) is said once, by the field
 //! that holds the value or by the value's type, not guessed from the text.
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 #![forbid(unsafe_code)]
 
 mod field;

@@ -15,6 +15,7 @@
 //!
 //! All numbers are in the host's byte order, as the specification says for this revision.
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 #![forbid(unsafe_code)]
 
 pub mod ext;

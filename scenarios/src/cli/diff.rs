@@ -8,7 +8,7 @@ use crate::transcript::Transcript;
 use crate::transcript::diff::{DiffOptions, diff as compare};
 
 /// Compare the transcripts `args` names; exit 0 when they agree, 1 when they differ.
-pub fn diff(args: &DiffArgs) -> ExitCode {
+pub(crate) fn diff(args: &DiffArgs) -> ExitCode {
     let read = |path: &std::path::Path| -> Result<Transcript, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         Transcript::parse(&text).map_err(|e| format!("{}: {e}", path.display()))

@@ -22,7 +22,7 @@ fn model_cost() -> Result<OpenCost, String> {
 }
 
 /// Check the machine `args` names and print the findings.
-pub fn doctor(args: &DoctorArgs) -> ExitCode {
+pub(crate) fn doctor(args: &DoctorArgs) -> ExitCode {
     let paths = Paths { sys: args.sys.clone(), proc: args.proc.clone(), dev_vfio: args.dev_vfio.clone() };
     let mut notes = Vec::new();
     let mut cost = match model_cost() {

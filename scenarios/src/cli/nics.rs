@@ -10,7 +10,7 @@ use bnxt::sysfs::SysfsMachine;
 use super::{BindArgs, EXIT_FAILED, EXIT_INVALID, NicsArgs, say_error};
 
 /// List the functions under `args.sysfs` (the running machine's by default).
-pub fn nics(args: &NicsArgs) -> ExitCode {
+pub(crate) fn nics(args: &NicsArgs) -> ExitCode {
     let machine = machine_at(args.sysfs.as_deref());
     let functions = match machine.functions() {
         Ok(f) => f,
@@ -55,7 +55,7 @@ fn names(nics: &[usize]) -> String {
 }
 
 /// Bind NICs `args.nics` to vfio-pci.
-pub fn detach(args: &BindArgs) -> ExitCode {
+pub(crate) fn detach(args: &BindArgs) -> ExitCode {
     let machine = machine_at(args.sysfs.as_deref());
     let done = chosen(&machine, args).and_then(|nics| Ok((bnxt::binding::detach_nics(&machine, &nics)?, nics)));
     match done {
@@ -75,7 +75,7 @@ pub fn detach(args: &BindArgs) -> ExitCode {
 }
 
 /// Give NICs `args.nics` back to the kernel.
-pub fn attach(args: &BindArgs) -> ExitCode {
+pub(crate) fn attach(args: &BindArgs) -> ExitCode {
     let machine = machine_at(args.sysfs.as_deref());
     let done = chosen(&machine, args).and_then(|nics| Ok((bnxt::binding::attach_nics(&machine, &nics)?, nics)));
     match done {

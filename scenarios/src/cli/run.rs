@@ -35,7 +35,7 @@ struct Plan {
 }
 
 /// `bnxt-rig run`.
-pub fn run(args: &RunArgs, verbose: bool) -> ExitCode {
+pub(crate) fn run(args: &RunArgs, verbose: bool) -> ExitCode {
     let plan = Plan {
         paths: args.paths.paths.clone(),
         target: args.target.clone(),
@@ -51,7 +51,7 @@ pub fn run(args: &RunArgs, verbose: bool) -> ExitCode {
 }
 
 /// `bnxt-rig replay`.
-pub fn replay(args: &ReplayArgs, verbose: bool) -> ExitCode {
+pub(crate) fn replay(args: &ReplayArgs, verbose: bool) -> ExitCode {
     let record = match RunRecord::read(&args.run) {
         Ok(r) => r,
         Err(e) => {
