@@ -6,6 +6,7 @@ mod transport_support;
 use std::time::Duration;
 
 use bnxt_model::roce::transport::{Mtu, QpState, RecvKind, RecvWqe, ReqStatus, RespStatus, SendOp, SendWqe, Sge};
+use rstest::rstest;
 use transport_support::{Fabric, assert_bytes, pattern, recv, send};
 
 const SRC: u32 = 1;
@@ -24,33 +25,37 @@ fn pair() -> Fabric {
     f
 }
 
-#[test]
-fn sends_of_awkward_sizes_land_whole() {
-    for len in [0u32, 1, 3, 4095, 4096, 4097, 8192, 3 * 4096 + 1, 1 << 20] {
-        let mut f = pair();
-        f.post_recv(1, 20, recv(77, DST, 0xa0_0000 + 4096, (1 << 20) + 8192));
-        f.post_send(0, 10, send(5, SRC, 0x10_0000 + 3, len));
-        assert!(f.run_until(LIMIT, |f| f.qp(0, 10).sends_outstanding() == 0), "{len}: not completed");
-        let s = f.send_completions(0, 10);
-        assert_eq!(s.len(), 1);
-        assert_eq!((s[0].id, s[0].status, s[0].bytes), (5, ReqStatus::Ok, len));
-        let r = f.recv_completions(1, 20);
-        assert_eq!(r.len(), 1, "{len}");
-        assert_eq!(
-            (r[0].id, r[0].status, r[0].bytes, r[0].kind, r[0].imm),
-            (77, RespStatus::Ok, len, RecvKind::Send, None)
-        );
-        let src = &f.nodes[0].mem.bytes(SRC)[3..3 + len as usize];
-        let dst = f.nodes[1].mem.bytes(DST);
-        assert_bytes(&dst[4096..4096 + len as usize], src, &format!("send of {len}"));
-        assert!(
-            dst[..4096].iter().all(|&b| b == 0) && dst[4096 + len as usize..].iter().all(|&b| b == 0),
-            "{len}: spill"
-        );
-        let packets = u64::from(Mtu::Mtu4096.packets(len));
-        assert_eq!(f.qp(0, 10).stats().requests_sent, packets, "{len}: one packet per MTU, none resent");
-        assert_eq!(f.qp(0, 10).stats().retransmitted, 0);
-    }
+#[rstest]
+#[case::empty(0)]
+#[case::one_byte(1)]
+#[case::three_bytes(3)]
+#[case::a_byte_short_of_an_mtu(4095)]
+#[case::one_mtu(4096)]
+#[case::a_byte_over_an_mtu(4097)]
+#[case::two_mtus(8192)]
+#[case::a_byte_over_three_mtus(3 * 4096 + 1)]
+#[case::one_mib(1 << 20)]
+fn sends_of_awkward_sizes_land_whole(#[case] len: u32) {
+    let mut f = pair();
+    f.post_recv(1, 20, recv(77, DST, 0xa0_0000 + 4096, (1 << 20) + 8192));
+    f.post_send(0, 10, send(5, SRC, 0x10_0000 + 3, len));
+    assert!(f.run_until(LIMIT, |f| f.qp(0, 10).sends_outstanding() == 0), "{len}: not completed");
+    let s = f.send_completions(0, 10);
+    assert_eq!(s.len(), 1);
+    assert_eq!((s[0].id, s[0].status, s[0].bytes), (5, ReqStatus::Ok, len));
+    let r = f.recv_completions(1, 20);
+    assert_eq!(r.len(), 1, "{len}");
+    assert_eq!(
+        (r[0].id, r[0].status, r[0].bytes, r[0].kind, r[0].imm),
+        (77, RespStatus::Ok, len, RecvKind::Send, None)
+    );
+    let src = &f.nodes[0].mem.bytes(SRC)[3..3 + len as usize];
+    let dst = f.nodes[1].mem.bytes(DST);
+    assert_bytes(&dst[4096..4096 + len as usize], src, &format!("send of {len}"));
+    assert!(dst[..4096].iter().all(|&b| b == 0) && dst[4096 + len as usize..].iter().all(|&b| b == 0), "{len}: spill");
+    let packets = u64::from(Mtu::Mtu4096.packets(len));
+    assert_eq!(f.qp(0, 10).stats().requests_sent, packets, "{len}: one packet per MTU, none resent");
+    assert_eq!(f.qp(0, 10).stats().retransmitted, 0);
 }
 
 #[test]
@@ -83,42 +88,47 @@ fn many_small_messages_complete_in_order() {
     assert_eq!((st.duplicates, st.out_of_sequence), (0, 0));
 }
 
-#[test]
-fn reads_across_mtu_and_sge_boundaries() {
-    for len in [0u32, 1, 4095, 4096, 4097, 3 * 4096 + 5, 1 << 20] {
-        let mut f = pair();
-        // The local SGEs split the message at odd places.
-        let a = len / 3;
-        let b = len / 2;
-        let sges: bnxt_model::roce::transport::SgeList = smallvec::smallvec![
-            Sge { addr: 0x90_0000 + 1, lkey: DST, len: a },
-            Sge { addr: 0x90_0000 + 100_000, lkey: DST, len: 0 },
-            Sge { addr: 0x90_0000 + 400_000, lkey: DST, len: b },
-            Sge { addr: 0x90_0000 + 1_000_000, lkey: DST, len: len - a - b },
-        ];
-        let w = SendWqe {
-            id: 9,
-            op: SendOp::RdmaRead { va: 0x20_0000 + 17, rkey: SRC },
-            sges: sges.clone(),
-            length: len,
-            signaled: true,
-            solicited: false,
-        };
-        f.post_send(0, 10, w);
-        assert!(f.run_until(LIMIT, |f| f.qp(0, 10).sends_outstanding() == 0), "{len}");
-        let s = f.send_completions(0, 10);
-        assert_eq!((s[0].id, s[0].status, s[0].bytes), (9, ReqStatus::Ok, len), "{len}");
-        let remote = &f.nodes[1].mem.bytes(SRC)[17..17 + len as usize];
-        let local = f.nodes[0].mem.bytes(DST);
-        let mut got = Vec::new();
-        for s in &sges {
-            let at = (s.addr - 0x90_0000) as usize;
-            got.extend_from_slice(&local[at..at + s.len as usize]);
-        }
-        assert_bytes(&got, remote, &format!("read of {len}"));
-        assert_eq!(f.qp(1, 20).stats().read_responses_sent, u64::from(Mtu::Mtu4096.packets(len)));
-        assert!(f.recv_completions(1, 20).is_empty(), "a READ takes no receive");
+#[rstest]
+#[case::empty(0)]
+#[case::one_byte(1)]
+#[case::a_byte_short_of_an_mtu(4095)]
+#[case::one_mtu(4096)]
+#[case::a_byte_over_an_mtu(4097)]
+#[case::five_bytes_over_three_mtus(3 * 4096 + 5)]
+#[case::one_mib(1 << 20)]
+fn reads_across_mtu_and_sge_boundaries(#[case] len: u32) {
+    let mut f = pair();
+    // The local SGEs split the message at odd places.
+    let a = len / 3;
+    let b = len / 2;
+    let sges: bnxt_model::roce::transport::SgeList = smallvec::smallvec![
+        Sge { addr: 0x90_0000 + 1, lkey: DST, len: a },
+        Sge { addr: 0x90_0000 + 100_000, lkey: DST, len: 0 },
+        Sge { addr: 0x90_0000 + 400_000, lkey: DST, len: b },
+        Sge { addr: 0x90_0000 + 1_000_000, lkey: DST, len: len - a - b },
+    ];
+    let w = SendWqe {
+        id: 9,
+        op: SendOp::RdmaRead { va: 0x20_0000 + 17, rkey: SRC },
+        sges: sges.clone(),
+        length: len,
+        signaled: true,
+        solicited: false,
+    };
+    f.post_send(0, 10, w);
+    assert!(f.run_until(LIMIT, |f| f.qp(0, 10).sends_outstanding() == 0), "{len}");
+    let s = f.send_completions(0, 10);
+    assert_eq!((s[0].id, s[0].status, s[0].bytes), (9, ReqStatus::Ok, len), "{len}");
+    let remote = &f.nodes[1].mem.bytes(SRC)[17..17 + len as usize];
+    let local = f.nodes[0].mem.bytes(DST);
+    let mut got = Vec::new();
+    for s in &sges {
+        let at = (s.addr - 0x90_0000) as usize;
+        got.extend_from_slice(&local[at..at + s.len as usize]);
     }
+    assert_bytes(&got, remote, &format!("read of {len}"));
+    assert_eq!(f.qp(1, 20).stats().read_responses_sent, u64::from(Mtu::Mtu4096.packets(len)));
+    assert!(f.recv_completions(1, 20).is_empty(), "a READ takes no receive");
 }
 
 #[test]
