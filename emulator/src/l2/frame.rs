@@ -9,7 +9,9 @@
 
 use crate::net::ethernet::EthernetFrame;
 use crate::net::ipv4::{Ipv4Packet, internet_checksum};
+use crate::net::ipv6::{self, Ipv6ExtHeader, Ipv6Header};
 use crate::net::udp::UdpPacket;
+use zerocopy::FromBytes;
 
 /// EtherType of IPv4.
 pub const ETHERTYPE_IPV4: u16 = 0x0800;
@@ -148,33 +150,25 @@ fn parse_v4(f: &[u8], off: usize) -> L3 {
 }
 
 fn parse_v6(f: &[u8], off: usize) -> L3 {
-    let Some(h) = f.get(off..off + 40) else { return L3::Other };
-    if h[0] >> 4 != 6 {
+    let Some(Ok((h, _))) = f.get(off..).map(Ipv6Header::ref_from_prefix) else { return L3::Other };
+    if h.version() != 6 {
         return L3::Other;
     }
-    let end = off + 40 + usize::from(u16::from_be_bytes([h[4], h[5]]));
-    let mut next = h[6];
-    let mut at = off + 40;
+    let end = off + ipv6::HEADER_LEN + usize::from(h.payload_len.get());
+    let mut next = h.next_header;
+    let mut at = off + ipv6::HEADER_LEN;
     let proto = loop {
-        match next {
-            // Hop-by-hop, routing, destination options: (next header, length in 8-byte units - 1).
-            0 | 43 | 60 => {
-                let (Some(&n), Some(&l)) = (f.get(at), f.get(at + 1)) else { break None };
-                next = n;
-                at += (usize::from(l) + 1) * 8;
-            }
-            44 => break None,
-            p => break Some(p),
+        if Ipv6ExtHeader::carries_length(next) {
+            let Some(Ok((ext, _))) = f.get(at..).map(Ipv6ExtHeader::ref_from_prefix) else { break None };
+            next = ext.next_header;
+            at += ext.bytes();
+        } else if next == ipv6::EXT_FRAGMENT {
+            break None;
+        } else {
+            break Some(next);
         }
     };
-    L3::V6 {
-        off,
-        src: h[8..24].try_into().expect("16 bytes"),
-        dst: h[24..40].try_into().expect("16 bytes"),
-        proto,
-        l4_off: at,
-        end,
-    }
+    L3::V6 { off, src: h.src, dst: h.dst, proto, l4_off: at, end }
 }
 
 impl Parsed {
@@ -368,8 +362,9 @@ pub fn segment(frame: &[u8], hdr_len: usize, mss: usize) -> Result<Vec<Vec<u8>>,
                 fill_ipv4_checksum(&mut f);
             }
             L3::V6 { off, .. } => {
-                let plen = (f.len() - off - 40) as u16;
-                f[off + 4..off + 6].copy_from_slice(&plen.to_be_bytes());
+                let plen = (f.len() - off - ipv6::HEADER_LEN) as u16;
+                let (h, _) = Ipv6Header::mut_from_prefix(&mut f[off..]).expect("parsed as IPv6 before");
+                h.payload_len.set(plen);
             }
             L3::Other => unreachable!("l4() found a transport header"),
         }
@@ -461,5 +456,51 @@ mod tests {
         assert_eq!(segment(&f, 34, 1), Err(LsoError::TcpDataOffset { words: 0 }));
         f[46] = 0x40;
         assert_eq!(segment(&f, 50, 4), Err(LsoError::TcpDataOffset { words: 4 }));
+    }
+
+    /// An IPv6/TCP frame with a hop-by-hop options header (8 bytes) before the TCP header,
+    /// `payload`, checksum filled.
+    fn tcp6_with_hop_by_hop(payload: &[u8]) -> Vec<u8> {
+        let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x86, 0xdd];
+        let plen = 8 + 20 + payload.len();
+        f.extend_from_slice(&[0x60, 0, 0, 0, (plen >> 8) as u8, plen as u8, ipv6::EXT_HOP_BY_HOP, 64]);
+        f.extend_from_slice(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        f.extend_from_slice(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        f.extend_from_slice(&[PROTO_TCP, 0, 1, 4, 0, 0, 0, 0]); // next TCP, length 0 (8 bytes), PadN
+        f.extend_from_slice(&[0x30, 0x39, 0x00, 0x50, 0, 0, 0, 0, 0, 0, 0, 0, 0x50, 0x18, 0xff, 0xff, 0, 0, 0, 0]);
+        f.extend_from_slice(payload);
+        assert!(fill_l4_checksum(&mut f));
+        f
+    }
+
+    #[test]
+    fn ipv6_extension_headers_are_walked_to_the_transport_header() {
+        let payload: Vec<u8> = (0..2100u32).map(|i| i as u8).collect();
+        let f = tcp6_with_hop_by_hop(&payload);
+        let p = parse(&f).unwrap();
+        let L3::V6 { src, dst, proto, l4_off, end, .. } = p.l3 else { panic!("{:?}", p.l3) };
+        assert_eq!((src[15], dst[15], proto, l4_off, end), (1, 2, Some(PROTO_TCP), 14 + 40 + 8, f.len()));
+        assert_eq!(p.l4(f.len()), Some((PROTO_TCP, 62, f.len())));
+        assert_eq!(check_checksums(&f, &p).l4, Some(true));
+
+        // Segmented: each segment's payload length is its own, and its checksum holds.
+        let segs = segment(&f, 82, 1000).unwrap();
+        assert_eq!(segs.len(), 3);
+        for (i, s) in segs.iter().enumerate() {
+            let plen = usize::from(u16::from_be_bytes([s[18], s[19]]));
+            assert_eq!(plen, s.len() - 14 - 40, "segment {i}");
+            assert_eq!(check_checksums(s, &parse(s).unwrap()).l4, Some(true), "segment {i}");
+        }
+
+        // A fragment has no transport header to look at; a truncated extension header neither.
+        let mut frag = f.clone();
+        frag[14 + 6] = ipv6::EXT_FRAGMENT;
+        assert_eq!(parse(&frag).unwrap().l4(frag.len()), None);
+        let cut = &f[..14 + 40];
+        let L3::V6 { proto, .. } = parse(cut).unwrap().l3 else { panic!() };
+        assert_eq!(proto, None);
+        let mut not_six = f.clone();
+        not_six[14] = 0x40;
+        assert!(matches!(parse(&not_six).unwrap().l3, L3::Other));
     }
 }

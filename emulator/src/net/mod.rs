@@ -33,6 +33,7 @@ pub mod ext;
 pub mod fault;
 pub mod icrc;
 pub mod ipv4;
+pub mod ipv6;
 pub mod opcode;
 pub mod pool;
 pub mod roce;
