@@ -54,11 +54,16 @@ pub(crate) struct Gate {
     kept: Option<Kept>,
 }
 
+/// A quiet admission and what it holds for.
 #[derive(Debug, Clone, Copy)]
 struct Kept {
+    /// The VNICs and filters it was decided from.
     steering: Generation,
+    /// The destination MAC admitted.
     dst: [u8; 6],
+    /// The VNIC its filter steers to.
     vnic: u16,
+    /// The longest frame admitted without the MRU warning (the VNIC's MRU, or any when unset).
     max_len: usize,
 }
 
